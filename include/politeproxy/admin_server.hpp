@@ -1,0 +1,26 @@
+#pragma once
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <functional>
+#include <string>
+
+namespace politeproxy {
+
+class host_gates;
+class metrics;
+class origin_pool;
+
+/// The admin listener's view of the proxy.
+struct admin_view {
+    const host_gates& gates;
+    const politeproxy::metrics& metrics;
+    const origin_pool& pool;
+    std::function<bool()> ready;  ///< listening and configured
+};
+
+/// Serves GET /metrics (Prometheus text format), /healthz and /readyz until the
+/// acceptor is closed.
+boost::asio::awaitable<void> run_admin_listener(boost::asio::ip::tcp::acceptor& acceptor, admin_view view);
+
+}  // namespace politeproxy

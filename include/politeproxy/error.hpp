@@ -1,0 +1,51 @@
+#pragma once
+// One error vocabulary for politeproxy.
+#include <boost/system/error_code.hpp>
+
+namespace politeproxy {
+
+enum class errc {
+    /// The host's queue already holds queue.max_waiting parked requests.
+    queue_full = 1,
+    /// The request stayed parked longer than queue.max_wait.
+    queue_timeout,
+    /// The waiter was cancelled (client gone, shutdown) before it was granted.
+    cancelled,
+    /// The request line, target or headers could not be understood.
+    bad_request,
+    /// The request's header section is larger than the parser's limit.
+    header_too_large,
+    /// The request's scheme is not one the proxy forwards.
+    unsupported_scheme,
+    /// An origin-form request was sent to the proxy port.
+    origin_form_request,
+    /// The client's address is not in security.allow_clients.
+    client_denied,
+    /// The destination address is denied by security.deny_destinations.
+    destination_denied,
+    /// CONNECT to a port not in security.connect_ports.
+    connect_port_denied,
+    /// The proxy's own Via entry came back: a forwarding loop.
+    loop_detected,
+    /// The origin's name did not resolve.
+    dns_failure,
+    /// The origin refused or reset the connection.
+    origin_refused,
+    /// The origin did not answer in time.
+    origin_timeout,
+    /// The origin's response could not be parsed.
+    origin_bad_response,
+    /// A configuration value is invalid.
+    config_invalid,
+};
+
+const boost::system::error_category& politeproxy_category() noexcept;
+
+inline boost::system::error_code make_error_code(errc e) noexcept {
+    return {static_cast<int>(e), politeproxy_category()};
+}
+
+}  // namespace politeproxy
+
+template <>
+struct boost::system::is_error_code_enum<politeproxy::errc> : std::true_type {};

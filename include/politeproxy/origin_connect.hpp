@@ -1,0 +1,29 @@
+#pragma once
+#include "politeproxy/clock.hpp"
+#include "politeproxy/error.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace politeproxy {
+
+struct config;
+
+struct connect_failure {
+    errc why;  ///< dns_failure, destination_denied, origin_refused or origin_timeout
+    std::string details;
+};
+
+/// Resolves `host` (static `resolve:` entries first, then DNS), drops every address that
+/// security.deny_destinations forbids, and connects `stream` to the first permitted one
+/// that answers. Name look-up and connect together are bounded by `timeout`.
+boost::asio::awaitable<std::optional<connect_failure>> connect_origin(
+    const config& cfg, boost::beast::tcp_stream& stream, std::string_view host, std::uint16_t port,
+    clock::duration timeout);
+
+}  // namespace politeproxy

@@ -1,0 +1,48 @@
+#pragma once
+#include "politeproxy/clock.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace politeproxy {
+
+/// Idle keep-alive connections to origins, keyed by "host:port". A connection is
+/// handed out to one request at a time; one that the origin closed while idle is
+/// dropped on the way out. Bounded per origin, and idle ones expire.
+///
+/// Thread safety: all members may be called from any thread.
+class origin_pool {
+public:
+    static constexpr std::size_t max_idle_per_origin = 64;
+
+    explicit origin_pool(clock::duration idle_timeout) : idle_timeout_(idle_timeout) {}
+
+    /// A live idle connection to `origin`, if there is one.
+    std::optional<boost::asio::ip::tcp::socket> take(const std::string& origin);
+
+    /// Parks a connection whose last response was read completely.
+    void put(const std::string& origin, boost::asio::ip::tcp::socket socket);
+
+    /// Closes connections idle longer than the idle timeout.
+    void sweep(clock::time_point now);
+
+    std::size_t idle_count() const;
+
+private:
+    struct idle_connection {
+        boost::asio::ip::tcp::socket socket;
+        clock::time_point since;
+    };
+
+    clock::duration idle_timeout_;
+    mutable std::mutex mutex_;
+    std::unordered_map<std::string, std::deque<idle_connection>> idle_;
+    std::size_t count_ = 0;
+};
+
+}  // namespace politeproxy

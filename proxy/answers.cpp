@@ -1,0 +1,77 @@
+#include "politeproxy/answers.hpp"
+
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/status.hpp>
+
+#include <cstdio>
+
+namespace politeproxy {
+namespace http = boost::beast::http;
+
+namespace {
+
+struct answer_kind {
+    http::status status;
+    const char* proxy_error;  ///< RFC 9209 error type
+};
+
+answer_kind kind_of(errc why) {
+    switch (why) {
+    case errc::queue_full:
+    case errc::queue_timeout: return {http::status::service_unavailable, "connection_limit_reached"};
+    case errc::client_denied:
+    case errc::connect_port_denied: return {http::status::forbidden, "http_request_denied"};
+    case errc::destination_denied: return {http::status::forbidden, "destination_ip_prohibited"};
+    case errc::header_too_large: return {http::status::request_header_fields_too_large, "http_request_error"};
+    case errc::loop_detected: return {http::status::loop_detected, "proxy_loop_detected"};
+    case errc::dns_failure: return {http::status::bad_gateway, "dns_error"};
+    case errc::origin_refused: return {http::status::bad_gateway, "connection_refused"};
+    case errc::origin_timeout: return {http::status::gateway_timeout, "connection_timeout"};
+    case errc::origin_bad_response: return {http::status::bad_gateway, "http_protocol_error"};
+    case errc::bad_request:
+    case errc::unsupported_scheme:
+    case errc::origin_form_request:
+    case errc::cancelled:
+    case errc::config_invalid: break;
+    }
+    return {http::status::bad_request, "http_request_error"};
+}
+
+std::string quoted(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (c >= 0x20 && c < 0x7f) out += c;
+    }
+    return out + "\"";
+}
+
+}  // namespace
+
+answer make_answer(errc why, std::string_view details, bool keep_alive,
+                   std::optional<clock::duration> retry_after) {
+    const answer_kind kind = kind_of(why);
+    answer res{kind.status, 11};
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    res.set(http::field::cache_control, "no-store");
+    res.set("Proxy-Status", std::string("politeproxy; error=") + kind.proxy_error +
+                                "; details=" + quoted(details));
+    if (retry_after) {
+        const auto seconds = std::chrono::ceil<std::chrono::seconds>(*retry_after).count();
+        res.set(http::field::retry_after, std::to_string(seconds < 1 ? 1 : seconds));
+    }
+    res.body() = std::to_string(static_cast<unsigned>(kind.status)) + " " +
+                 std::string(http::obsolete_reason(kind.status)) + ": " + std::string(details) + "\n";
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    return res;
+}
+
+std::string queue_wait_status(clock::duration waited) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "politeproxy; queue-wait=%.3f",
+                  std::chrono::duration<double>(waited).count());
+    return buf;
+}
+
+}  // namespace politeproxy

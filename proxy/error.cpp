@@ -1,0 +1,39 @@
+#include "politeproxy/error.hpp"
+
+namespace politeproxy {
+namespace {
+
+class category final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "politeproxy"; }
+    std::string message(int ev) const override {
+        switch (static_cast<errc>(ev)) {
+        case errc::queue_full: return "host queue is full";
+        case errc::queue_timeout: return "waited longer than queue.max_wait";
+        case errc::cancelled: return "cancelled while queued";
+        case errc::bad_request: return "malformed request";
+        case errc::header_too_large: return "request header section too large";
+        case errc::unsupported_scheme: return "unsupported scheme";
+        case errc::origin_form_request: return "origin-form request sent to a proxy";
+        case errc::client_denied: return "client address not allowed";
+        case errc::destination_denied: return "destination address denied";
+        case errc::connect_port_denied: return "CONNECT port not allowed";
+        case errc::loop_detected: return "forwarding loop detected";
+        case errc::dns_failure: return "origin name did not resolve";
+        case errc::origin_refused: return "origin refused the connection";
+        case errc::origin_timeout: return "origin timed out";
+        case errc::origin_bad_response: return "origin sent a malformed response";
+        case errc::config_invalid: return "invalid configuration";
+        }
+        return "unknown politeproxy error";
+    }
+};
+
+}  // namespace
+
+const boost::system::error_category& politeproxy_category() noexcept {
+    static const category instance;
+    return instance;
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,23 @@
+#include "politeproxy/host_key.hpp"
+
+namespace politeproxy {
+
+std::string host_key(std::string_view host) {
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    while (!host.empty() && host.back() == '.') host.remove_suffix(1);
+    std::string key(host);
+    for (char& c : key)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return key;
+}
+
+bool host_matches(std::string_view pattern, std::string_view host) {
+    if (pattern.starts_with("*.")) {
+        const std::string_view suffix = pattern.substr(1);  // ".example.com"
+        return host.size() > suffix.size() && host.ends_with(suffix);
+    }
+    return pattern == host;
+}
+
+}  // namespace politeproxy

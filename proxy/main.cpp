@@ -1,0 +1,104 @@
+// politeproxy: a forward HTTP proxy that makes any crawler polite.
+#include "politeproxy/config_load.hpp"
+#include "politeproxy/log.hpp"
+#include "politeproxy/proxy_server.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <optional>
+#include <string>
+
+namespace {
+
+constexpr const char* usage =
+    "usage: politeproxy --config FILE [--listen ADDR:PORT] [--admin-listen ADDR:PORT]\n"
+    "                   [--log-level trace|debug|info|warn|error]\n"
+    "       politeproxy --check-config FILE   validate, print the effective per-host table\n"
+    "       politeproxy --version | --help\n";
+
+std::optional<politeproxy::listen_address> parse_listen(const std::string& text) {
+    const auto yaml = "listen: \"" + text + "\"\n";
+    auto c = politeproxy::load_config_text(yaml, "--listen");
+    if (!c) return std::nullopt;
+    return c->listen;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace politeproxy;
+    std::string config_path, check_path, listen, admin_listen;
+    log_level level = log_level::info;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&](std::string& out) {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "politeproxy: %s needs a value\n%s", arg.c_str(), usage);
+                std::exit(2);
+            }
+            out = argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") {
+            std::fputs(usage, stdout);
+            return 0;
+        } else if (arg == "--version") {
+            std::printf("politeproxy %s\n", POLITEPROXY_VERSION);
+            return 0;
+        } else if (arg == "--config") value(config_path);
+        else if (arg == "--check-config") value(check_path);
+        else if (arg == "--listen") value(listen);
+        else if (arg == "--admin-listen") value(admin_listen);
+        else if (arg == "--log-level") {
+            std::string text;
+            value(text);
+            if (!parse_log_level(text, level)) {
+                std::fprintf(stderr, "politeproxy: unknown log level '%s'\n", text.c_str());
+                return 2;
+            }
+        } else {
+            std::fprintf(stderr, "politeproxy: unknown argument '%s'\n%s", arg.c_str(), usage);
+            return 2;
+        }
+    }
+
+    if (!check_path.empty()) {
+        auto cfg = load_config_file(check_path);
+        if (!cfg) {
+            std::fprintf(stderr, "politeproxy: %s\n", cfg.error().c_str());
+            return 1;
+        }
+        std::cout << describe(*cfg, utc_today());
+        return 0;
+    }
+    if (config_path.empty()) {
+        std::fputs(usage, stderr);
+        return 2;
+    }
+    auto cfg = load_config_file(config_path);
+    if (!cfg) {
+        std::fprintf(stderr, "politeproxy: %s\n", cfg.error().c_str());
+        return 1;
+    }
+    for (auto [flag, target] : {std::pair{&listen, &cfg->listen}, std::pair{&admin_listen, &cfg->admin_listen}}) {
+        if (flag->empty()) continue;
+        auto parsed = parse_listen(*flag);
+        if (!parsed) {
+            std::fprintf(stderr, "politeproxy: invalid address '%s' (expected ADDR:PORT)\n", flag->c_str());
+            return 2;
+        }
+        *target = *parsed;
+    }
+    logger log(level);
+    for (const auto& o : cfg->hosts)
+        if (o.expired(utc_today()))
+            log.write(log_level::warn, "config", "override for " + o.pattern + " expired: ignored");
+    try {
+        proxy_server server(std::make_shared<const config>(std::move(*cfg)), log);
+        return server.run();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "politeproxy: %s\n", e.what());
+        return 1;
+    }
+}

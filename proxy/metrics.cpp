@@ -1,0 +1,187 @@
+#include "politeproxy/metrics.hpp"
+
+#include "politeproxy/host_gates.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <sstream>
+
+namespace politeproxy {
+namespace {
+
+constexpr const char* prefix = "politeproxy_";
+
+constexpr errc rejection_reasons[] = {
+    errc::queue_full,          errc::queue_timeout,      errc::cancelled,
+    errc::bad_request,         errc::header_too_large,   errc::unsupported_scheme,
+    errc::origin_form_request, errc::client_denied,      errc::destination_denied,
+    errc::connect_port_denied, errc::loop_detected,
+};
+
+const char* reason_label(errc e) {
+    switch (e) {
+    case errc::queue_full: return "queue_full";
+    case errc::queue_timeout: return "queue_timeout";
+    case errc::cancelled: return "client_gone";
+    case errc::bad_request: return "bad_request";
+    case errc::header_too_large: return "header_too_large";
+    case errc::unsupported_scheme: return "unsupported_scheme";
+    case errc::origin_form_request: return "origin_form";
+    case errc::client_denied: return "client_denied";
+    case errc::destination_denied: return "destination_denied";
+    case errc::connect_port_denied: return "connect_port_denied";
+    case errc::loop_detected: return "loop_detected";
+    default: return "other";
+    }
+}
+
+// Latency buckets from 1 ms to 2 min: a crawl sees both fast APIs and tarpits.
+const prometheus::Histogram::BucketBoundaries latency_buckets{
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+
+prometheus::MetricFamily host_family(const char* name, const char* help, prometheus::MetricType type) {
+    prometheus::MetricFamily f;
+    f.name = std::string(prefix) + name;
+    f.help = help;
+    f.type = type;
+    return f;
+}
+
+void add_sample(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> labels, double v) {
+    prometheus::ClientMetric m;
+    m.label = std::move(labels);
+    if (f.type == prometheus::MetricType::Counter) m.counter.value = v;
+    else m.gauge.value = v;
+    f.metric.push_back(std::move(m));
+}
+
+}  // namespace
+
+struct metrics::impl {
+    prometheus::Registry registry;
+    prometheus::Family<prometheus::Counter>& rejected_family =
+        prometheus::BuildCounter().Name(std::string(prefix) + "rejected_total")
+            .Help("Requests the proxy refused or answered itself, by reason").Register(registry);
+    std::map<errc, prometheus::Counter*> rejected;
+    prometheus::Histogram& queue_wait =
+        prometheus::BuildHistogram().Name(std::string(prefix) + "queue_wait_seconds")
+            .Help("Time a request waited for its slot and token").Register(registry)
+            .Add({}, latency_buckets);
+    prometheus::Histogram& origin_response =
+        prometheus::BuildHistogram().Name(std::string(prefix) + "upstream_response_seconds")
+            .Help("Time from sending a request to the origin's response headers").Register(registry)
+            .Add({}, latency_buckets);
+    prometheus::Family<prometheus::Gauge>& client_connections =
+        prometheus::BuildGauge().Name(std::string(prefix) + "client_connections")
+            .Help("Open client connections, by protocol").Register(registry);
+    prometheus::Family<prometheus::Gauge>& origin_connections =
+        prometheus::BuildGauge().Name(std::string(prefix) + "upstream_connections")
+            .Help("Open connections to origins (pooled included), by protocol").Register(registry);
+
+    impl() {
+        for (errc e : rejection_reasons) rejected[e] = &rejected_family.Add({{"reason", reason_label(e)}});
+        for (const char* p : {"http1"}) client_connections.Add({{"protocol", p}});
+        for (const char* p : {"http1", "tunnel"}) origin_connections.Add({{"protocol", p}});
+    }
+
+    prometheus::Gauge& connections(connection_side side, const char* protocol) {
+        auto& family = side == connection_side::client ? client_connections : origin_connections;
+        return family.Add({{"protocol", protocol}});  // returns the existing series
+    }
+};
+
+metrics::metrics() : impl_(std::make_unique<impl>()) {}
+metrics::~metrics() = default;
+
+void metrics::rejected(errc reason) {
+    const auto it = impl_->rejected.find(reason);
+    if (it != impl_->rejected.end()) it->second->Increment();
+}
+
+void metrics::queue_wait(clock::duration d) {
+    impl_->queue_wait.Observe(std::chrono::duration<double>(d).count());
+}
+
+void metrics::origin_response(clock::duration d) {
+    impl_->origin_response.Observe(std::chrono::duration<double>(d).count());
+}
+
+void metrics::connection_opened(connection_side side, const char* protocol) {
+    impl_->connections(side, protocol).Increment();
+}
+
+void metrics::connection_closed(connection_side side, const char* protocol) {
+    impl_->connections(side, protocol).Decrement();
+}
+
+std::string metrics::render(const host_gates& gates, std::size_t idle_origin_connections) const {
+    using prometheus::MetricType;
+    auto families = impl_->registry.Collect();
+    for (auto& f : families)
+        if (f.name == std::string(prefix) + "upstream_connections")
+            for (auto& m : f.metric)
+                if (!m.label.empty() && m.label[0].value == "http1")
+                    m.gauge.value += static_cast<double>(idle_origin_connections);
+    const auto cfg = gates.current_config();
+
+    auto in_flight = host_family("host_in_flight", "Requests in flight to the host", MetricType::Gauge);
+    auto waiting = host_family("host_waiting", "Requests parked for the host", MetricType::Gauge);
+    auto limit = host_family("host_concurrency_limit", "The host's current concurrency limit", MetricType::Gauge);
+    auto rate = host_family("host_rate_limit", "The host's token refill rate (tokens per second)", MetricType::Gauge);
+    auto requests = host_family("requests_total", "Requests by host and outcome", MetricType::Counter);
+
+    // Busiest hosts first: past metrics.max_host_series the rest are summed as "_other".
+    auto hosts = gates.snapshot();
+    std::sort(hosts.begin(), hosts.end(), [](const host_snapshot& a, const host_snapshot& b) {
+        return a.in_flight + a.waiting > b.in_flight + b.waiting;
+    });
+    const std::size_t named = std::min(hosts.size(), cfg->max_host_series);
+    host_snapshot other{"_other"};
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        const host_snapshot& h = hosts[i];
+        if (i >= named) {
+            other.in_flight += h.in_flight;
+            other.waiting += h.waiting;
+            for (std::size_t o = 0; o < outcome_count; ++o) other.outcomes[o] += h.outcomes[o];
+            continue;
+        }
+        add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));
+        add_sample(waiting, {{"host", h.key}}, static_cast<double>(h.waiting));
+        add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
+        add_sample(rate, {{"host", h.key}}, h.rate);
+        for (std::size_t o = 0; o < outcome_count; ++o)
+            add_sample(requests, {{"host", h.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
+                       static_cast<double>(h.outcomes[o]));
+    }
+    if (named < hosts.size()) {
+        add_sample(in_flight, {{"host", other.key}}, static_cast<double>(other.in_flight));
+        add_sample(waiting, {{"host", other.key}}, static_cast<double>(other.waiting));
+        for (std::size_t o = 0; o < outcome_count; ++o)
+            add_sample(requests, {{"host", other.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
+                       static_cast<double>(other.outcomes[o]));
+    }
+
+    auto tracked = host_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
+    add_sample(tracked, {}, static_cast<double>(hosts.size()));
+
+    auto overrides = host_family("host_override_info", "Active registry overrides and their reasons", MetricType::Gauge);
+    const auto today = utc_today();
+    for (const auto& o : cfg->hosts)
+        if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
+
+    for (auto* f : {&in_flight, &waiting, &limit, &rate, &requests, &tracked, &overrides})
+        families.push_back(std::move(*f));
+    std::ostringstream out;
+    prometheus::TextSerializer{}.Serialize(out, families);
+    return out.str();
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,65 @@
+#include "politeproxy/origin_pool.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace politeproxy {
+namespace {
+
+// An idle keep-alive connection must have nothing to read: EOF means the origin
+// closed it, bytes mean it sent something unsolicited. Either way it is unusable.
+bool still_open(boost::asio::ip::tcp::socket& s) {
+    char byte;
+    const ssize_t n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+}  // namespace
+
+std::optional<boost::asio::ip::tcp::socket> origin_pool::take(const std::string& origin) {
+    std::lock_guard lock(mutex_);
+    const auto it = idle_.find(origin);
+    if (it == idle_.end()) return std::nullopt;
+    auto& conns = it->second;
+    const auto now = clock::now();
+    std::optional<boost::asio::ip::tcp::socket> found;
+    while (!conns.empty() && !found) {
+        idle_connection c = std::move(conns.back());  // most recently used: warmest
+        conns.pop_back();
+        --count_;
+        if (now - c.since < idle_timeout_ && still_open(c.socket)) found.emplace(std::move(c.socket));
+    }
+    if (conns.empty()) idle_.erase(it);
+    return found;
+}
+
+void origin_pool::put(const std::string& origin, boost::asio::ip::tcp::socket socket) {
+    std::lock_guard lock(mutex_);
+    auto& conns = idle_[origin];
+    if (conns.size() >= max_idle_per_origin) {
+        conns.pop_front();
+        --count_;
+    }
+    conns.push_back({std::move(socket), clock::now()});
+    ++count_;
+}
+
+void origin_pool::sweep(clock::time_point now) {
+    std::lock_guard lock(mutex_);
+    for (auto it = idle_.begin(); it != idle_.end();) {
+        auto& conns = it->second;
+        while (!conns.empty() && (now - conns.front().since >= idle_timeout_ || !still_open(conns.front().socket))) {
+            conns.pop_front();
+            --count_;
+        }
+        it = conns.empty() ? idle_.erase(it) : std::next(it);
+    }
+}
+
+std::size_t origin_pool::idle_count() const {
+    std::lock_guard lock(mutex_);
+    return count_;
+}
+
+}  // namespace politeproxy

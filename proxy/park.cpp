@@ -1,0 +1,41 @@
+#include "politeproxy/park.hpp"
+
+#include "politeproxy/error.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// Completes when the client has gone, or when cancelled.
+asio::awaitable<void> client_gone(tcp::socket& client) {
+    auto [ec] = co_await client.async_wait(tcp::socket::wait_read, use_tuple);
+    if (ec) co_return;
+    char byte;
+    const ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) co_return;
+    // Bytes are waiting (a body): an orderly close hides behind them; errors do not.
+    co_await client.async_wait(tcp::socket::wait_error, use_tuple);
+}
+
+}  // namespace
+
+asio::awaitable<acquire_result> park(host_gates& gates, std::string key, tcp::socket& client) {
+    auto result = co_await (gates.acquire(std::move(key)) || client_gone(client));
+    if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
+    co_return std::move(std::get<0>(result));
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,146 @@
+#include "politeproxy/proxy_server.hpp"
+
+#include "politeproxy/admin_server.hpp"
+#include "politeproxy/client_session.hpp"
+#include "politeproxy/host_gates.hpp"
+#include "politeproxy/metrics.hpp"
+#include "politeproxy/origin_pool.hpp"
+#include "politeproxy/proxy_context.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// How long a host's gate outlives its last request. Long enough to keep a crawl's
+// hosts warm between visits; short enough that a crawl over millions of hosts does
+// not hold them all.
+constexpr auto gate_idle_ttl = std::chrono::seconds(60);
+constexpr auto housekeeping_period = std::chrono::seconds(1);
+constexpr auto accept_error_pause = std::chrono::milliseconds(100);
+
+std::string make_via() {
+    std::random_device rd;
+    char id[16];
+    std::snprintf(id, sizeof id, "%08x", static_cast<unsigned>(rd()));
+    return std::string("1.1 politeproxy-") + id;
+}
+
+tcp::acceptor bind(asio::io_context& ioc, const listen_address& where) {
+    const tcp::endpoint endpoint(asio::ip::make_address(where.host), where.port);
+    tcp::acceptor acceptor(ioc);
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(tcp::acceptor::reuse_address(true));
+    acceptor.bind(endpoint);
+    acceptor.listen(asio::socket_base::max_listen_connections);
+    return acceptor;
+}
+
+std::string text_of(const tcp::endpoint& e) {
+    return listen_address{e.address().to_string(), e.port()}.text();
+}
+
+}  // namespace
+
+proxy_server::proxy_server(std::shared_ptr<const config> cfg, logger log) : cfg_(std::move(cfg)), log_(log) {}
+
+int proxy_server::run() {
+    const unsigned threads = cfg_->workers ? cfg_->workers : std::max(1u, std::thread::hardware_concurrency());
+    asio::io_context ioc(static_cast<int>(threads));
+
+    host_gates gates(cfg_);
+    origin_pool pool(cfg_->defaults.timeouts.idle);
+    metrics m;
+    proxy_context ctx{cfg_, gates, pool, m, make_via()};
+
+    tcp::acceptor proxy_acceptor = bind(ioc, cfg_->listen);
+    tcp::acceptor admin_acceptor = bind(ioc, cfg_->admin_listen);
+    std::atomic<bool> accepting{true};
+    std::atomic<std::size_t> sessions{0};
+
+    // The line tests and scripts wait for: both listeners are bound.
+    std::fprintf(stderr, "politeproxy: listening proxy=%s admin=%s\n", text_of(proxy_acceptor.local_endpoint()).c_str(),
+                 text_of(admin_acceptor.local_endpoint()).c_str());
+    std::fflush(stderr);
+
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        asio::steady_timer pause(ioc);
+        for (;;) {
+            auto [ec, socket] = co_await proxy_acceptor.async_accept(use_tuple);
+            if (!accepting) co_return;
+            if (ec) {
+                log_.write(log_level::warn, "accept", ec.message());
+                pause.expires_after(accept_error_pause);  // e.g. out of file descriptors
+                co_await pause.async_wait(use_tuple);
+                continue;
+            }
+            ++sessions;
+            asio::co_spawn(asio::make_strand(ioc), run_client_session(ctx, std::move(socket)),
+                           [&sessions](std::exception_ptr e) {
+                               --sessions;
+                               if (e) std::rethrow_exception(e);  // a bug: let it surface
+                           });
+        }
+    }, asio::detached);
+
+    asio::co_spawn(ioc, run_admin_listener(admin_acceptor, admin_view{gates, m, pool, [&] { return accepting.load(); }}),
+                   asio::detached);
+
+    asio::steady_timer housekeeping(ioc);
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        for (;;) {
+            housekeeping.expires_after(housekeeping_period);
+            if (auto [ec] = co_await housekeeping.async_wait(use_tuple); ec) co_return;
+            const auto now = clock::now();
+            pool.sweep(now);
+            gates.evict_idle(now, gate_idle_ttl);
+        }
+    }, asio::detached);
+
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        auto [ec, signo] = co_await signals.async_wait(use_tuple);
+        if (ec) co_return;
+        log_.write(log_level::info, "server", "signal " + std::to_string(signo) + ": draining");
+        accepting = false;
+        boost::system::error_code ignored;
+        proxy_acceptor.close(ignored);
+        asio::steady_timer drain(ioc);
+        const auto deadline = clock::now() + cfg_->drain_timeout;
+        signals.async_wait([&ioc](boost::system::error_code e, int) {
+            if (!e) ioc.stop();  // a second signal: stop at once
+        });
+        while (sessions > 0 && clock::now() < deadline) {
+            drain.expires_after(std::chrono::milliseconds(50));
+            co_await drain.async_wait(use_tuple);
+        }
+        admin_acceptor.close(ignored);
+        ioc.stop();
+    }, asio::detached);
+
+    std::vector<std::thread> pool_threads;
+    for (unsigned i = 1; i < threads; ++i) pool_threads.emplace_back([&ioc] { ioc.run(); });
+    ioc.run();
+    for (auto& t : pool_threads) t.join();
+    log_.write(log_level::info, "server", "stopped");
+    return 0;
+}
+
+}  // namespace politeproxy

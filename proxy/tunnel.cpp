@@ -1,0 +1,128 @@
+#include "politeproxy/forward.hpp"
+#include "politeproxy/hop_by_hop.hpp"
+#include "politeproxy/host_gates.hpp"
+#include "politeproxy/host_key.hpp"
+#include "politeproxy/metrics.hpp"
+#include "politeproxy/origin_connect.hpp"
+#include "politeproxy/park.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/url/parse.hpp>
+
+#include <array>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t tunnel_chunk_size = 16 * 1024;
+constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+// Both directions of one tunnel; all of it runs on the session's strand.
+struct tunnel_state {
+    tcp::socket& client;
+    tcp::socket& origin;
+    clock::time_point last_activity = clock::now();
+};
+
+// Copies until `from` reaches EOF, then half-closes `to`: the other direction goes on
+// (a client may finish sending long before the response ends). An error ends both.
+asio::awaitable<void> pump(tunnel_state& t, tcp::socket& from, tcp::socket& to) {
+    std::array<char, tunnel_chunk_size> chunk;
+    for (;;) {
+        auto [rec, n] = co_await from.async_read_some(asio::buffer(chunk), use_tuple);
+        if (rec == asio::error::eof) {
+            boost::system::error_code ignored;
+            to.shutdown(tcp::socket::shutdown_send, ignored);
+            co_return;
+        }
+        if (!rec) {
+            t.last_activity = clock::now();
+            auto [wec, m] = co_await asio::async_write(to, asio::buffer(chunk.data(), n), use_tuple);
+            if (!wec) continue;
+        }
+        boost::system::error_code ignored;
+        t.client.close(ignored);
+        t.origin.close(ignored);
+        co_return;
+    }
+}
+
+// Ends the tunnel once neither direction has carried a byte for `idle`.
+asio::awaitable<void> idle_watch(tunnel_state& t, clock::duration idle) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (;;) {
+        timer.expires_at(t.last_activity + idle);
+        auto [ec] = co_await timer.async_wait(use_tuple);
+        if (ec) co_return;
+        if (clock::now() - t.last_activity >= idle) co_return;
+    }
+}
+
+}  // namespace
+
+asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, beast::flat_buffer& buffer,
+                                 request_header_parser& header) {
+    const auto authority = boost::urls::parse_authority(header.get().target());
+    if (!authority || !authority->has_port() || authority->port_number() == 0 || authority->has_userinfo()) {
+        co_await send_answer(ctx, client, errc::bad_request, "CONNECT needs host:port", false);
+        co_return;
+    }
+    const std::string host = authority->host_address();
+    const std::uint16_t port = authority->port_number();
+    if (!ctx.cfg->connect_port_allowed(port)) {
+        co_await send_answer(ctx, client, errc::connect_port_denied,
+                             "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports", false);
+        co_return;
+    }
+    if (via_contains(header.get(), ctx.via)) {
+        co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", false);
+        co_return;
+    }
+
+    auto granted = co_await park(ctx.gates, host_key(host), client.socket());
+    if (granted.ec == errc::cancelled) co_return;
+    if (granted.ec) {
+        co_await send_answer(ctx, client, static_cast<errc>(granted.ec.value()),
+                             granted.ec == errc::queue_full ? "host queue is full" : "waited longer than queue.max_wait",
+                             false, granted.retry_after);
+        co_return;
+    }
+    permit slot = std::move(granted.granted);
+    ctx.metrics.queue_wait(slot.queue_wait());
+    const host_policy& policy = slot.policy();
+
+    beast::tcp_stream origin(co_await asio::this_coro::executor);
+    if (auto failure = co_await connect_origin(*ctx.cfg, origin, host, port, policy.timeouts.connect)) {
+        slot.set_outcome(failure->why == errc::origin_timeout ? outcome::timeout : outcome::refused);
+        co_await send_answer(ctx, client, failure->why, failure->details, false);
+        co_return;
+    }
+    connection_tracker tracked(ctx.metrics, connection_side::origin, "tunnel");
+    client.expires_after(policy.timeouts.idle);
+    if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(established), use_tuple); ec) co_return;
+    client.expires_never();
+    // Bytes the client sent right behind its CONNECT (an eager TLS ClientHello).
+    if (buffer.size() > 0) {
+        origin.expires_after(policy.timeouts.idle);
+        if (auto [ec, n] = co_await asio::async_write(origin, buffer.data(), use_tuple); ec) co_return;
+        origin.expires_never();
+        buffer.consume(buffer.size());
+    }
+    slot.set_outcome(outcome::ok);
+
+    tunnel_state t{client.socket(), origin.socket()};
+    co_await ((pump(t, t.client, t.origin) && pump(t, t.origin, t.client)) || idle_watch(t, policy.timeouts.idle));
+}
+
+}  // namespace politeproxy
