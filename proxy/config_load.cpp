@@ -204,7 +204,10 @@ public:
     config load(const YAML::Node& root) const {
         config c;
         c.source = source_;
-        if (root.IsNull()) return c;
+        if (root.IsNull()) {
+            security(root, c);
+            return c;
+        }
         expect_map(root, "the configuration");
         only_keys(root, "the top level", {"listen", "admin_listen", "workers", "drain_timeout", "defaults",
                                           "groups", "hosts", "fleet", "resolve", "metrics", "security", "tls"});
@@ -219,7 +222,7 @@ public:
             for (const char* only_for_hosts : {"reason", "expires"})
                 if (d[only_for_hosts]) fail(d[only_for_hosts], std::string("defaults: '") + only_for_hosts + "' is only valid under hosts");
             if (d["key"] && text(d["key"], "defaults.key") != "host")
-                fail(d["key"], "defaults.key: only 'host' is supported yet ('domain' and 'ip' keys are planned)");
+                fail(d["key"], "defaults.key: only 'host' works; 'domain' and 'ip' keys are not supported yet");
         }
         for (const char* unsupported : {"groups", "fleet"})
             if (const auto n = root[unsupported]; n && !n.IsNull())
@@ -281,7 +284,7 @@ public:
         expect_map(t, "tls");
         only_keys(t, "tls", {"mode", "ca_cert", "ca_key", "upstream_ca_file", "alpn"});
         if (t["mode"] && text(t["mode"], "tls.mode") != "tunnel")
-            fail(t["mode"], "tls.mode: only 'tunnel' is supported yet (interception is planned)");
+            fail(t["mode"], "tls.mode: only 'tunnel' works; interception is not supported yet");
     }
 
     static std::optional<std::vector<ip_network>> parse_networks(std::initializer_list<std::string_view> list) {

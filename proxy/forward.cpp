@@ -116,7 +116,10 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
                                        "this is a proxy: send absolute-form requests (http://host/path)", false);
     const auto parsed = boost::urls::parse_absolute_uri(target);
     if (!parsed) co_return co_await send_answer(ctx, client, errc::bad_request, "request target is not an absolute URI", false);
+    // Copies: the url views the target, which the rewrite below replaces.
     const boost::urls::url_view url = *parsed;
+    const std::string origin_target = url.encoded_target().empty() ? "/" : std::string(url.encoded_target());
+    const std::string host_header(url.encoded_host_and_port());
     if (url.scheme_id() != boost::urls::scheme::http)
         co_return co_await send_answer(ctx, client, errc::unsupported_scheme,
                                        "only http:// is forwarded; use CONNECT for https", answer_keeps);
@@ -144,9 +147,8 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
     const bool expect_continue = beast::iequals(out[http::field::expect], "100-continue");
     strip_hop_by_hop(out);
     if (expect_continue) out.erase(http::field::expect);
-    const auto origin_target = url.encoded_target();
-    out.target(origin_target.empty() ? "/" : std::string_view(origin_target));
-    out.set(http::field::host, url.encoded_host_and_port());
+    out.target(origin_target);
+    out.set(http::field::host, host_header);
     out.version(11);
     out.insert(http::field::via, ctx.via);
     const std::string pool_key = key + ":" + std::to_string(port);

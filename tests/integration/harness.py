@@ -405,6 +405,11 @@ class Background:
         return self.results
 
 
+def brief(host_stats):
+    """Origin host stats without the long lists, for messages."""
+    return {k: v for k, v in host_stats.items() if k not in ("arrivals", "requests")}
+
+
 def summarize(results):
     out = {}
     for r in results:
@@ -520,19 +525,26 @@ class RawClient:
         return RawResponse(status, m.group(2), headers, body)
 
     def read_all_responses(self, first_timeout=10, settle=0.5):
-        """Every response on this connection: wait up to first_timeout for the first,
-        then up to `settle` seconds for anything more. Returns (responses, leftover);
-        self.first_response_at is the time.monotonic() when the first one was complete."""
+        """Every response on this connection: wait up to first_timeout for the first
+        final (>= 200) response, then up to `settle` seconds for anything more.
+        Returns (responses incl. any 1xx, leftover bytes); self.first_response_at is the
+        time.monotonic() when the first final response was complete (or None)."""
         out = []
-        r = self.read_response(first_timeout)
-        self.first_response_at = time.monotonic() if r is not None else None
-        while r is not None:
+        self.first_response_at = None
+        deadline = time.monotonic() + first_timeout
+        while True:
+            r = self.read_response(max(0.0, deadline - time.monotonic()))
+            if r is None:
+                break
             out.append(r)
-            if r.status >= 200 and not self.buf:
-                # anything more must arrive within `settle` seconds
-                if not self._fill(time.monotonic() + settle):
-                    break
-            r = self.read_response(settle)
+            if r.status < 200:
+                continue
+            if self.first_response_at is None:
+                self.first_response_at = time.monotonic()
+            # anything more must start arriving within `settle` seconds
+            if not self.buf and not self._fill(time.monotonic() + settle):
+                break
+            deadline = time.monotonic() + settle
         return out, self.buf
 
     def close(self):

@@ -38,7 +38,7 @@ def test(t):
                          timeout=20)
     st = H.wait_until(lambda: origin.host(HOST)["in_flight"] == 2 and origin.host(HOST), 2.0)
     H.check(st and st["in_flight"] == 2, "the first 2 requests did not both reach the origin:"
-            " %r" % origin.host(HOST))
+            " %r" % H.brief(origin.host(HOST)))
 
     abandoned = []
     for i in range(N_ABANDON):

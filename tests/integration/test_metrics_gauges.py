@@ -21,7 +21,7 @@ def gauges(proxy):
 def test(t):
     origin = t.origin()
     proxy = t.proxy(H.base_config(concurrency=2, rate=100, burst=100))
-    m = proxy.metrics()  # parses before any traffic
+    proxy.metrics()  # parses before any traffic
     H.check(proxy.admin_get("/healthz")[0] == 200, "GET /healthz did not answer 200")
 
     url = "http://%s:%d/g?delay=2" % (HOST, origin.port)
@@ -57,7 +57,7 @@ def test(t):
     def idle():
         g = gauges(proxy)
         return (g[0] in (None, 0)) and (g[1] in (None, 0)) and g
-    g = H.wait_until(idle, 3.0, interval=0.05)
+    H.wait_until(idle, 3.0, interval=0.05)
     inf, wait, m = gauges(proxy)
     H.log("after: in_flight=%s waiting=%s" % (inf, wait))
     H.check(inf in (None, 0) and wait in (None, 0),

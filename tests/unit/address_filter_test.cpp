@@ -1,1 +1,40 @@
+#include "politeproxy/address_filter.hpp"
+
 #include <doctest/doctest.h>
+
+using namespace politeproxy;
+
+namespace {
+address_filter filter(std::initializer_list<const char*> deny, std::initializer_list<const char*> allow = {}) {
+    address_filter f;
+    for (auto d : deny) REQUIRE_FALSE(address_filter::expand(d, f.deny));
+    for (auto a : allow) REQUIRE_FALSE(address_filter::expand(a, f.allow));
+    return f;
+}
+bool ok(const address_filter& f, const char* ip) { return f.permitted(*parse_ip(ip)); }
+}  // namespace
+
+TEST_CASE("the default classes deny private, loopback and link-local addresses") {
+    const auto f = filter({"private", "loopback", "link_local"});
+    for (auto ip : {"10.0.0.1", "172.16.5.5", "172.31.255.255", "192.168.0.1", "100.64.0.1", "fd00::1", "127.0.0.1",
+                    "127.9.9.9", "0.0.0.0", "::1", "::", "169.254.169.254", "fe80::1", "::ffff:127.0.0.1",
+                    "::ffff:10.0.0.1"})
+        CHECK_MESSAGE(!ok(f, ip), ip);
+    for (auto ip : {"93.184.216.34", "172.32.0.1", "8.8.8.8", "2606:4700::1111"}) CHECK_MESSAGE(ok(f, ip), ip);
+}
+
+TEST_CASE("allow entries punch holes in the deny list") {
+    const auto f = filter({"loopback"}, {"127.0.0.0/8"});
+    CHECK(ok(f, "127.0.0.1"));
+    CHECK_FALSE(ok(f, "::1"));
+}
+
+TEST_CASE("networks parse strictly") {
+    CHECK(parse_network("10.0.0.0/8"));
+    CHECK(parse_network("::1"));
+    CHECK_FALSE(parse_network("10.0.0.0/33"));
+    CHECK_FALSE(parse_network("10.0.0/8"));
+    CHECK_FALSE(parse_network("example.com"));
+    CHECK(parse_network("10.1.2.3/32")->contains(*parse_ip("10.1.2.3")));
+    CHECK_FALSE(parse_network("10.1.2.3/32")->contains(*parse_ip("10.1.2.4")));
+}

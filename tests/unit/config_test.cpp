@@ -1,1 +1,130 @@
+#include "politeproxy/config_load.hpp"
+
 #include <doctest/doctest.h>
+
+using namespace politeproxy;
+using namespace std::chrono;
+
+namespace {
+
+config load_ok(const std::string& yaml) {
+    auto c = load_config_text(yaml, "test.yaml");
+    INFO(yaml);
+    REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error()));
+    return *c;
+}
+
+std::string load_error(const std::string& yaml) {
+    auto c = load_config_text(yaml, "test.yaml");
+    INFO(yaml);
+    REQUIRE_FALSE(c.has_value());
+    return c.error();
+}
+
+const sys_days today = sys_days{year{2026} / 12 / 2};
+
+}  // namespace
+
+TEST_CASE("an empty file gives the SPEC defaults") {
+    const config c = load_ok("");
+    CHECK(c.listen.text() == "127.0.0.1:3128");
+    CHECK(c.admin_listen.text() == "127.0.0.1:9464");
+    CHECK(c.defaults.concurrency == 2);
+    CHECK(c.defaults.rate == 1.0);
+    CHECK(c.defaults.burst == 1.0);
+    CHECK(c.defaults.queue.max_waiting == 1000);
+    CHECK(c.defaults.queue.max_wait == 60s);
+    CHECK(c.defaults.timeouts.connect == 10s);
+    CHECK(c.security.connect_ports == std::vector<std::uint16_t>{443});
+    CHECK_FALSE(c.security.destinations.permitted(*parse_ip("127.0.0.1")));
+    CHECK_FALSE(c.security.destinations.permitted(*parse_ip("10.1.2.3")));
+    CHECK(c.security.destinations.permitted(*parse_ip("93.184.216.34")));
+}
+
+TEST_CASE("the most specific host entry wins") {
+    const config c = load_ok(R"(
+defaults: { concurrency: 2, rate: 1 }
+hosts:
+  "*.example.com": { concurrency: 1 }
+  "*.api.example.com": { concurrency: 1, rate: 0.5 }
+  api.example.com:
+    concurrency: 8
+    rate: 20
+    reason: "Documented API limit"
+)");
+    CHECK(c.policy_for("api.example.com", today).concurrency == 8);
+    CHECK(c.policy_for("v2.api.example.com", today).rate == 0.5);
+    CHECK(c.policy_for("www.example.com", today).concurrency == 1);
+    CHECK(c.policy_for("www.example.com", today).rate == 1.0);  // inherited from defaults
+    CHECK(c.policy_for("example.com", today).concurrency == 2);  // *.x does not match x
+    CHECK(c.policy_for("other.org", today).concurrency == 2);
+}
+
+TEST_CASE("raising above defaults needs a reason, naming the host and line") {
+    for (const char* field : {"concurrency: 3", "rate: 2", "burst: 5", "adaptive: { hard_max: 9 }"}) {
+        const std::string err = load_error(std::string("hosts:\n  big.example:\n    ") + field + "\n");
+        CHECK(err.find("test.yaml:2:") != std::string::npos);
+        CHECK(err.find("big.example") != std::string::npos);
+        CHECK(err.find("reason") != std::string::npos);
+    }
+    load_error("hosts:\n  big.example: { concurrency: 3, reason: \"  \" }\n");
+    CHECK(load_ok("hosts:\n  big.example: { concurrency: 3, reason: \"agreed\" }\n").hosts[0].reason == "agreed");
+    load_ok("hosts:\n  small.example: { concurrency: 1, rate: 0.1 }\n");  // lowering needs none
+}
+
+TEST_CASE("an expired override is ignored") {
+    const config c = load_ok(R"(
+hosts:
+  old.example: { concurrency: 1, expires: 2026-12-01 }
+  new.example: { concurrency: 1, expires: 2026-12-02 }
+)");
+    CHECK(c.policy_for("old.example", today).concurrency == 2);
+    CHECK(c.policy_for("new.example", today).concurrency == 1);  // valid through its day
+    CHECK(describe(c, today).find("EXPIRED") != std::string::npos);
+}
+
+TEST_CASE("durations take units") {
+    const config c = load_ok("defaults:\n  queue: { max_wait: 1500ms }\n  timeouts: { connect: 2m, idle: 1h }\n");
+    CHECK(c.defaults.queue.max_wait == 1500ms);
+    CHECK(c.defaults.timeouts.connect == 2min);
+    CHECK(c.defaults.timeouts.idle == 1h);
+    CHECK(load_error("defaults:\n  queue: { max_wait: 30 }\n").find("duration") != std::string::npos);
+}
+
+TEST_CASE("unknown keys and bad values are errors with file and line") {
+    CHECK(load_error("listen: 127.0.0.1:3128\nlisten_typo: 1\n").starts_with("test.yaml:2: unknown key 'listen_typo'"));
+    CHECK(load_error("defaults:\n  queue:\n    max_wating: 3\n").starts_with("test.yaml:3: unknown key 'max_wating'"));
+    CHECK(load_error("hosts:\n  a.example: { concurency: 1 }\n").find("unknown key 'concurency'") != std::string::npos);
+    CHECK(load_error("defaults: { rate: 0 }\n").find("positive") != std::string::npos);
+    CHECK(load_error("defaults: { rate: -1 }\n").find("positive") != std::string::npos);
+    CHECK(load_error("defaults: { concurrency: 0 }\n").find("concurrency") != std::string::npos);
+    CHECK(load_error("listen: localhost:80\n").find("IP address") != std::string::npos);
+    CHECK(load_error("security: { deny_destinations: [privat] }\n").find("privat") != std::string::npos);
+    CHECK(load_error("defaults: [1, 2\n").starts_with("test.yaml:"));
+}
+
+TEST_CASE("features that are not built yet are refused, not silently ignored") {
+    CHECK(load_error("fleet: { redis: redis://127.0.0.1 }\n").find("not supported yet") != std::string::npos);
+    CHECK(load_error("tls: { mode: intercept }\n").find("not supported yet") != std::string::npos);
+    CHECK(load_error("defaults: { key: domain }\n").find("not supported yet") != std::string::npos);
+}
+
+TEST_CASE("security and resolve") {
+    const config c = load_ok(R"(
+resolve:
+  "*.bench.test": 127.0.0.1
+  exact.test: ::1
+security:
+  allow_clients: [10.0.0.0/8]
+  connect_ports: [443, 8443]
+  allow_destinations: [127.0.0.0/8]
+)");
+    CHECK(c.static_address("a.bench.test") == "127.0.0.1");
+    CHECK(c.static_address("exact.test") == "::1");
+    CHECK_FALSE(c.static_address("bench.test"));
+    CHECK(c.connect_port_allowed(8443));
+    CHECK_FALSE(c.connect_port_allowed(80));
+    CHECK(c.security.destinations.permitted(*parse_ip("127.0.0.1")));
+    CHECK_FALSE(c.security.destinations.permitted(*parse_ip("::1")));
+    CHECK_FALSE(c.security.destinations.permitted(*parse_ip("192.168.1.1")));
+}
