@@ -138,6 +138,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "politeproxy-test-origin/1"
     sys_version = ""
+    # TCP_NODELAY, and headers + body in one write (below): otherwise Nagle and the
+    # peer's delayed ACK add ~40 ms to every response on a kept-alive connection
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):
         if self.server.verbose:
@@ -196,10 +199,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
         if self.close_connection:
             self.send_header("Connection", "close")
-        self.end_headers()
+        self._headers_buffer.append(b"\r\n")
         if not no_body and body:
-            self.wfile.write(body)
-        self.wfile.flush()
+            self._headers_buffer.append(body)
+        self.flush_headers()  # one write: status line, headers and body
 
     # -- control endpoints ----------------------------------------------------------
     def _control(self, path):

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's archive, whatever politeproxy needs to build and test that
+# is not already installed. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build ccache make pkg-config
+  libboost1.81-dev libboost-url1.81-dev libyaml-cpp-dev prometheus-cpp-dev doctest-dev libssl-dev
+  curl openssl python3 python3-requests python3-yaml prometheus
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(wrk nginx-light haproxy squid tinyproxy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=""
+[[ $(id -u) -ne 0 ]] && sudo="sudo"
+echo "installing: ${missing[*]}" >&2
+$sudo apt-get update -qq
+# policy-rc.d keeps packaged daemons (prometheus, nginx, ...) from starting on install.
+if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+  $sudo chmod +x /usr/sbin/policy-rc.d
+  trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

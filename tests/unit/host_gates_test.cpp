@@ -1,0 +1,163 @@
+// host_gates with real executors: many threads, parked requests, cancellation, deadlines.
+// No sockets; a permit is held across a short timer. Run under ThreadSanitizer with
+// -DPOLITEPROXY_TSAN=ON to check the locking.
+#include "politeproxy/host_gates.hpp"
+
+#include "politeproxy/config_load.hpp"
+#include "politeproxy/error.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <list>
+#include <thread>
+#include <vector>
+
+using namespace politeproxy;
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::shared_ptr<const config> make_config(const std::string& yaml) {
+    auto c = load_config_text(yaml, "test.yaml");
+    REQUIRE_MESSAGE(c.has_value(), (c ? "" : c.error()));
+    return std::make_shared<const config>(std::move(*c));
+}
+
+void run_threads(asio::io_context& ioc, int n) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) threads.emplace_back([&ioc] { ioc.run(); });
+    for (auto& t : threads) t.join();
+}
+
+asio::awaitable<void> sleep_for(clock::duration d) {
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    co_await t.async_wait(asio::use_awaitable);
+}
+
+struct host_counter {
+    std::atomic<int> now{0};
+    std::atomic<int> peak{0};
+    void enter() {
+        const int n = ++now;
+        int p = peak.load();
+        while (n > p && !peak.compare_exchange_weak(p, n)) {
+        }
+    }
+    void leave() { --now; }
+};
+
+}  // namespace
+
+TEST_CASE("many threads never hold more permits than the limit, and all get one") {
+    auto cfg = make_config("defaults: { concurrency: 3, rate: 100000, burst: 100000 }\n");
+    host_gates gates(cfg);
+    asio::io_context ioc(4);
+    const char* keys[] = {"a.test", "b.test", "c.test"};
+    host_counter counters[3];
+    std::atomic<int> granted{0};
+    constexpr int per_key = 60;
+    for (int k = 0; k < 3; ++k)
+        for (int i = 0; i < per_key; ++i)
+            asio::co_spawn(asio::make_strand(ioc), [&, k]() -> asio::awaitable<void> {
+                auto r = co_await gates.acquire(keys[k]);
+                REQUIRE_FALSE(r.ec);
+                counters[k].enter();
+                co_await sleep_for(1ms);
+                counters[k].leave();
+                r.granted.set_outcome(outcome::ok);
+                ++granted;
+            }, asio::detached);
+    run_threads(ioc, 4);
+    CHECK(granted == 3 * per_key);
+    for (auto& c : counters) CHECK(c.peak == 3);
+    for (const auto& h : gates.snapshot()) {
+        CHECK(h.in_flight == 0);
+        CHECK(h.waiting == 0);
+        CHECK(h.outcomes[static_cast<std::size_t>(outcome::ok)] == per_key);
+    }
+}
+
+TEST_CASE("requests cancelled while parked leak nothing and are never granted") {
+    auto cfg = make_config("defaults: { concurrency: 1, rate: 100000, burst: 100000 }\n");
+    host_gates gates(cfg);
+    asio::io_context ioc(2);
+    std::list<asio::cancellation_signal> signals(20);
+    std::atomic<int> cancelled{0}, granted_late{0};
+
+    asio::co_spawn(asio::make_strand(ioc), [&]() -> asio::awaitable<void> {
+        auto holder = co_await gates.acquire("x.test");
+        REQUIRE_FALSE(holder.ec);
+        for (auto& s : signals)
+            asio::co_spawn(asio::make_strand(ioc), [&]() -> asio::awaitable<void> {
+                auto r = co_await gates.acquire("x.test");
+                if (r.ec == errc::cancelled) ++cancelled;
+            }, asio::bind_cancellation_slot(s.slot(), asio::detached));
+        co_await sleep_for(20ms);  // let them all park
+        for (auto& s : signals) s.emit(asio::cancellation_type::terminal);
+        co_await sleep_for(20ms);
+        holder.granted.reset();
+        // The slot must be free at once: nobody cancelled holds it.
+        auto next = co_await gates.acquire("x.test");
+        REQUIRE_FALSE(next.ec);
+        CHECK(next.granted.queue_wait() < 50ms);
+        ++granted_late;
+    }, asio::detached);
+    run_threads(ioc, 2);
+    CHECK(cancelled == 20);
+    CHECK(granted_late == 1);
+    const auto hosts = gates.snapshot();
+    REQUIRE(hosts.size() == 1);
+    CHECK(hosts[0].in_flight == 0);
+    CHECK(hosts[0].waiting == 0);
+}
+
+TEST_CASE("a parked request gives up at queue.max_wait with a Retry-After hint") {
+    auto cfg = make_config("defaults: { concurrency: 1, rate: 1000, burst: 1000, queue: { max_wait: 50ms } }\n");
+    host_gates gates(cfg);
+    asio::io_context ioc(1);
+    boost::system::error_code late;
+    clock::duration hint{};
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        auto holder = co_await gates.acquire("y.test");
+        REQUIRE_FALSE(holder.ec);
+        auto r = co_await gates.acquire("y.test");
+        late = r.ec;
+        hint = r.retry_after;
+    }, asio::detached);
+    ioc.run();
+    CHECK(late == errc::queue_timeout);
+    CHECK(hint >= 1s);
+    CHECK(gates.snapshot().at(0).in_flight == 0);
+}
+
+TEST_CASE("idle gates are evicted, busy ones are kept") {
+    auto cfg = make_config("defaults: { concurrency: 1, rate: 1000, burst: 1 }\n");
+    host_gates gates(cfg);
+    asio::io_context ioc(1);
+    permit kept;
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        auto a = co_await gates.acquire("idle.test");
+        auto b = co_await gates.acquire("busy.test");
+        kept = std::move(b.granted);
+    }, asio::detached);
+    ioc.run();
+    CHECK(gates.size() == 2);
+    CHECK(gates.evict_idle(clock::now() + 1h, 1min) == 1);
+    CHECK(gates.size() == 1);
+    CHECK(gates.snapshot().at(0).key == "busy.test");
+    kept.reset();
+    CHECK(gates.evict_idle(clock::now() + 1h, 1min) == 1);
+    CHECK(gates.size() == 0);
+}
