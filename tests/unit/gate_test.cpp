@@ -19,9 +19,9 @@ gate_limits limits(std::size_t concurrency, double rate = 1000, double burst = 1
 
 // Drives a gate the way host_gates does: advance after every event.
 struct driver {
+    std::deque<gate::waiter> waiters;  // stable addresses; outlive the gate's lists
     gate g;
     clock::time_point now{};
-    std::deque<gate::waiter> waiters;  // stable addresses
     std::vector<gate::waiter*> woken;
 
     explicit driver(gate_limits l) : g(l, clock::time_point{}) {}

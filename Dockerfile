@@ -1,0 +1,36 @@
+# politeproxy: build on Debian 12, run as a non-root user on a slim Debian 12.
+#   docker build -t politeproxy .
+#   docker run -p 3128:3128 -p 9464:9464 politeproxy
+# The baked-in config listens on 0.0.0.0 inside the container; override the addresses
+# with --listen / --admin-listen, or mount your own file at /etc/politeproxy/politeproxy.yaml.
+FROM debian:12 AS build
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      g++ cmake ninja-build libboost1.81-dev libboost-url1.81-dev libyaml-cpp-dev \
+      prometheus-cpp-dev doctest-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY include include
+COPY proxy proxy
+COPY tests tests
+RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+ && cmake --build build -j 2 --target politeproxy \
+ && strip build/politeproxy
+
+FROM debian:12-slim
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      libyaml-cpp0.7 libboost-url1.81.0 libprometheus-cpp-core1.0 ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --no-create-home --shell /usr/sbin/nologin politeproxy
+COPY --from=build /src/build/politeproxy /usr/local/bin/politeproxy
+COPY conf/politeproxy.yaml /etc/politeproxy/politeproxy.yaml
+# Inside a container the listeners must face the container's network; clients still
+# have to be allowed in security.allow_clients (mount a config that names them).
+RUN sed -i -e 's/^listen: 127.0.0.1:3128/listen: 0.0.0.0:3128/' \
+           -e 's/^admin_listen: 127.0.0.1:9464/admin_listen: 0.0.0.0:9464/' \
+           /etc/politeproxy/politeproxy.yaml
+USER politeproxy
+EXPOSE 3128 9464
+ENTRYPOINT ["/usr/local/bin/politeproxy", "--config", "/etc/politeproxy/politeproxy.yaml"]
