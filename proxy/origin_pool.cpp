@@ -57,6 +57,12 @@ void origin_pool::sweep(clock::time_point now) {
     }
 }
 
+void origin_pool::clear() {
+    std::lock_guard lock(mutex_);
+    idle_.clear();
+    count_ = 0;
+}
+
 std::size_t origin_pool::idle_count() const {
     std::lock_guard lock(mutex_);
     return count_;

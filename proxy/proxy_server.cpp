@@ -63,12 +63,13 @@ proxy_server::proxy_server(std::shared_ptr<const config> cfg, logger log) : cfg_
 
 int proxy_server::run() {
     const unsigned threads = cfg_->workers ? cfg_->workers : std::max(1u, std::thread::hardware_concurrency());
-    asio::io_context ioc(static_cast<int>(threads));
-
+    // Declared before the io_context: destroying it destroys suspended sessions, whose
+    // permits and connection counters still refer to these.
     host_gates gates(cfg_);
     origin_pool pool(cfg_->defaults.timeouts.idle);
     metrics m;
     proxy_context ctx{cfg_, gates, pool, m, make_via()};
+    asio::io_context ioc(static_cast<int>(threads));
 
     tcp::acceptor proxy_acceptor = bind(ioc, cfg_->listen);
     tcp::acceptor admin_acceptor = bind(ioc, cfg_->admin_listen);
@@ -93,9 +94,17 @@ int proxy_server::run() {
             }
             ++sessions;
             asio::co_spawn(asio::make_strand(ioc), run_client_session(ctx, std::move(socket)),
-                           [&sessions](std::exception_ptr e) {
+                           [this, &sessions](std::exception_ptr e) {
                                --sessions;
-                               if (e) std::rethrow_exception(e);  // a bug: let it surface
+                               if (!e) return;
+                               // A bug, not a network event: log it loudly and keep
+                               // serving everyone else. The session's permits were
+                               // released by their destructors while it unwound.
+                               try {
+                                   std::rethrow_exception(e);
+                               } catch (const std::exception& ex) {
+                                   log_.write(log_level::error, "session", std::string("uncaught: ") + ex.what());
+                               }
                            });
         }
     }, asio::detached);
@@ -139,6 +148,7 @@ int proxy_server::run() {
     for (unsigned i = 1; i < threads; ++i) pool_threads.emplace_back([&ioc] { ioc.run(); });
     ioc.run();
     for (auto& t : pool_threads) t.join();
+    pool.clear();  // its sockets belong to ioc, which goes first
     log_.write(log_level::info, "server", "stopped");
     return 0;
 }

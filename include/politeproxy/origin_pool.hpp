@@ -31,6 +31,9 @@ public:
     /// Closes connections idle longer than the idle timeout.
     void sweep(clock::time_point now);
 
+    /// Closes every idle connection.
+    void clear();
+
     std::size_t idle_count() const;
 
 private:
