@@ -1,6 +1,7 @@
 #include "politeproxy/admin_server.hpp"
 
 #include "politeproxy/host_gates.hpp"
+#include "politeproxy/hosts_view.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_pool.hpp"
 
@@ -38,6 +39,9 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
     } else if (path == "/metrics") {
         res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
         res.body() = view.metrics.render(view.gates, view.pool.idle_count());
+    } else if (path == "/hosts") {
+        res.set(http::field::content_type, "application/json");
+        res.body() = render_hosts_json(view.gates, clock::now(), std::chrono::system_clock::now());
     } else if (path == "/healthz") {
         res.body() = "ok\n";
     } else if (path == "/readyz") {
@@ -46,7 +50,7 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
         res.body() = ready ? "ready\n" : "not ready\n";
     } else {
         res.result(http::status::not_found);
-        res.body() = "404 Not Found: try /metrics, /healthz or /readyz\n";
+        res.body() = "404 Not Found: try /metrics, /hosts, /healthz or /readyz\n";
     }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();

@@ -2,9 +2,12 @@
 
 #include "politeproxy/address_filter.hpp"
 #include "politeproxy/forward.hpp"
+#include "politeproxy/host_gates.hpp"
 #include "politeproxy/metrics.hpp"
+#include "politeproxy/session_set.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/read.hpp>
 
@@ -57,16 +60,21 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
     socket.set_option(tcp::no_delay(true), ec);
     const auto peer = socket.remote_endpoint(ec);
     if (ec) co_return;
-    const bool allowed = client_allowed(*ctx.cfg, peer);
+    const bool allowed = client_allowed(*ctx.gates.current_config(), peer);
     beast::tcp_stream client(std::move(socket));
     beast::flat_buffer buffer;
+    session_set::registration registered(ctx.sessions,
+                                         ctx.sessions.add(co_await asio::this_coro::executor, client));
 
     for (;;) {
+        if (ctx.draining) break;
         request_header_parser header;
         header.header_limit(request_header_limit);
         header.body_limit(boost::none);
-        client.expires_after(ctx.cfg->defaults.timeouts.idle);
+        client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
+        registered.get().idle = buffer.size() == 0;  // a drain may close us while we wait
         auto [rec, n] = co_await http::async_read_header(client, buffer, header, use_tuple);
+        registered.get().idle = false;
         if (rec == http::error::end_of_stream || rec == beast::error::timeout || rec == asio::error::eof ||
             rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
             co_return;

@@ -10,6 +10,7 @@ public:
         switch (static_cast<errc>(ev)) {
         case errc::queue_full: return "host queue is full";
         case errc::queue_timeout: return "waited longer than queue.max_wait";
+        case errc::shutting_down: return "the proxy is shutting down";
         case errc::cancelled: return "cancelled while queued";
         case errc::bad_request: return "malformed request";
         case errc::header_too_large: return "request header section too large";

@@ -8,6 +8,7 @@
 #include "politeproxy/origin_connect.hpp"
 #include "politeproxy/origin_pool.hpp"
 #include "politeproxy/park.hpp"
+#include "politeproxy/retry_after.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -97,7 +98,7 @@ asio::awaitable<bool> send_answer(proxy_context& ctx, beast::tcp_stream& client,
                                   bool keep_alive, std::optional<clock::duration> retry_after) {
     ctx.metrics.rejected(why);
     auto res = make_answer(why, details, keep_alive, retry_after);
-    client.expires_after(ctx.cfg->defaults.timeouts.idle);
+    client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
     auto [ec, n] = co_await http::async_write(client, res, use_tuple);
     co_return !ec && keep_alive;
 }
@@ -163,8 +164,10 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
             reused = true;
         } else {
             origin.emplace(co_await asio::this_coro::executor);
-            if (auto failure = co_await connect_origin(*ctx.cfg, *origin, host, port, policy.timeouts.connect)) {
+            if (auto failure = co_await connect_origin(*ctx.gates.current_config(), *origin, host, port,
+                                                       policy.timeouts.connect)) {
                 slot.set_outcome(outcome_of(failure->why));
+                if (failure->why == errc::origin_refused) slot.report({health_signal::kind::refused});
                 co_return co_await send_answer(ctx, client, failure->why, failure->details, answer_keeps);
             }
         }
@@ -182,6 +185,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
         if (sent.end == relay_end::write_failed) {
             if (may_retry) continue;
             slot.set_outcome(outcome::refused);
+            slot.report({health_signal::kind::refused});
             co_return co_await send_answer(ctx, client, errc::origin_refused,
                                            "origin closed the connection while receiving the request", false);
         }
@@ -201,22 +205,34 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
             if (may_retry && !response->got_some()) continue;
             const bool timed_out = ec == beast::error::timeout;
             slot.set_outcome(timed_out ? outcome::timeout : outcome::error);
+            if (timed_out)  // the slowest answer there is
+                slot.report({health_signal::kind::response, clock::now() - sent_at});
+            else if (ec == asio::error::connection_reset || ec == http::error::end_of_stream)
+                slot.report({health_signal::kind::refused});
             co_return co_await send_answer(ctx, client, timed_out ? errc::origin_timeout : errc::origin_bad_response,
                                            timed_out ? "no response headers within timeouts.response_headers"
                                                      : "origin response unreadable: " + ec.message(),
                                            false);
         }
-        ctx.metrics.origin_response(clock::now() - sent_at);
+        const auto latency = clock::now() - sent_at;
+        ctx.metrics.origin_response(latency);
 
         auto& res = response->get();
         const unsigned status = res.result_int();
-        slot.set_outcome(status == 429 || status == 503 ? outcome::throttled : outcome::ok);
+        const bool throttled = status == 429 || status == 503;
+        slot.set_outcome(throttled ? outcome::throttled : outcome::ok);
+        if (throttled)
+            slot.report({health_signal::kind::throttled, latency,
+                         parse_retry_after(res[http::field::retry_after], std::chrono::system_clock::now(),
+                                           policy.retry_after_cap)});
+        else
+            slot.report({health_signal::kind::response, latency});
         const bool origin_keeps = res.keep_alive();
         strip_hop_by_hop(res);
         res.version(11);
         res.insert(http::field::via, ctx.via);
         res.insert("Proxy-Status", queue_wait_status(slot.queue_wait()));
-        bool keep = client_keep_alive;
+        bool keep = client_keep_alive && !ctx.draining;
         if (response->need_eof() && !response->is_done()) {
             // The body ends when the origin closes: re-frame it as chunked for an
             // HTTP/1.1 client so its connection can live on.

@@ -45,27 +45,46 @@ void gate::release(clock::time_point) {
     if (in_flight_ > 0) --in_flight_;
 }
 
+void gate::depart(waiter& w, std::vector<waiter*>& woken) {
+    w.state_ = waiter_state::departed;
+    w.wake_at_ = clock::time_point::max();
+    ++in_flight_;
+    woken.push_back(&w);
+}
+
 void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
+    if (!limits_.enforce) return advance_observing(now, woken);
     while (!slot_queue_.empty() && in_flight_ + token_line_.size() < limits_.concurrency) {
         waiter& w = slot_queue_.front();
         slot_queue_.pop_front();
         w.state_ = waiter_state::holding_slot;
         token_line_.push_back(w);
     }
-    while (!token_line_.empty() && bucket_.try_take(now)) {
+    const bool paused = now < paused_until_;
+    while (!paused && !token_line_.empty() && bucket_.try_take(now)) {
         waiter& w = token_line_.front();
         token_line_.pop_front();
-        w.state_ = waiter_state::departed;
-        w.wake_at_ = clock::time_point::max();
-        ++in_flight_;
-        woken.push_back(&w);
+        depart(w, woken);
     }
     if (!token_line_.empty()) {
         waiter& head = token_line_.front();
-        const auto due = now + bucket_.wait_for_token(now);
+        const auto due = paused ? paused_until_ : now + bucket_.wait_for_token(now);
         if (head.wake_at_ != due) {
             head.wake_at_ = due;
             woken.push_back(&head);
+        }
+    }
+}
+
+void gate::advance_observing(clock::time_point now, std::vector<waiter*>& woken) {
+    // A limit lowered or a switch from enforcing may leave waiters parked: release them.
+    for (waiter_list* list : {&token_line_, &slot_queue_}) {
+        while (!list->empty()) {
+            waiter& w = list->front();
+            list->pop_front();
+            const bool would_wait = in_flight_ >= limits_.concurrency || now < paused_until_ || !bucket_.try_take(now);
+            if (would_wait) ++would_have_waited_;
+            depart(w, woken);
         }
     }
 }

@@ -31,10 +31,10 @@ using wake_list = std::vector<std::shared_ptr<async_waiter>>;
 
 // Runs the gate under the caller's lock and keeps the waiters it woke alive until
 // the caller, after unlocking, pokes them.
-void advance_locked(gate& g, clock::time_point now, wake_list& wake) {
+void advance_locked(host_entry& e, clock::time_point now, wake_list& wake) {
     thread_local std::vector<gate::waiter*> woken;
     woken.clear();
-    g.advance(now, woken);
+    e.g.advance(now, woken);
     for (gate::waiter* w : woken) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
 }
 
@@ -48,32 +48,49 @@ void poke(wake_list& wake) {
     wake.clear();
 }
 
-clock::duration retry_after_hint(const gate& g) {
-    // Roughly how long the queue ahead needs to drain at the host's rate.
-    const double seconds = std::ceil(static_cast<double>(g.waiting() + 1) / g.limits().rate);
-    return std::chrono::seconds(static_cast<long>(std::clamp(seconds, 1.0, 3600.0)));
+// The gate enforces what the health controller decided.
+void apply_health(host_entry& e, clock::time_point now) {
+    const host_policy& p = *e.policy;
+    e.g.set_limits({e.health.limit(), e.health.rate(), p.burst, p.queue.max_waiting, p.enforce}, now);
+    e.g.set_pause(e.health.paused_until());
+}
+
+clock::duration retry_after_hint(const host_entry& e, clock::time_point now) {
+    // Roughly how long the queue ahead needs to drain at the host's rate, or the pause.
+    const double seconds = std::ceil(static_cast<double>(e.g.waiting() + 1) / e.g.limits().rate);
+    const auto drain = std::chrono::seconds(static_cast<long>(std::clamp(seconds, 1.0, 3600.0)));
+    const auto pause = e.g.paused_until() > now ? e.g.paused_until() - now : clock::duration::zero();
+    return std::max<clock::duration>(drain, pause);
 }
 
 }  // namespace
 
-host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, clock::time_point now)
+host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o,
+                       clock::time_point now)
     : key(std::move(k)),
       policy(std::move(p)),
-      g(gate_limits{policy->concurrency, policy->rate, policy->burst, policy->queue.max_waiting}, now),
-      last_used(now),
-      shard(0) {}
+      override_entry(o),
+      g(gate_limits{policy->concurrency, policy->rate, policy->burst, policy->queue.max_waiting, policy->enforce}, now),
+      health(*policy, now),
+      last_used(now) {}
 
-host_gates::host_gates(std::shared_ptr<const config> cfg) : config_(std::move(cfg)) {}
+host_gates::host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed) : config_(std::move(cfg)) {
+    for (auto& s : shards_) s.random.seed(static_cast<std::minstd_rand::result_type>(seed++));
+}
 
-std::shared_ptr<const config> host_gates::current_config() const { return config_; }
+std::shared_ptr<const config> host_gates::current_config() const {
+    std::lock_guard lock(config_mutex_);
+    return config_;
+}
 
-std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::string& key,
-                                                       clock::time_point now) {
+std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::string& key, clock::time_point now) {
     auto it = s.entries.find(key);
     if (it != s.entries.end()) return it->second;
-    std::shared_ptr<const host_policy> policy(config_, &config_->policy_for(key, utc_today()));
-    auto entry = std::make_shared<host_entry>(key, std::move(policy), now);
-    const_cast<std::size_t&>(entry->shard) = static_cast<std::size_t>(&s - shards_.data());
+    const auto cfg = current_config();
+    const host_override* o = cfg->override_for(key, utc_today());
+    std::shared_ptr<const host_policy> policy(cfg, o ? &o->policy : &cfg->defaults);
+    auto entry = std::make_shared<host_entry>(key, std::move(policy), o, now);
+    entry->shard = static_cast<std::size_t>(&s - shards_.data());
     s.entries.emplace(key, entry);
     return entry;
 }
@@ -84,20 +101,25 @@ asio::awaitable<acquire_result> host_gates::acquire(std::string key) {
     std::shared_ptr<host_entry> entry;
     wake_list wake;
     const auto start = clock::now();
+    clock::duration max_wait{};
     {
         std::lock_guard lock(s.mutex);
+        if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
         entry = find_or_create(s, key, start);
         entry->last_used = start;
+        max_wait = entry->policy->queue.max_wait;
+        if (entry->health.tick(start)) apply_health(*entry, start);
         if (!entry->g.enqueue(*w, start)) {
             ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
-            co_return acquire_result{{}, errc::queue_full, retry_after_hint(entry->g)};
+            co_return acquire_result{{}, errc::queue_full, retry_after_hint(*entry, start)};
         }
-        advance_locked(entry->g, start, wake);
+        advance_locked(*entry, start, wake);
     }
     poke(wake);
+    const auto deadline = start + max_wait;
 
-    // Whatever ends this coroutine without a permit (deadline, cancellation, an exception
-    // thrown by a cancelled co_await) takes the waiter out of the gate.
+    // Whatever ends this coroutine without a permit (deadline, cancellation, shutdown, an
+    // exception thrown by a cancelled co_await) takes the waiter out of the gate.
     struct leave_guard {
         host_gates* self;
         host_entry* entry;
@@ -107,7 +129,6 @@ asio::awaitable<acquire_result> host_gates::acquire(std::string key) {
         }
     } guard{this, entry.get(), w.get()};
 
-    const auto deadline = start + entry->policy->queue.max_wait;
     for (;;) {
         clock::time_point wake_at;
         const auto now = clock::now();
@@ -115,11 +136,14 @@ asio::awaitable<acquire_result> host_gates::acquire(std::string key) {
             std::lock_guard lock(s.mutex);
             if (w->state() == gate::waiter_state::departed) {
                 guard.self = nullptr;
-                co_return acquire_result{permit(this, std::move(entry), now - start), {}, {}};
+                auto policy = entry->policy;
+                const auto epoch = entry->health.epoch();
+                co_return acquire_result{permit(this, std::move(entry), std::move(policy), now - start, epoch), {}, {}};
             }
+            if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
             if (now >= deadline) {
                 ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
-                co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(entry->g)};
+                co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(*entry, now)};
             }
             wake_at = std::min(deadline, w->wake_at());
         }
@@ -132,9 +156,12 @@ asio::awaitable<acquire_result> host_gates::acquire(std::string key) {
                 co_return acquire_result{{}, errc::cancelled, {}};
             continue;
         }
-        if (w->wake_at() <= clock::now()) {  // our token is due: run the gate
+        {
+            // Our token is due, or a pause ended: run the gate.
             std::lock_guard lock(s.mutex);
-            advance_locked(entry->g, clock::now(), wake);
+            const auto t = clock::now();
+            if (entry->health.tick(t)) apply_health(*entry, t);
+            advance_locked(*entry, t, wake);
         }
         poke(wake);
     }
@@ -148,7 +175,7 @@ void host_gates::cancel(host_entry& entry, gate::waiter& w) {
             entry.g.release(clock::now());  // granted as its requester gave up: pass it on
         else
             entry.g.cancel(w);
-        advance_locked(entry.g, clock::now(), wake);
+        advance_locked(entry, clock::now(), wake);
     }
     poke(wake);
 }
@@ -161,8 +188,67 @@ void host_gates::release(host_entry& entry, outcome how) {
         entry.g.release(now);
         ++entry.outcomes[static_cast<std::size_t>(how)];
         entry.last_used = now;
-        advance_locked(entry.g, now, wake);
+        if (entry.health.tick(now)) apply_health(entry, now);
+        advance_locked(entry, now, wake);
     }
+    poke(wake);
+}
+
+void host_gates::report(host_entry& entry, const health_signal& signal) {
+    wake_list wake;
+    {
+        shard& s = shards_[entry.shard];
+        std::lock_guard lock(s.mutex);
+        const auto now = clock::now();
+        const auto change = entry.health.on_signal(signal, now, [&s] {
+            return std::uniform_real_distribution<double>(0.0, 1.0)(s.random);
+        });
+        if (change == limit_change::none) return;
+        ++entry.limit_changes[static_cast<std::size_t>(change) - 1];
+        apply_health(entry, now);
+        advance_locked(entry, now, wake);  // a raised limit admits waiters at once
+    }
+    poke(wake);
+}
+
+void host_gates::set_config(std::shared_ptr<const config> cfg) {
+    {
+        std::lock_guard lock(config_mutex_);
+        config_ = cfg;
+    }
+    const auto today = utc_today();
+    for (auto& s : shards_) {
+        wake_list wake;
+        {
+            std::lock_guard lock(s.mutex);
+            const auto now = clock::now();
+            for (auto& [key, e] : s.entries) {
+                const host_override* o = cfg->override_for(key, today);
+                e->policy = std::shared_ptr<const host_policy>(cfg, o ? &o->policy : &cfg->defaults);
+                e->override_entry = o;
+                e->health.reconfigure(*e->policy, now);
+                apply_health(*e, now);
+                advance_locked(*e, now, wake);
+            }
+        }
+        poke(wake);
+    }
+}
+
+void host_gates::close() {
+    std::array<std::unique_lock<std::mutex>, shard_count> locks;
+    for (std::size_t i = 0; i < shard_count; ++i) locks[i] = std::unique_lock(shards_[i].mutex);
+    closed_ = true;
+    // Every parked waiter's timer gets a poke; each then sees closed_ and leaves.
+    wake_list wake;
+    for (auto& s : shards_)
+        for (auto& [key, e] : s.entries) {
+            thread_local std::vector<gate::waiter*> all;
+            all.clear();
+            e->g.for_each_waiter([](gate::waiter& w) { all.push_back(&w); });
+            for (gate::waiter* w : all) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
+        }
+    for (auto& l : locks) l.unlock();
     poke(wake);
 }
 
@@ -172,7 +258,7 @@ std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_f
         std::lock_guard lock(s.mutex);
         evicted += std::erase_if(s.entries, [&](const auto& kv) {
             const host_entry& e = *kv.second;
-            return now - e.last_used >= idle_for && e.g.idle(now);
+            return now - e.last_used >= idle_for && e.g.idle(now) && e.health.paused_until() <= now;
         });
     }
     return evicted;
@@ -187,12 +273,28 @@ std::size_t host_gates::size() const {
     return n;
 }
 
-std::vector<host_snapshot> host_gates::snapshot() const {
+std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
     std::vector<host_snapshot> out;
     for (const auto& s : shards_) {
         std::lock_guard lock(s.mutex);
-        for (const auto& [key, e] : s.entries)
-            out.push_back({key, e->g.in_flight(), e->g.waiting(), e->g.limit(), e->g.limits().rate, e->outcomes});
+        for (const auto& [key, e] : s.entries) {
+            host_snapshot h;
+            h.key = key;
+            h.in_flight = e->g.in_flight();
+            h.waiting = e->g.waiting();
+            h.limit = e->g.limit();
+            h.configured_limit = e->policy->concurrency;
+            h.rate = e->g.limits().rate;
+            h.configured_rate = e->policy->rate;
+            h.paused_for = e->g.paused_until() > now ? e->g.paused_until() - now : clock::duration::zero();
+            h.p95 = e->health.p95();
+            if (e->override_entry) h.override_reason = e->override_entry->reason;
+            h.enforce = e->policy->enforce;
+            h.would_have_waited = e->g.would_have_waited();
+            h.outcomes = e->outcomes;
+            h.limit_changes = e->limit_changes;
+            out.push_back(std::move(h));
+        }
     }
     return out;
 }
@@ -202,7 +304,9 @@ std::vector<host_snapshot> host_gates::snapshot() const {
 permit::permit(permit&& other) noexcept
     : owner_(std::exchange(other.owner_, nullptr)),
       entry_(std::move(other.entry_)),
+      policy_(std::move(other.policy_)),
       queue_wait_(other.queue_wait_),
+      epoch_(other.epoch_),
       outcome_(other.outcome_) {}
 
 permit& permit::operator=(permit&& other) noexcept {
@@ -210,7 +314,9 @@ permit& permit::operator=(permit&& other) noexcept {
         reset();
         owner_ = std::exchange(other.owner_, nullptr);
         entry_ = std::move(other.entry_);
+        policy_ = std::move(other.policy_);
         queue_wait_ = other.queue_wait_;
+        epoch_ = other.epoch_;
         outcome_ = other.outcome_;
     }
     return *this;
@@ -221,10 +327,17 @@ permit::~permit() { reset(); }
 void permit::reset() {
     if (entry_) owner_->release(*entry_, outcome_);
     entry_.reset();
+    policy_.reset();
     owner_ = nullptr;
 }
 
+void permit::report(health_signal signal) {
+    if (!entry_) return;
+    signal.epoch = epoch_;
+    owner_->report(*entry_, signal);
+}
+
 const std::string& permit::key() const { return entry_->key; }
-const host_policy& permit::policy() const { return *entry_->policy; }
+const host_policy& permit::policy() const { return *policy_; }
 
 }  // namespace politeproxy

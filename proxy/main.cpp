@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
         if (o.expired(utc_today()))
             log.write(log_level::warn, "config", "override for " + o.pattern + " expired: ignored");
     try {
-        proxy_server server(std::make_shared<const config>(std::move(*cfg)), log);
+        proxy_server server(config_path, std::make_shared<const config>(std::move(*cfg)), log);
         return server.run();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "politeproxy: %s\n", e.what());

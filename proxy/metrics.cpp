@@ -20,7 +20,7 @@ namespace {
 constexpr const char* prefix = "politeproxy_";
 
 constexpr errc rejection_reasons[] = {
-    errc::queue_full,          errc::queue_timeout,      errc::cancelled,
+    errc::queue_full,          errc::queue_timeout,      errc::cancelled,  errc::shutting_down,
     errc::bad_request,         errc::header_too_large,   errc::unsupported_scheme,
     errc::origin_form_request, errc::client_denied,      errc::destination_denied,
     errc::connect_port_denied, errc::loop_detected,
@@ -31,6 +31,7 @@ const char* reason_label(errc e) {
     case errc::queue_full: return "queue_full";
     case errc::queue_timeout: return "queue_timeout";
     case errc::cancelled: return "client_gone";
+    case errc::shutting_down: return "shutting_down";
     case errc::bad_request: return "bad_request";
     case errc::header_too_large: return "header_too_large";
     case errc::unsupported_scheme: return "unsupported_scheme";
@@ -86,6 +87,12 @@ struct metrics::impl {
         prometheus::BuildGauge().Name(std::string(prefix) + "upstream_connections")
             .Help("Open connections to origins (pooled included), by protocol").Register(registry);
 
+    prometheus::Family<prometheus::Counter>& reloads =
+        prometheus::BuildCounter().Name(std::string(prefix) + "config_reloads_total")
+            .Help("Configuration reloads (SIGHUP) by result").Register(registry);
+    prometheus::Counter& reload_ok = reloads.Add({{"result", "success"}});
+    prometheus::Counter& reload_failed = reloads.Add({{"result", "failure"}});
+
     impl() {
         for (errc e : rejection_reasons) rejected[e] = &rejected_family.Add({{"reason", reason_label(e)}});
         for (const char* p : {"http1"}) client_connections.Add({{"protocol", p}});
@@ -105,6 +112,8 @@ void metrics::rejected(errc reason) {
     const auto it = impl_->rejected.find(reason);
     if (it != impl_->rejected.end()) it->second->Increment();
 }
+
+void metrics::config_reload(bool ok) { (ok ? impl_->reload_ok : impl_->reload_failed).Increment(); }
 
 void metrics::queue_wait(clock::duration d) {
     impl_->queue_wait.Observe(std::chrono::duration<double>(d).count());
@@ -137,9 +146,17 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
     auto limit = host_family("host_concurrency_limit", "The host's current concurrency limit", MetricType::Gauge);
     auto rate = host_family("host_rate_limit", "The host's token refill rate (tokens per second)", MetricType::Gauge);
     auto requests = host_family("requests_total", "Requests by host and outcome", MetricType::Counter);
+    auto paused = host_family("host_paused_seconds", "Seconds until the host's pause (Retry-After or backoff) ends",
+                              MetricType::Gauge);
+    auto changes = host_family("limit_changes_total", "Adaptive concurrency limit changes by host and direction",
+                               MetricType::Counter);
+    auto would_wait = host_family("would_have_waited_total",
+                                  "Requests forwarded at once in observe-only mode that the limits would have parked",
+                                  MetricType::Counter);
+    constexpr const char* directions[limit_change_count] = {"up", "down", "collapse"};
 
     // Busiest hosts first: past metrics.max_host_series the rest are summed as "_other".
-    auto hosts = gates.snapshot();
+    auto hosts = gates.snapshot(clock::now());
     std::sort(hosts.begin(), hosts.end(), [](const host_snapshot& a, const host_snapshot& b) {
         return a.in_flight + a.waiting > b.in_flight + b.waiting;
     });
@@ -151,12 +168,18 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
             other.in_flight += h.in_flight;
             other.waiting += h.waiting;
             for (std::size_t o = 0; o < outcome_count; ++o) other.outcomes[o] += h.outcomes[o];
+            for (std::size_t d = 0; d < limit_change_count; ++d) other.limit_changes[d] += h.limit_changes[d];
+            other.would_have_waited += h.would_have_waited;
             continue;
         }
         add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));
         add_sample(waiting, {{"host", h.key}}, static_cast<double>(h.waiting));
         add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
         add_sample(rate, {{"host", h.key}}, h.rate);
+        add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
+        for (std::size_t d = 0; d < limit_change_count; ++d)
+            add_sample(changes, {{"host", h.key}, {"direction", directions[d]}}, static_cast<double>(h.limit_changes[d]));
+        if (!h.enforce) add_sample(would_wait, {{"host", h.key}}, static_cast<double>(h.would_have_waited));
         for (std::size_t o = 0; o < outcome_count; ++o)
             add_sample(requests, {{"host", h.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
                        static_cast<double>(h.outcomes[o]));
@@ -167,6 +190,11 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
         for (std::size_t o = 0; o < outcome_count; ++o)
             add_sample(requests, {{"host", other.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
                        static_cast<double>(other.outcomes[o]));
+        for (std::size_t d = 0; d < limit_change_count; ++d)
+            add_sample(changes, {{"host", other.key}, {"direction", directions[d]}},
+                       static_cast<double>(other.limit_changes[d]));
+        if (other.would_have_waited > 0)
+            add_sample(would_wait, {{"host", other.key}}, static_cast<double>(other.would_have_waited));
     }
 
     auto tracked = host_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
@@ -177,7 +205,7 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
     for (const auto& o : cfg->hosts)
         if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
 
-    for (auto* f : {&in_flight, &waiting, &limit, &rate, &requests, &tracked, &overrides})
+    for (auto* f : {&in_flight, &waiting, &limit, &rate, &paused, &requests, &changes, &would_wait, &tracked, &overrides})
         families.push_back(std::move(*f));
     std::ostringstream out;
     prometheus::TextSerializer{}.Serialize(out, families);

@@ -2,10 +2,12 @@
 
 #include "politeproxy/admin_server.hpp"
 #include "politeproxy/client_session.hpp"
+#include "politeproxy/config_load.hpp"
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_pool.hpp"
 #include "politeproxy/proxy_context.hpp"
+#include "politeproxy/session_set.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -35,6 +37,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr auto gate_idle_ttl = std::chrono::seconds(60);
 constexpr auto housekeeping_period = std::chrono::seconds(1);
 constexpr auto accept_error_pause = std::chrono::milliseconds(100);
+constexpr auto drain_poll = std::chrono::milliseconds(50);
 
 std::string make_via() {
     std::random_device rd;
@@ -59,22 +62,24 @@ std::string text_of(const tcp::endpoint& e) {
 
 }  // namespace
 
-proxy_server::proxy_server(std::shared_ptr<const config> cfg, logger log) : cfg_(std::move(cfg)), log_(log) {}
+proxy_server::proxy_server(std::string config_path, std::shared_ptr<const config> cfg, logger log)
+    : config_path_(std::move(config_path)), cfg_(std::move(cfg)), log_(log) {}
 
 int proxy_server::run() {
     const unsigned threads = cfg_->workers ? cfg_->workers : std::max(1u, std::thread::hardware_concurrency());
+
     // Declared before the io_context: destroying it destroys suspended sessions, whose
     // permits and connection counters still refer to these.
     host_gates gates(cfg_);
     origin_pool pool(cfg_->defaults.timeouts.idle);
     metrics m;
-    proxy_context ctx{cfg_, gates, pool, m, make_via()};
+    session_set sessions;
+    std::atomic<bool> draining{false};
+    proxy_context ctx{gates, pool, m, make_via(), draining, sessions};
     asio::io_context ioc(static_cast<int>(threads));
 
     tcp::acceptor proxy_acceptor = bind(ioc, cfg_->listen);
     tcp::acceptor admin_acceptor = bind(ioc, cfg_->admin_listen);
-    std::atomic<bool> accepting{true};
-    std::atomic<std::size_t> sessions{0};
 
     // The line tests and scripts wait for: both listeners are bound.
     std::fprintf(stderr, "politeproxy: listening proxy=%s admin=%s\n", text_of(proxy_acceptor.local_endpoint()).c_str(),
@@ -85,17 +90,15 @@ int proxy_server::run() {
         asio::steady_timer pause(ioc);
         for (;;) {
             auto [ec, socket] = co_await proxy_acceptor.async_accept(use_tuple);
-            if (!accepting) co_return;
+            if (draining) co_return;
             if (ec) {
                 log_.write(log_level::warn, "accept", ec.message());
                 pause.expires_after(accept_error_pause);  // e.g. out of file descriptors
                 co_await pause.async_wait(use_tuple);
                 continue;
             }
-            ++sessions;
             asio::co_spawn(asio::make_strand(ioc), run_client_session(ctx, std::move(socket)),
-                           [this, &sessions](std::exception_ptr e) {
-                               --sessions;
+                           [this](std::exception_ptr e) {
                                if (!e) return;
                                // A bug, not a network event: log it loudly and keep
                                // serving everyone else. The session's permits were
@@ -109,7 +112,7 @@ int proxy_server::run() {
         }
     }, asio::detached);
 
-    asio::co_spawn(ioc, run_admin_listener(admin_acceptor, admin_view{gates, m, pool, [&] { return accepting.load(); }}),
+    asio::co_spawn(ioc, run_admin_listener(admin_acceptor, admin_view{gates, m, pool, [&] { return !draining.load(); }}),
                    asio::detached);
 
     asio::steady_timer housekeeping(ioc);
@@ -123,23 +126,40 @@ int proxy_server::run() {
         }
     }, asio::detached);
 
-    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    asio::signal_set reload_signal(ioc, SIGHUP);
     asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-        auto [ec, signo] = co_await signals.async_wait(use_tuple);
+        for (;;) {
+            auto [ec, signo] = co_await reload_signal.async_wait(use_tuple);
+            if (ec) co_return;
+            reload(gates, m);
+        }
+    }, asio::detached);
+
+    asio::signal_set stop_signals(ioc, SIGINT, SIGTERM);
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        auto [ec, signo] = co_await stop_signals.async_wait(use_tuple);
         if (ec) co_return;
         log_.write(log_level::info, "server", "signal " + std::to_string(signo) + ": draining");
-        accepting = false;
+        stop_signals.async_wait([&](boost::system::error_code e, int) {
+            if (e) return;
+            log_.write(log_level::warn, "server", "second signal: stopping now");
+            ioc.stop();
+        });
+        // Stop taking work, answer what is parked, close idle connections; requests in
+        // flight finish, up to drain_timeout.
+        draining = true;
         boost::system::error_code ignored;
         proxy_acceptor.close(ignored);
+        gates.close();
+        sessions.close_idle();
         asio::steady_timer drain(ioc);
-        const auto deadline = clock::now() + cfg_->drain_timeout;
-        signals.async_wait([&ioc](boost::system::error_code e, int) {
-            if (!e) ioc.stop();  // a second signal: stop at once
-        });
-        while (sessions > 0 && clock::now() < deadline) {
-            drain.expires_after(std::chrono::milliseconds(50));
+        const auto deadline = clock::now() + gates.current_config()->drain_timeout;
+        while (sessions.size() > 0 && clock::now() < deadline) {
+            drain.expires_after(drain_poll);
             co_await drain.async_wait(use_tuple);
         }
+        if (sessions.size() > 0)
+            log_.write(log_level::warn, "server", std::to_string(sessions.size()) + " sessions cut at drain_timeout");
         admin_acceptor.close(ignored);
         ioc.stop();
     }, asio::detached);
@@ -151,6 +171,23 @@ int proxy_server::run() {
     pool.clear();  // its sockets belong to ioc, which goes first
     log_.write(log_level::info, "server", "stopped");
     return 0;
+}
+
+void proxy_server::reload(host_gates& gates, metrics& m) {
+    auto loaded = load_config_file(config_path_);
+    if (!loaded) {
+        m.config_reload(false);
+        log_.write(log_level::error, "config", "reload rejected, keeping the running config: " + loaded.error());
+        return;
+    }
+    // Addresses and threads are bound at start; the rest applies now.
+    const auto running = gates.current_config();
+    loaded->listen = running->listen;
+    loaded->admin_listen = running->admin_listen;
+    loaded->workers = running->workers;
+    gates.set_config(std::make_shared<const config>(std::move(*loaded)));
+    m.config_reload(true);
+    log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen and workers apply at restart)");
 }
 
 }  // namespace politeproxy

@@ -80,7 +80,8 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, 
     }
     const std::string host = authority->host_address();
     const std::uint16_t port = authority->port_number();
-    if (!ctx.cfg->connect_port_allowed(port)) {
+    const auto cfg = ctx.gates.current_config();
+    if (!cfg->connect_port_allowed(port)) {
         co_await send_answer(ctx, client, errc::connect_port_denied,
                              "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports", false);
         co_return;
@@ -103,8 +104,9 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, 
     const host_policy& policy = slot.policy();
 
     beast::tcp_stream origin(co_await asio::this_coro::executor);
-    if (auto failure = co_await connect_origin(*ctx.cfg, origin, host, port, policy.timeouts.connect)) {
+    if (auto failure = co_await connect_origin(*cfg, origin, host, port, policy.timeouts.connect)) {
         slot.set_outcome(failure->why == errc::origin_timeout ? outcome::timeout : outcome::refused);
+        if (failure->why == errc::origin_refused) slot.report({health_signal::kind::refused});
         co_await send_answer(ctx, client, failure->why, failure->details, false);
         co_return;
     }

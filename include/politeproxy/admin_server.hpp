@@ -19,8 +19,8 @@ struct admin_view {
     std::function<bool()> ready;  ///< listening and configured
 };
 
-/// Serves GET /metrics (Prometheus text format), /healthz and /readyz until the
-/// acceptor is closed.
+/// Serves GET /metrics (Prometheus text format), /hosts (JSON, see hosts_view.hpp),
+/// /healthz and /readyz until the acceptor is closed.
 boost::asio::awaitable<void> run_admin_listener(boost::asio::ip::tcp::acceptor& acceptor, admin_view view);
 
 }  // namespace politeproxy

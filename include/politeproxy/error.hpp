@@ -9,6 +9,8 @@ enum class errc {
     queue_full = 1,
     /// The request stayed parked longer than queue.max_wait.
     queue_timeout,
+    /// The proxy is shutting down: parked requests are answered, not forwarded.
+    shutting_down,
     /// The waiter was cancelled (client gone, shutdown) before it was granted.
     cancelled,
     /// The request line, target or headers could not be understood.

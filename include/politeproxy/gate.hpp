@@ -16,6 +16,7 @@ struct gate_limits {
     double rate = 1.0;            ///< tokens per second
     double burst = 1.0;           ///< bucket size
     std::size_t max_waiting = 1000;  ///< parked requests beyond this are refused
+    bool enforce = true;  ///< false: observe only; everyone departs at once (see advance)
 };
 
 /// One host key's concurrency slots, token bucket and FIFO wait queue.
@@ -30,6 +31,12 @@ struct gate_limits {
 ///
 /// Changing the limit takes effect at the next `advance()`: raising it admits waiters at
 /// once; lowering it never touches requests in flight, it only stops replacing them.
+/// While paused (`set_pause`), waiters still take free slots but no token is handed out
+/// until the pause ends; the token head is told to wake then.
+///
+/// Observe-only (`enforce` false): every waiter departs at once, and the ones the limits
+/// would have parked are counted in `would_have_waited()`; the bucket is consumed as if
+/// enforced, so the count matches what enforcement would do.
 ///
 /// Sans-io: no timers or sockets; time is an argument. The caller owns the waiters and
 /// must `cancel()` any waiter that has not departed before destroying it.
@@ -74,6 +81,16 @@ public:
 
     /// Takes effect at the next advance().
     void set_limits(const gate_limits& limits, clock::time_point now);
+    void set_pause(clock::time_point until) { paused_until_ = until; }
+    clock::time_point paused_until() const { return paused_until_; }
+    std::uint64_t would_have_waited() const { return would_have_waited_; }
+
+    /// Visits every parked waiter (slot queue and token line).
+    template <class F>
+    void for_each_waiter(F&& f) {
+        for (auto& w : token_line_) f(w);
+        for (auto& w : slot_queue_) f(w);
+    }
 
     std::size_t limit() const { return limits_.concurrency; }
     const gate_limits& limits() const { return limits_; }
@@ -83,11 +100,16 @@ public:
     bool idle(clock::time_point now) const;
 
 private:
+    void depart(waiter& w, std::vector<waiter*>& woken);
+    void advance_observing(clock::time_point now, std::vector<waiter*>& woken);
+
     using waiter_list = boost::intrusive::list<waiter>;
 
     gate_limits limits_;
     token_bucket bucket_;
     std::size_t in_flight_ = 0;
+    clock::time_point paused_until_{};
+    std::uint64_t would_have_waited_ = 0;
     waiter_list slot_queue_;
     waiter_list token_line_;
 };

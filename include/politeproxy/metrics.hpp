@@ -24,6 +24,8 @@ public:
 
     /// rejected_total{reason}: a request the proxy answered itself with a refusal.
     void rejected(errc reason);
+    /// config_reloads_total{result}.
+    void config_reload(bool ok);
     /// queue_wait_seconds: time from parking to departure.
     void queue_wait(clock::duration d);
     /// upstream_response_seconds: time from sending to the origin's response headers.

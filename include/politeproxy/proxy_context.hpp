@@ -1,6 +1,7 @@
 #pragma once
 #include "politeproxy/config.hpp"
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -9,16 +10,20 @@ namespace politeproxy {
 class host_gates;
 class metrics;
 class origin_pool;
+class session_set;
 
-/// What every client session shares: the config, the gates, the origin pool, metrics.
-/// The referenced objects outlive every session (proxy_server owns them).
+/// What every client session shares: the gates (which also hold the current config,
+/// see host_gates::current_config), the origin pool, metrics. The referenced objects
+/// outlive every session (proxy_server owns them).
 struct proxy_context {
-    std::shared_ptr<const config> cfg;
     host_gates& gates;
     origin_pool& pool;
     politeproxy::metrics& metrics;
     /// This instance's Via entry ("1.1 politeproxy-<id>"); seeing it come back is a loop.
     std::string via;
+    /// Set on SIGTERM/SIGINT: finish the request in hand, then close.
+    const std::atomic<bool>& draining;
+    session_set& sessions;
 };
 
 }  // namespace politeproxy

@@ -82,7 +82,7 @@ TEST_CASE("many threads never hold more permits than the limit, and all get one"
     run_threads(ioc, 4);
     CHECK(granted == 3 * per_key);
     for (auto& c : counters) CHECK(c.peak == 3);
-    for (const auto& h : gates.snapshot()) {
+    for (const auto& h : gates.snapshot(clock::now())) {
         CHECK(h.in_flight == 0);
         CHECK(h.waiting == 0);
         CHECK(h.outcomes[static_cast<std::size_t>(outcome::ok)] == per_key);
@@ -117,7 +117,7 @@ TEST_CASE("requests cancelled while parked leak nothing and are never granted") 
     run_threads(ioc, 2);
     CHECK(cancelled == 20);
     CHECK(granted_late == 1);
-    const auto hosts = gates.snapshot();
+    const auto hosts = gates.snapshot(clock::now());
     REQUIRE(hosts.size() == 1);
     CHECK(hosts[0].in_flight == 0);
     CHECK(hosts[0].waiting == 0);
@@ -139,7 +139,7 @@ TEST_CASE("a parked request gives up at queue.max_wait with a Retry-After hint")
     ioc.run();
     CHECK(late == errc::queue_timeout);
     CHECK(hint >= 1s);
-    CHECK(gates.snapshot().at(0).in_flight == 0);
+    CHECK(gates.snapshot(clock::now()).at(0).in_flight == 0);
 }
 
 TEST_CASE("idle gates are evicted, busy ones are kept") {
@@ -156,7 +156,7 @@ TEST_CASE("idle gates are evicted, busy ones are kept") {
     CHECK(gates.size() == 2);
     CHECK(gates.evict_idle(clock::now() + 1h, 1min) == 1);
     CHECK(gates.size() == 1);
-    CHECK(gates.snapshot().at(0).key == "busy.test");
+    CHECK(gates.snapshot(clock::now()).at(0).key == "busy.test");
     kept.reset();
     CHECK(gates.evict_idle(clock::now() + 1h, 1min) == 1);
     CHECK(gates.size() == 0);
