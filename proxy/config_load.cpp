@@ -142,12 +142,8 @@ public:
                     if (p.backoff.jitter < 0 || p.backoff.jitter > 1) fail(v["jitter"], "backoff.jitter must be within 0..1");
                 }
             } else if (key == "retry_after_cap") p.retry_after_cap = duration(v, "retry_after_cap");
-            else if (key == "enforce") {
-                p.enforce = boolean(v, "enforce");
-                // Observe-only mode arrives with host health (adaptive limits); refusing it
-                // beats silently enforcing what the operator asked only to observe.
-                if (!p.enforce) fail(v, "enforce: false (observe-only) is not supported yet");
-            } else if (key == "timeouts") {
+            else if (key == "enforce") p.enforce = boolean(v, "enforce");
+            else if (key == "timeouts") {
                 expect_map(v, "timeouts");
                 only_keys(v, "timeouts", {"connect", "response_headers", "idle"});
                 if (v["connect"]) p.timeouts.connect = duration(v["connect"], "timeouts.connect");

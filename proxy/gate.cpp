@@ -54,6 +54,15 @@ void gate::depart(waiter& w, std::vector<waiter*>& woken) {
 
 void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
     if (!limits_.enforce) return advance_observing(now, woken);
+    // A lowered limit takes back slots not yet used: the newest holders return to the
+    // front of the queue, keeping arrival order. Nothing that departed is touched.
+    while (!token_line_.empty() && in_flight_ + token_line_.size() > limits_.concurrency) {
+        waiter& w = token_line_.back();
+        token_line_.pop_back();
+        w.state_ = waiter_state::queued;
+        w.wake_at_ = clock::time_point::max();
+        slot_queue_.push_front(w);
+    }
     while (!slot_queue_.empty() && in_flight_ + token_line_.size() < limits_.concurrency) {
         waiter& w = slot_queue_.front();
         slot_queue_.pop_front();

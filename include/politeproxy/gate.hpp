@@ -30,7 +30,8 @@ struct gate_limits {
 /// due (`wake_at`), and is expected to call `advance()` again then.
 ///
 /// Changing the limit takes effect at the next `advance()`: raising it admits waiters at
-/// once; lowering it never touches requests in flight, it only stops replacing them.
+/// once; lowering it never touches requests in flight, it only stops replacing them
+/// (waiters in the token line beyond the new limit go back to the front of the queue).
 /// While paused (`set_pause`), waiters still take free slots but no token is handed out
 /// until the pause ends; the token head is told to wake then.
 ///

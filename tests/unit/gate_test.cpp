@@ -185,3 +185,33 @@ TEST_CASE("idle only when nothing is in flight or parked and the bucket is full"
     CHECK_FALSE(d.g.idle(d.now));  // forgetting it now would hand out a fresh token
     CHECK(d.g.idle(d.now + 1s));
 }
+
+TEST_CASE("a paused gate keeps its waiters parked, then lets them go at its limit") {
+    driver d(limits(3));
+    d.g.set_pause(d.now + 2s);
+    for (int i = 0; i < 5; ++i) d.arrive();
+    CHECK(d.g.in_flight() == 0);
+    CHECK(d.g.waiting() == 5);
+    CHECK(d.waiters[0].wake_at() == d.now + 2s);  // the token head wakes when the pause ends
+    d.g.set_limits(limits(1), d.now);             // collapsed meanwhile
+    d.now += 2s;
+    d.step();
+    CHECK(d.g.in_flight() == 1);
+    CHECK(d.waiters[0].state() == state::departed);
+    // Slots taken during the pause but not used go back, in order, to the queue.
+    CHECK(d.waiters[1].state() == state::queued);
+    CHECK(d.waiters[2].state() == state::queued);
+    d.finish();
+    CHECK(d.waiters[1].state() == state::departed);
+    CHECK(d.waiters[2].state() == state::queued);
+}
+
+TEST_CASE("observe-only forwards at once and counts what would have waited") {
+    gate_limits l = limits(2, 1.0, 1.0);
+    l.enforce = false;
+    driver d(l);
+    for (int i = 0; i < 10; ++i) d.arrive();
+    CHECK(d.departed() == 10);
+    CHECK(d.g.in_flight() == 10);
+    CHECK(d.g.would_have_waited() == 9);  // one slot and one token were free for the first
+}

@@ -1,0 +1,188 @@
+#include "politeproxy/adaptive_limit.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace politeproxy;
+using namespace std::chrono_literals;
+
+namespace {
+
+host_policy policy(std::size_t concurrency = 4, std::size_t hard_max = 6) {
+    host_policy p;
+    p.concurrency = concurrency;
+    p.rate = 10;
+    p.adaptive.hard_max = hard_max;
+    p.adaptive.grow_interval = 30s;
+    p.backoff.initial = 5s;
+    p.backoff.max = 40s;
+    p.backoff.forgive_after = 10min;
+    p.backoff.jitter = 0;
+    return p;
+}
+
+const adaptive_limit::random_source half = [] { return 0.5; };
+
+health_signal response(clock::duration latency, std::uint64_t epoch) {
+    return {health_signal::kind::response, latency, std::nullopt, epoch};
+}
+health_signal throttled(std::uint64_t epoch, std::optional<clock::duration> retry_after = std::nullopt) {
+    return {health_signal::kind::throttled, 10ms, retry_after, epoch};
+}
+
+// Feeds `n` responses of `latency`, each departing at the current epoch.
+void feed(adaptive_limit& a, clock::time_point& now, int n, clock::duration latency) {
+    for (int i = 0; i < n; ++i) {
+        now += 100ms;
+        a.on_signal(response(latency, a.epoch()), now, half);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("no decision before the minimum number of samples") {
+    const auto p = policy();
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    feed(a, now, adaptive_limit::min_samples - 1, 100ms);
+    now += 1h;
+    CHECK(a.on_signal(response(10s, a.epoch()), now, half) == limit_change::none);
+    CHECK(a.limit() == 4);
+}
+
+TEST_CASE("a slow response shrinks by one, once per congestion event") {
+    const auto p = policy();
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    feed(a, now, 60, 100ms);
+    const auto departed_epoch = a.epoch();  // four requests in flight together
+    CHECK(a.on_signal(response(1s, departed_epoch), now, half) == limit_change::down);
+    CHECK(a.limit() == 3);
+    // The other three were already in flight when the limit fell: no further cut.
+    for (int i = 0; i < 3; ++i) CHECK(a.on_signal(response(1s, departed_epoch), now, half) == limit_change::none);
+    CHECK(a.limit() == 3);
+    // A request that departed after the cut and is slower than 1.5 x the p95 (which
+    // now includes the slow responses) is a new event.
+    CHECK(a.on_signal(response(5s, a.epoch()), now, half) == limit_change::down);
+    CHECK(a.limit() == 2);
+}
+
+TEST_CASE("slow responses lower the limit, fast ones raise it one step per grow_interval up to hard_max") {
+    const auto p = policy(2, 3);
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    feed(a, now, 40, 100ms);
+    for (int i = 0; i < 5; ++i) {  // 10x slower, each a new congestion event
+        now += 1s;
+        a.on_signal(response(1s, a.epoch()), now, half);
+    }
+    CHECK(a.limit() == 1);  // never below 1
+    // Fast again: one step per grow_interval, no more.
+    std::size_t previous = a.limit();
+    for (int step = 0; step < 6; ++step) {
+        for (int i = 0; i < 20; ++i) {
+            now += 1s;  // 20 s of fast responses: less than a grow_interval
+            a.on_signal(response(50ms, a.epoch()), now, half);
+        }
+        CHECK(a.limit() <= previous + 1);
+        previous = a.limit();
+    }
+    CHECK(a.limit() == 3);  // climbed back past the configured 2, but not above hard_max
+    now += 1h;
+    a.on_signal(response(10ms, a.epoch()), now, half);
+    CHECK(a.limit() == 3);
+}
+
+TEST_CASE("a steady host does not grow above its configured limit") {
+    const auto p = policy(2, 4);
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    for (int i = 0; i < 200; ++i) {
+        now += 1s;
+        a.on_signal(response(100ms, a.epoch()), now, half);
+    }
+    CHECK(a.limit() == 2);
+}
+
+TEST_CASE("with adaptive disabled only incidents act") {
+    auto p = policy(2, 4);
+    p.adaptive.enabled = false;
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    feed(a, now, 40, 100ms);
+    CHECK(a.on_signal(response(10s, a.epoch()), now, half) == limit_change::none);
+    CHECK(a.on_signal(throttled(a.epoch()), now, half) == limit_change::collapse);
+    CHECK(a.limit() == 1);
+}
+
+TEST_CASE("a 429 collapses the limit, halves the rate and pauses for the longer of Retry-After and backoff") {
+    const auto p = policy();
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    CHECK(a.on_signal(throttled(a.epoch(), 30s), now, half) == limit_change::collapse);
+    CHECK(a.limit() == 1);
+    CHECK(a.rate() == 5.0);
+    CHECK(a.paused_until() == now + 30s);  // Retry-After 30 s beats backoff 5 s
+
+    adaptive_limit b(p, now);
+    b.on_signal(throttled(b.epoch(), 2s), now, half);
+    CHECK(b.paused_until() == now + 5s);  // backoff 5 s beats Retry-After 2 s
+}
+
+TEST_CASE("backoff doubles per consecutive incident up to max, and is forgiven after a quiet period") {
+    const auto p = policy();
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    const clock::duration expected[] = {5s, 10s, 20s, 40s, 40s};
+    for (auto d : expected) {
+        a.on_signal(throttled(a.epoch()), now, half);
+        CHECK(a.paused_until() - now == d);
+        now = a.paused_until();
+    }
+    now += 10min;  // forgive_after without an incident
+    a.on_signal(throttled(a.epoch()), now, half);
+    CHECK(a.paused_until() - now == clock::duration(5s));
+}
+
+TEST_CASE("responses already in flight at the collapse are the same incident") {
+    const auto p = policy();
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    const auto epoch = a.epoch();
+    a.on_signal(throttled(epoch), now, half);
+    const auto first_pause = a.paused_until();
+    CHECK(a.on_signal(throttled(epoch), now + 1s, half) == limit_change::none);
+    CHECK(a.paused_until() == first_pause);  // not doubled
+    CHECK(a.rate() == 5.0);                  // not halved again
+    // Its Retry-After may still extend the pause.
+    a.on_signal(throttled(epoch, 60s), now + 1s, half);
+    CHECK(a.paused_until() == now + 61s);
+}
+
+TEST_CASE("jitter spreads the pause within +-jitter") {
+    auto p = policy();
+    p.backoff.jitter = 0.1;
+    clock::time_point now{};
+    adaptive_limit low(p, now), high(p, now);
+    low.on_signal(throttled(0), now, [] { return 0.0; });
+    high.on_signal(throttled(0), now, [] { return 0.999999; });
+    CHECK(low.paused_until() - now == clock::duration(4500ms));
+    CHECK(high.paused_until() - now > 5490ms);
+    CHECK(high.paused_until() - now <= 5500ms);
+}
+
+TEST_CASE("the rate recovers gradually after the pause") {
+    const auto p = policy();
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    a.on_signal(throttled(a.epoch()), now, half);
+    a.on_signal(throttled(a.epoch()), a.paused_until(), half);
+    CHECK(a.rate() == 2.5);
+    now = a.paused_until();
+    CHECK_FALSE(a.tick(now + 1s));          // not before a grow_interval has passed
+    CHECK(a.tick(now + 30s));
+    CHECK(a.rate() == 5.0);
+    CHECK_FALSE(a.tick(now + 31s));
+    CHECK(a.tick(now + 60s));
+    CHECK(a.rate() == 10.0);                // back to configured, never above
+    CHECK_FALSE(a.tick(now + 1h));
+}
