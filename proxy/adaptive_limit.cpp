@@ -19,9 +19,12 @@ adaptive_limit::adaptive_limit(const host_policy& policy, clock::time_point now)
     : policy_(&policy), limit_(policy.concurrency), rate_(policy.rate), last_step_(now) {}
 
 void adaptive_limit::reconfigure(const host_policy& policy, clock::time_point now) {
+    // A host that health has narrowed stays narrowed (a reload must not undo a 429);
+    // one running at its configured values moves to the new ones.
+    const bool narrowed = limit_ < policy_->concurrency || rate_ < policy_->rate || now < paused_until_;
+    limit_ = narrowed ? std::min(limit_, policy.concurrency) : policy.concurrency;
+    rate_ = narrowed ? std::min(rate_, policy.rate) : policy.rate;
     policy_ = &policy;
-    limit_ = policy.concurrency;
-    rate_ = policy.rate;
     last_step_ = now;
     ++epoch_;
 }

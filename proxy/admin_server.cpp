@@ -1,14 +1,16 @@
 #include "politeproxy/admin_server.hpp"
+#include "politeproxy/use_tuple.hpp"
 
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/hosts_view.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_pool.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -24,8 +26,9 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr auto admin_idle = std::chrono::seconds(30);
+constexpr std::size_t admin_request_limit = 64 * 1024;
+constexpr auto accept_error_pause = std::chrono::milliseconds(100);
 
 http::response<http::string_body> route(const admin_view& view, const http::request<http::string_body>& req) {
     http::response<http::string_body> res{http::status::ok, 11};
@@ -54,6 +57,7 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
     }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
+    if (req.method() == http::verb::head) res.body().clear();  // Content-Length stays: RFC 9110 9.3.2
     return res;
 }
 
@@ -62,7 +66,7 @@ asio::awaitable<void> serve(tcp::socket socket, admin_view view) {
     beast::flat_buffer buffer;
     for (;;) {
         http::request_parser<http::string_body> parser;
-        parser.body_limit(64 * 1024);
+        parser.body_limit(admin_request_limit);
         stream.expires_after(admin_idle);
         auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
         if (ec) co_return;
@@ -78,10 +82,15 @@ asio::awaitable<void> serve(tcp::socket socket, admin_view view) {
 }  // namespace
 
 asio::awaitable<void> run_admin_listener(tcp::acceptor& acceptor, admin_view view) {
+    asio::steady_timer pause(co_await asio::this_coro::executor);
     for (;;) {
         auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
         if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-        if (ec) continue;
+        if (ec) {  // e.g. out of file descriptors: do not spin
+            pause.expires_after(accept_error_pause);
+            co_await pause.async_wait(use_tuple);
+            continue;
+        }
         auto ex = asio::make_strand(acceptor.get_executor());
         asio::co_spawn(ex, serve(std::move(socket), view), asio::detached);
     }

@@ -1,12 +1,20 @@
 #include "politeproxy/answers.hpp"
 
+#include "politeproxy/host_gates.hpp"
+#include "politeproxy/metrics.hpp"
+#include "politeproxy/proxy_context.hpp"
+#include "politeproxy/use_tuple.hpp"
+
 #include <boost/beast/http/field.hpp>
+#include <boost/beast/http/write.hpp>
 #include <boost/beast/http/status.hpp>
 
 #include <cstdio>
 
 namespace politeproxy {
-namespace http = boost::beast::http;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
 
 namespace {
 
@@ -26,14 +34,17 @@ answer_kind kind_of(errc why) {
     case errc::header_too_large: return {http::status::request_header_fields_too_large, "http_request_error"};
     case errc::loop_detected: return {http::status::loop_detected, "proxy_loop_detected"};
     case errc::dns_failure: return {http::status::bad_gateway, "dns_error"};
+    case errc::dns_timeout: return {http::status::gateway_timeout, "dns_timeout"};
     case errc::origin_refused: return {http::status::bad_gateway, "connection_refused"};
-    case errc::origin_timeout: return {http::status::gateway_timeout, "connection_timeout"};
+    case errc::origin_closed: return {http::status::bad_gateway, "connection_terminated"};
+    case errc::origin_connect_timeout: return {http::status::gateway_timeout, "connection_timeout"};
+    case errc::origin_response_timeout: return {http::status::gateway_timeout, "http_response_timeout"};
     case errc::origin_bad_response: return {http::status::bad_gateway, "http_protocol_error"};
     case errc::bad_request:
+    case errc::bad_host:
     case errc::unsupported_scheme:
     case errc::origin_form_request:
-    case errc::cancelled:
-    case errc::config_invalid: break;
+    case errc::cancelled: break;
     }
     return {http::status::bad_request, "http_request_error"};
 }
@@ -66,6 +77,30 @@ answer make_answer(errc why, std::string_view details, bool keep_alive,
     res.keep_alive(keep_alive);
     res.prepare_payload();
     return res;
+}
+
+asio::awaitable<bool> send_answer(proxy_context& ctx, beast::tcp_stream& client, errc why, std::string_view details,
+                                  bool keep_alive, std::optional<clock::duration> retry_after) {
+    ctx.metrics.rejected(why);
+    auto res = make_answer(why, details, keep_alive, retry_after);
+    client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
+    auto [ec, n] = co_await http::async_write(client, res, use_tuple);
+    co_return !ec && keep_alive;
+}
+
+outcome outcome_of(errc why) {
+    switch (why) {
+    case errc::dns_timeout:
+    case errc::origin_connect_timeout:
+    case errc::origin_response_timeout: return outcome::timeout;
+    case errc::origin_refused:
+    case errc::origin_closed: return outcome::refused;
+    case errc::queue_full:
+    case errc::queue_timeout:
+    case errc::shutting_down:
+    case errc::destination_denied: return outcome::rejected;
+    default: return outcome::error;
+    }
 }
 
 std::string queue_wait_status(clock::duration waited) {

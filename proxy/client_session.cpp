@@ -1,18 +1,20 @@
 #include "politeproxy/client_session.hpp"
+#include "politeproxy/use_tuple.hpp"
 
 #include "politeproxy/address_filter.hpp"
+#include "politeproxy/answers.hpp"
 #include "politeproxy/forward.hpp"
+#include "politeproxy/tunnel.hpp"
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/metrics.hpp"
+#include "politeproxy/origin_connect.hpp"
 #include "politeproxy/session_set.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/read.hpp>
 
 #include <array>
-#include <cstring>
 
 namespace politeproxy {
 namespace asio = boost::asio;
@@ -22,20 +24,10 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-constexpr std::size_t request_header_limit = 64 * 1024;
 constexpr auto lingering_close = std::chrono::seconds(2);
 
 bool client_allowed(const config& cfg, const tcp::endpoint& peer) {
-    const auto a = peer.address();
-    ip_bytes b{};
-    if (a.is_v4()) {
-        b = ipv4_bytes(a.to_v4().to_uint());
-    } else {
-        const auto v6 = a.to_v6().to_bytes();
-        std::memcpy(b.data(), v6.data(), b.size());
-    }
-    return any_contains(cfg.security.allow_clients, b);
+    return any_contains(cfg.security.allow_clients, bytes_of(peer.address()));
 }
 
 // Closing with unread request bytes makes the kernel send a reset that can destroy the
@@ -68,19 +60,21 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
 
     for (;;) {
         if (ctx.draining) break;
+        const auto cfg = ctx.gates.current_config();
         request_header_parser header;
-        header.header_limit(request_header_limit);
+        header.header_limit(static_cast<std::uint32_t>(cfg->limits.request_header_bytes));
         header.body_limit(boost::none);
-        client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
+        client.expires_after(cfg->defaults.timeouts.idle);
         registered.get().idle = buffer.size() == 0;  // a drain may close us while we wait
         auto [rec, n] = co_await http::async_read_header(client, buffer, header, use_tuple);
         registered.get().idle = false;
-        if (rec == http::error::end_of_stream || rec == beast::error::timeout || rec == asio::error::eof ||
+        if (rec == http::error::end_of_stream || rec == beast::error::timeout ||
             rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
             co_return;
         bool keep = false;
         if (rec == http::error::header_limit) {
-            co_await send_answer(ctx, client, errc::header_too_large, "request header section exceeds 64 KiB", false);
+            co_await send_answer(ctx, client, errc::header_too_large,
+                                 "request header section exceeds limits.request_header_bytes", false);
         } else if (rec) {
             co_await send_answer(ctx, client, errc::bad_request, "malformed request: " + rec.message(), false);
         } else if (!allowed) {
@@ -88,7 +82,7 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
                                  "client " + peer.address().to_string() + " is not in security.allow_clients", false);
         } else if (header.get().method() == http::verb::connect) {
             co_await run_tunnel(ctx, client, buffer, header);
-            co_return;
+            break;  // a refusal must still reach the client (see close_gracefully)
         } else {
             keep = co_await forward_request(ctx, client, buffer, header);
         }

@@ -27,6 +27,18 @@ const Entry* best_match(const std::vector<Entry>& entries, std::string_view key,
 
 }  // namespace
 
+std::vector<ip_network> default_allow_clients() {
+    std::vector<ip_network> out;
+    for (auto n : {"127.0.0.0/8", "::1/128"}) address_filter::expand(n, out);
+    return out;
+}
+
+address_filter default_destinations() {
+    address_filter f;
+    for (auto n : {"private", "loopback", "link_local"}) address_filter::expand(n, f.deny);
+    return f;
+}
+
 std::string listen_address::text() const {
     return host.find(':') != std::string::npos ? "[" + host + "]:" + std::to_string(port)
                                                 : host + ":" + std::to_string(port);

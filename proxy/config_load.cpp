@@ -200,13 +200,10 @@ public:
     config load(const YAML::Node& root) const {
         config c;
         c.source = source_;
-        if (root.IsNull()) {
-            security(root, c);
-            return c;
-        }
+        if (root.IsNull()) return c;
         expect_map(root, "the configuration");
         only_keys(root, "the top level", {"listen", "admin_listen", "workers", "drain_timeout", "defaults",
-                                          "groups", "hosts", "fleet", "resolve", "metrics", "security", "tls"});
+                                          "groups", "hosts", "fleet", "resolve", "metrics", "limits", "security", "tls"});
         if (root["listen"]) c.listen = address(root["listen"], "listen");
         if (root["admin_listen"]) c.admin_listen = address(root["admin_listen"], "admin_listen");
         if (root["workers"]) c.workers = static_cast<unsigned>(count(root["workers"], "workers", 0));
@@ -247,14 +244,19 @@ public:
             only_keys(m, "metrics", {"max_host_series"});
             if (m["max_host_series"]) c.max_host_series = count(m["max_host_series"], "metrics.max_host_series", 1);
         }
+        if (const auto l = root["limits"]; l && !l.IsNull()) {
+            expect_map(l, "limits");
+            only_keys(l, "limits", {"request_header_bytes", "response_header_bytes", "host_idle_ttl"});
+            if (l["request_header_bytes"]) c.limits.request_header_bytes = count(l["request_header_bytes"], "limits.request_header_bytes", 1024);
+            if (l["response_header_bytes"]) c.limits.response_header_bytes = count(l["response_header_bytes"], "limits.response_header_bytes", 1024);
+            if (l["host_idle_ttl"]) c.limits.host_idle_ttl = duration(l["host_idle_ttl"], "limits.host_idle_ttl");
+        }
         security(root["security"], c);
         tls(root["tls"]);
         return c;
     }
 
     void security(const YAML::Node& s, config& c) const {
-        c.security.allow_clients = *parse_networks({"127.0.0.0/8", "::1/128"});
-        c.security.destinations.deny = *parse_networks({"private", "loopback", "link_local"});
         if (!s || s.IsNull()) return;
         expect_map(s, "security");
         only_keys(s, "security", {"allow_clients", "users_file", "connect_ports", "deny_destinations",
@@ -281,13 +283,6 @@ public:
         only_keys(t, "tls", {"mode", "ca_cert", "ca_key", "upstream_ca_file", "alpn"});
         if (t["mode"] && text(t["mode"], "tls.mode") != "tunnel")
             fail(t["mode"], "tls.mode: only 'tunnel' works; interception is not supported yet");
-    }
-
-    static std::optional<std::vector<ip_network>> parse_networks(std::initializer_list<std::string_view> list) {
-        std::vector<ip_network> out;
-        for (auto e : list)
-            if (address_filter::expand(e, out)) return std::nullopt;
-        return out;
     }
 
 private:

@@ -13,6 +13,7 @@ public:
         case errc::shutting_down: return "the proxy is shutting down";
         case errc::cancelled: return "cancelled while queued";
         case errc::bad_request: return "malformed request";
+        case errc::bad_host: return "invalid host in the request target";
         case errc::header_too_large: return "request header section too large";
         case errc::unsupported_scheme: return "unsupported scheme";
         case errc::origin_form_request: return "origin-form request sent to a proxy";
@@ -21,10 +22,12 @@ public:
         case errc::connect_port_denied: return "CONNECT port not allowed";
         case errc::loop_detected: return "forwarding loop detected";
         case errc::dns_failure: return "origin name did not resolve";
+        case errc::dns_timeout: return "origin name look-up timed out";
         case errc::origin_refused: return "origin refused the connection";
-        case errc::origin_timeout: return "origin timed out";
+        case errc::origin_closed: return "origin closed the connection";
+        case errc::origin_connect_timeout: return "connecting to the origin timed out";
+        case errc::origin_response_timeout: return "no response headers in time";
         case errc::origin_bad_response: return "origin sent a malformed response";
-        case errc::config_invalid: return "invalid configuration";
         }
         return "unknown politeproxy error";
     }

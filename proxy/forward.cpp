@@ -1,18 +1,19 @@
 #include "politeproxy/forward.hpp"
 
 #include "politeproxy/answers.hpp"
+#include "politeproxy/dns_resolver.hpp"
 #include "politeproxy/hop_by_hop.hpp"
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/host_key.hpp"
+#include "politeproxy/log.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_connect.hpp"
 #include "politeproxy/origin_pool.hpp"
 #include "politeproxy/park.hpp"
 #include "politeproxy/retry_after.hpp"
+#include "politeproxy/use_tuple.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/buffer_body.hpp>
@@ -21,7 +22,9 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/url/parse.hpp>
 
+#include <charconv>
 #include <optional>
+#include <variant>
 
 namespace politeproxy {
 namespace asio = boost::asio;
@@ -30,10 +33,11 @@ namespace http = beast::http;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-constexpr std::size_t response_header_limit = 64 * 1024;
 constexpr std::size_t relay_chunk_size = 16 * 1024;
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
+// How long a pooled connection is trusted when the origin did not say (Keep-Alive:
+// timeout=N): common servers close idle connections after 5 s.
+constexpr auto default_origin_keep_alive = std::chrono::seconds(4);
 
 enum class relay_end { done, read_failed, write_failed };
 
@@ -44,17 +48,20 @@ struct relay_status {
 
 // Streams one message from `in` to `out` a chunk at a time, never holding the whole
 // body: the header (already parsed into `p`) first, then the body as it arrives. The
-// serializer re-frames it (chunked stays chunked, Content-Length stays exact).
+// serializer frames the body as the header says (chunked or Content-Length).
 template <bool isRequest>
 asio::awaitable<relay_status> relay(beast::tcp_stream& in, beast::flat_buffer& in_buffer,
                                     http::parser<isRequest, http::buffer_body>& p, beast::tcp_stream& out,
                                     clock::duration idle) {
     http::serializer<isRequest, http::buffer_body> sr{p.get()};
-    auto chunk = std::make_unique<char[]>(relay_chunk_size);
-    auto& body = p.get().body();
     out.expires_after(idle);
     if (auto [ec, n] = co_await http::async_write_header(out, sr, use_tuple); ec)
         co_return relay_status{relay_end::write_failed, ec};
+    // No body at all (HEAD, 204, 304, a bodiless request): the header is the message,
+    // even when it names a chunked encoding.
+    if (p.is_done()) co_return relay_status{relay_end::done, {}};
+    auto chunk = std::make_unique<char[]>(relay_chunk_size);
+    auto& body = p.get().body();
     while (!sr.is_done()) {
         if (!p.is_done()) {
             body.data = chunk.get();
@@ -81,65 +88,83 @@ asio::awaitable<relay_status> relay(beast::tcp_stream& in, beast::flat_buffer& i
     co_return relay_status{relay_end::done, {}};
 }
 
-outcome outcome_of(errc failure) {
-    switch (failure) {
-    case errc::origin_timeout: return outcome::timeout;
-    case errc::origin_refused: return outcome::refused;
-    case errc::destination_denied: return outcome::rejected;
-    default: return outcome::error;
-    }
+bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
+
+// RFC 9110 section 9.2.2: only these may be sent again without the client asking.
+bool idempotent(http::verb m) {
+    return m == http::verb::get || m == http::verb::head || m == http::verb::options || m == http::verb::trace ||
+           m == http::verb::put || m == http::verb::delete_;
 }
 
-bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
+// The origin's Keep-Alive: timeout=N hint, less a margin, else the common default.
+clock::duration pooled_lifetime(const http::fields& res, clock::duration idle) {
+    clock::duration lifetime = default_origin_keep_alive;
+    const std::string_view hint = res[http::field::keep_alive];
+    if (const auto pos = hint.find("timeout="); pos != std::string_view::npos) {
+        unsigned seconds = 0;
+        const char* first = hint.data() + pos + 8;
+        if (auto [end, ec] = std::from_chars(first, hint.data() + hint.size(), seconds); ec == std::errc{})
+            lifetime = std::chrono::seconds(seconds > 1 ? seconds - 1 : 0);
+    }
+    return std::min(lifetime, idle);
+}
+
+// The parts of an absolute-form target the forwarder needs, copied out of the url view
+// (the target it views is rewritten before the request goes out).
+struct origin_target {
+    std::string host;         ///< for DNS (no brackets)
+    std::uint16_t port = 80;
+    std::string host_header;  ///< authority without userinfo
+    std::string path;         ///< origin-form: path and query
+};
+
+struct target_error {
+    errc why;
+    const char* details;
+};
+
+std::variant<origin_target, target_error> parse_target(std::string_view target) {
+    if (target.starts_with("/") || target == "*")
+        return target_error{errc::origin_form_request, "this is a proxy: send absolute-form requests (http://host/path)"};
+    const auto parsed = boost::urls::parse_absolute_uri(target);
+    if (!parsed) return target_error{errc::bad_request, "request target is not an absolute URI"};
+    const boost::urls::url_view url = *parsed;
+    if (url.scheme_id() != boost::urls::scheme::http)
+        return target_error{errc::unsupported_scheme, "only http:// is forwarded; use CONNECT for https"};
+    origin_target t;
+    t.host = url.host_address();
+    t.port = url.has_port() ? url.port_number() : 80;
+    const auto type = url.host_type();
+    const bool literal = type == boost::urls::host_type::ipv4 || type == boost::urls::host_type::ipv6;
+    if (t.port == 0 || (!literal && (type != boost::urls::host_type::name || !valid_host_name(url.encoded_host()))))
+        return target_error{errc::bad_host, "request target has no valid host name, address or port"};
+    t.host_header = std::string(url.encoded_host_and_port());
+    t.path = url.encoded_target().empty() ? "/" : std::string(url.encoded_target());
+    return t;
+}
 
 }  // namespace
 
-asio::awaitable<bool> send_answer(proxy_context& ctx, beast::tcp_stream& client, errc why, std::string_view details,
-                                  bool keep_alive, std::optional<clock::duration> retry_after) {
-    ctx.metrics.rejected(why);
-    auto res = make_answer(why, details, keep_alive, retry_after);
-    client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
-    auto [ec, n] = co_await http::async_write(client, res, use_tuple);
-    co_return !ec && keep_alive;
-}
-
 asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& client, beast::flat_buffer& buffer,
                                       request_header_parser& header) {
-    auto& req = header.get();
+    const auto& req = header.get();
+    const unsigned client_version = req.version();
+    const http::verb method = req.method();
     const bool client_keep_alive = req.keep_alive();
     const bool has_body = header.chunked() || header.content_length().value_or(0) > 0;
     // An answer given before the body was read must close: the body is still unread.
     const bool answer_keeps = client_keep_alive && !has_body;
 
-    const std::string_view target = req.target();
-    if (target.starts_with("/") || target == "*")
-        co_return co_await send_answer(ctx, client, errc::origin_form_request,
-                                       "this is a proxy: send absolute-form requests (http://host/path)", false);
-    const auto parsed = boost::urls::parse_absolute_uri(target);
-    if (!parsed) co_return co_await send_answer(ctx, client, errc::bad_request, "request target is not an absolute URI", false);
-    // Copies: the url views the target, which the rewrite below replaces.
-    const boost::urls::url_view url = *parsed;
-    const std::string origin_target = url.encoded_target().empty() ? "/" : std::string(url.encoded_target());
-    const std::string host_header(url.encoded_host_and_port());
-    if (url.scheme_id() != boost::urls::scheme::http)
-        co_return co_await send_answer(ctx, client, errc::unsupported_scheme,
-                                       "only http:// is forwarded; use CONNECT for https", answer_keeps);
-    const std::string host = url.host_address();
-    const std::uint16_t port = url.has_port() ? url.port_number() : 80;
-    if (host.empty() || port == 0)
-        co_return co_await send_answer(ctx, client, errc::bad_request, "request target has no usable host or port", false);
+    auto parsed = parse_target(req.target());
+    if (auto* e = std::get_if<target_error>(&parsed)) co_return co_await send_answer(ctx, client, e->why, e->details, false);
+    const origin_target& target = std::get<origin_target>(parsed);
     if (via_contains(req, ctx.via))
         co_return co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", false);
 
-    const std::string key = host_key(host);
-    auto granted = co_await park(ctx.gates, key, client.socket());
-    if (granted.ec == errc::cancelled) co_return false;  // the client left: nobody to answer
-    if (granted.ec)
-        co_return co_await send_answer(ctx, client, static_cast<errc>(granted.ec.value()),
-                                       granted.ec == errc::queue_full ? "host queue is full" : "waited longer than queue.max_wait",
-                                       answer_keeps, granted.retry_after);
-    permit slot = std::move(granted.granted);
-    ctx.metrics.queue_wait(slot.queue_wait());
+    const std::string key = host_key(target.host);
+    auto admitted = co_await admit(ctx, client, key, answer_keeps);
+    if (!admitted.granted) co_return admitted.keep;
+    permit slot = std::move(admitted.granted);
     const host_policy& policy = slot.policy();
 
     http::request_parser<http::buffer_body> request{std::move(header)};
@@ -148,31 +173,31 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
     const bool expect_continue = beast::iequals(out[http::field::expect], "100-continue");
     strip_hop_by_hop(out);
     if (expect_continue) out.erase(http::field::expect);
-    out.target(origin_target);
-    out.set(http::field::host, host_header);
+    out.target(target.path);
+    out.set(http::field::host, target.host_header);
     out.version(11);
     out.insert(http::field::via, ctx.via);
-    const std::string pool_key = key + ":" + std::to_string(port);
+    const std::string pool_key = key + ":" + std::to_string(target.port);
 
-    // A pooled connection the origin closed meanwhile fails before any response byte;
-    // a request without a body is then safely sent again on a fresh connection.
+    // A pooled connection the origin closed meanwhile fails before any response byte.
+    // An idempotent request without a body is then sent once more, on a new connection.
     for (int attempt = 0;; ++attempt) {
         std::optional<beast::tcp_stream> origin;
         bool reused = false;
-        if (auto idle = ctx.pool.take(pool_key)) {
+        if (auto idle = attempt == 0 ? ctx.pool.take(pool_key) : std::nullopt) {
             origin.emplace(std::move(*idle));
             reused = true;
         } else {
             origin.emplace(co_await asio::this_coro::executor);
-            if (auto failure = co_await connect_origin(*ctx.gates.current_config(), *origin, host, port,
-                                                       policy.timeouts.connect)) {
+            if (auto failure = co_await connect_origin(*ctx.gates.current_config(), ctx.resolver, *origin, target.host,
+                                                       target.port, policy.timeouts.connect)) {
                 slot.set_outcome(outcome_of(failure->why));
                 if (failure->why == errc::origin_refused) slot.report({health_signal::kind::refused});
                 co_return co_await send_answer(ctx, client, failure->why, failure->details, answer_keeps);
             }
         }
         connection_tracker tracked(ctx.metrics, connection_side::origin, "http1");
-        const bool may_retry = reused && !has_body && attempt == 0;
+        const bool may_retry = reused && !has_body && idempotent(method);
 
         if (expect_continue && attempt == 0) {
             client.expires_after(policy.timeouts.idle);
@@ -186,30 +211,35 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
             if (may_retry) continue;
             slot.set_outcome(outcome::refused);
             slot.report({health_signal::kind::refused});
-            co_return co_await send_answer(ctx, client, errc::origin_refused,
+            co_return co_await send_answer(ctx, client, errc::origin_closed,
                                            "origin closed the connection while receiving the request", false);
         }
 
         beast::flat_buffer origin_buffer;
         std::optional<http::response_parser<http::buffer_body>> response;
         boost::system::error_code ec;
+        const auto limits = ctx.gates.current_config()->limits;
         do {
             response.emplace();
-            response->header_limit(response_header_limit);
+            response->header_limit(static_cast<std::uint32_t>(limits.response_header_bytes));
             response->body_limit(boost::none);
-            if (out.method() == http::verb::head) response->skip(true);
+            if (method == http::verb::head) response->skip(true);
             origin->expires_after(policy.timeouts.response_headers);
             std::tie(ec, std::ignore) = co_await http::async_read_header(*origin, origin_buffer, *response, use_tuple);
         } while (!ec && is_interim(response->get().result_int()));
         if (ec) {
-            if (may_retry && !response->got_some()) continue;
             const bool timed_out = ec == beast::error::timeout;
-            slot.set_outcome(timed_out ? outcome::timeout : outcome::error);
+            if (may_retry && !timed_out && !response->got_some()) continue;
+            const bool closed = ec == http::error::end_of_stream || ec == asio::error::connection_reset;
+            const errc why = timed_out ? errc::origin_response_timeout
+                             : closed  ? errc::origin_closed
+                                       : errc::origin_bad_response;
+            slot.set_outcome(outcome_of(why));
             if (timed_out)  // the slowest answer there is
                 slot.report({health_signal::kind::response, clock::now() - sent_at});
-            else if (ec == asio::error::connection_reset || ec == http::error::end_of_stream)
+            else if (closed)
                 slot.report({health_signal::kind::refused});
-            co_return co_await send_answer(ctx, client, timed_out ? errc::origin_timeout : errc::origin_bad_response,
+            co_return co_await send_answer(ctx, client, why,
                                            timed_out ? "no response headers within timeouts.response_headers"
                                                      : "origin response unreadable: " + ec.message(),
                                            false);
@@ -227,17 +257,19 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
                                            policy.retry_after_cap)});
         else
             slot.report({health_signal::kind::response, latency});
-        const bool origin_keeps = res.keep_alive();
+        const bool origin_keeps = response->keep_alive();
+        const auto lifetime = pooled_lifetime(res, policy.timeouts.idle);
         strip_hop_by_hop(res);
         res.version(11);
         res.insert(http::field::via, ctx.via);
         res.insert("Proxy-Status", queue_wait_status(slot.queue_wait()));
         bool keep = client_keep_alive && !ctx.draining;
-        if (response->need_eof() && !response->is_done()) {
-            // The body ends when the origin closes: re-frame it as chunked for an
-            // HTTP/1.1 client so its connection can live on.
-            if (req.version() >= 11) res.chunked(true);
-            else keep = false;
+        if (client_version < 11) {
+            // HTTP/1.0 has no chunked coding: send the body raw and mark its end by closing.
+            if (res.chunked()) res.chunked(false);
+            if (!res.has_content_length()) keep = false;
+        } else if (response->need_eof() && !response->is_done()) {
+            res.chunked(true);  // the body ends when the origin closes: frame it for the client
         }
         res.keep_alive(keep);
 
@@ -248,8 +280,8 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
         }
         slot.reset();  // the origin is done with this request
         if (received.end == relay_end::write_failed) co_return false;
-        if (origin_keeps && response->is_done() && origin_buffer.size() == 0)
-            ctx.pool.put(pool_key, origin->release_socket());
+        if (origin_keeps && response->is_done() && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
+            ctx.pool.put(pool_key, origin->release_socket(), lifetime);
         co_return keep;
     }
 }

@@ -33,15 +33,15 @@ void append_number(std::string& out, double v) {
 }
 
 std::string rfc3339(std::chrono::system_clock::time_point t) {
-    const auto secs = std::chrono::floor<std::chrono::seconds>(t);
-    const auto day = std::chrono::floor<std::chrono::days>(secs);
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t);  // never before the pause ends
+    const auto day = std::chrono::floor<std::chrono::days>(ms);
     const std::chrono::year_month_day ymd{day};
-    const std::chrono::hh_mm_ss hms{secs - day};
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lldZ", static_cast<int>(ymd.year()),
+    const std::chrono::hh_mm_ss hms{ms - day};
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld.%03lldZ", static_cast<int>(ymd.year()),
                   static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
                   static_cast<long long>(hms.hours().count()), static_cast<long long>(hms.minutes().count()),
-                  static_cast<long long>(hms.seconds().count()));
+                  static_cast<long long>(hms.seconds().count()), static_cast<long long>(hms.subseconds().count()));
     return buf;
 }
 

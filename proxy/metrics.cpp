@@ -20,7 +20,7 @@ namespace {
 constexpr const char* prefix = "politeproxy_";
 
 constexpr errc rejection_reasons[] = {
-    errc::queue_full,          errc::queue_timeout,      errc::cancelled,  errc::shutting_down,
+    errc::queue_full,          errc::queue_timeout,      errc::shutting_down,      errc::bad_host,
     errc::bad_request,         errc::header_too_large,   errc::unsupported_scheme,
     errc::origin_form_request, errc::client_denied,      errc::destination_denied,
     errc::connect_port_denied, errc::loop_detected,
@@ -30,7 +30,7 @@ const char* reason_label(errc e) {
     switch (e) {
     case errc::queue_full: return "queue_full";
     case errc::queue_timeout: return "queue_timeout";
-    case errc::cancelled: return "client_gone";
+    case errc::bad_host: return "bad_host";
     case errc::shutting_down: return "shutting_down";
     case errc::bad_request: return "bad_request";
     case errc::header_too_large: return "header_too_large";

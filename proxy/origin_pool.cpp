@@ -28,20 +28,21 @@ std::optional<boost::asio::ip::tcp::socket> origin_pool::take(const std::string&
         idle_connection c = std::move(conns.back());  // most recently used: warmest
         conns.pop_back();
         --count_;
-        if (now - c.since < idle_timeout_ && still_open(c.socket)) found.emplace(std::move(c.socket));
+        if (now < c.expires && still_open(c.socket)) found.emplace(std::move(c.socket));
     }
     if (conns.empty()) idle_.erase(it);
     return found;
 }
 
-void origin_pool::put(const std::string& origin, boost::asio::ip::tcp::socket socket) {
+void origin_pool::put(const std::string& origin, boost::asio::ip::tcp::socket socket, clock::duration lifetime) {
     std::lock_guard lock(mutex_);
+    if (count_ >= max_idle_total) return;  // closes it: file descriptors are finite
     auto& conns = idle_[origin];
     if (conns.size() >= max_idle_per_origin) {
         conns.pop_front();
         --count_;
     }
-    conns.push_back({std::move(socket), clock::now()});
+    conns.push_back({std::move(socket), clock::now() + lifetime});
     ++count_;
 }
 
@@ -49,10 +50,9 @@ void origin_pool::sweep(clock::time_point now) {
     std::lock_guard lock(mutex_);
     for (auto it = idle_.begin(); it != idle_.end();) {
         auto& conns = it->second;
-        while (!conns.empty() && (now - conns.front().since >= idle_timeout_ || !still_open(conns.front().socket))) {
-            conns.pop_front();
-            --count_;
-        }
+        const auto before = conns.size();
+        std::erase_if(conns, [now](idle_connection& c) { return now >= c.expires || !still_open(c.socket); });
+        count_ -= before - conns.size();
         it = conns.empty() ? idle_.erase(it) : std::next(it);
     }
 }

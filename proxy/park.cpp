@@ -1,8 +1,11 @@
 #include "politeproxy/park.hpp"
+#include "politeproxy/use_tuple.hpp"
 
+#include "politeproxy/answers.hpp"
 #include "politeproxy/error.hpp"
+#include "politeproxy/metrics.hpp"
+#include "politeproxy/proxy_context.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -17,7 +20,6 @@ using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Completes when the client has gone, or when cancelled.
 asio::awaitable<void> client_gone(tcp::socket& client) {
@@ -36,6 +38,18 @@ asio::awaitable<acquire_result> park(host_gates& gates, std::string key, tcp::so
     auto result = co_await (gates.acquire(std::move(key)) || client_gone(client));
     if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
     co_return std::move(std::get<0>(result));
+}
+
+asio::awaitable<admission> admit(proxy_context& ctx, boost::beast::tcp_stream& client, std::string key,
+                                 bool keep_alive) {
+    auto r = co_await park(ctx.gates, std::move(key), client.socket());
+    if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer
+    if (r.ec) {
+        const auto why = static_cast<errc>(r.ec.value());
+        co_return admission{{}, co_await send_answer(ctx, client, why, r.ec.message(), keep_alive, r.retry_after)};
+    }
+    ctx.metrics.queue_wait(r.granted.queue_wait());
+    co_return admission{std::move(r.granted), true};
 }
 
 }  // namespace politeproxy

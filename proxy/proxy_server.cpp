@@ -1,15 +1,17 @@
 #include "politeproxy/proxy_server.hpp"
+#include "politeproxy/use_tuple.hpp"
 
 #include "politeproxy/admin_server.hpp"
 #include "politeproxy/client_session.hpp"
 #include "politeproxy/config_load.hpp"
+#include "politeproxy/dns_resolver.hpp"
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_pool.hpp"
 #include "politeproxy/proxy_context.hpp"
 #include "politeproxy/session_set.hpp"
 
-#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -30,11 +32,8 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-// How long a host's gate outlives its last request. Long enough to keep a crawl's
-// hosts warm between visits; short enough that a crawl over millions of hosts does
-// not hold them all.
-constexpr auto gate_idle_ttl = std::chrono::seconds(60);
+// Name look-ups that may block at once (see dns_resolver).
+constexpr std::size_t dns_threads = 8;
 constexpr auto housekeeping_period = std::chrono::seconds(1);
 constexpr auto accept_error_pause = std::chrono::milliseconds(100);
 constexpr auto drain_poll = std::chrono::milliseconds(50);
@@ -71,12 +70,16 @@ int proxy_server::run() {
     // Declared before the io_context: destroying it destroys suspended sessions, whose
     // permits and connection counters still refer to these.
     host_gates gates(cfg_);
-    origin_pool pool(cfg_->defaults.timeouts.idle);
+    origin_pool pool;
     metrics m;
     session_set sessions;
     std::atomic<bool> draining{false};
-    proxy_context ctx{gates, pool, m, make_via(), draining, sessions};
     asio::io_context ioc(static_cast<int>(threads));
+    dns_resolver resolver(dns_threads);  // after ioc: its threads post to it until joined
+    proxy_context ctx{gates, pool, m, make_via(), draining, sessions, resolver, log_};
+    // Accepting, signals and shutdown run on one strand: closing an acceptor from another
+    // thread while an accept starts would be a race.
+    const auto control = asio::make_strand(ioc);
 
     tcp::acceptor proxy_acceptor = bind(ioc, cfg_->listen);
     tcp::acceptor admin_acceptor = bind(ioc, cfg_->admin_listen);
@@ -86,7 +89,7 @@ int proxy_server::run() {
                  text_of(admin_acceptor.local_endpoint()).c_str());
     std::fflush(stderr);
 
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    asio::co_spawn(control, [&]() -> asio::awaitable<void> {
         asio::steady_timer pause(ioc);
         for (;;) {
             auto [ec, socket] = co_await proxy_acceptor.async_accept(use_tuple);
@@ -112,7 +115,7 @@ int proxy_server::run() {
         }
     }, asio::detached);
 
-    asio::co_spawn(ioc, run_admin_listener(admin_acceptor, admin_view{gates, m, pool, [&] { return !draining.load(); }}),
+    asio::co_spawn(control, run_admin_listener(admin_acceptor, admin_view{gates, m, pool, [&] { return !draining.load(); }}),
                    asio::detached);
 
     asio::steady_timer housekeeping(ioc);
@@ -122,12 +125,12 @@ int proxy_server::run() {
             if (auto [ec] = co_await housekeeping.async_wait(use_tuple); ec) co_return;
             const auto now = clock::now();
             pool.sweep(now);
-            gates.evict_idle(now, gate_idle_ttl);
+            gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl);
         }
     }, asio::detached);
 
     asio::signal_set reload_signal(ioc, SIGHUP);
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    asio::co_spawn(control, [&]() -> asio::awaitable<void> {
         for (;;) {
             auto [ec, signo] = co_await reload_signal.async_wait(use_tuple);
             if (ec) co_return;
@@ -136,15 +139,15 @@ int proxy_server::run() {
     }, asio::detached);
 
     asio::signal_set stop_signals(ioc, SIGINT, SIGTERM);
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    asio::co_spawn(control, [&]() -> asio::awaitable<void> {
         auto [ec, signo] = co_await stop_signals.async_wait(use_tuple);
         if (ec) co_return;
         log_.write(log_level::info, "server", "signal " + std::to_string(signo) + ": draining");
-        stop_signals.async_wait([&](boost::system::error_code e, int) {
+        stop_signals.async_wait(asio::bind_executor(control, [&](boost::system::error_code e, int) {
             if (e) return;
             log_.write(log_level::warn, "server", "second signal: stopping now");
             ioc.stop();
-        });
+        }));
         // Stop taking work, answer what is parked, close idle connections; requests in
         // flight finish, up to drain_timeout.
         draining = true;

@@ -1,12 +1,14 @@
-#include "politeproxy/forward.hpp"
+#include "politeproxy/tunnel.hpp"
+
+#include "politeproxy/answers.hpp"
 #include "politeproxy/hop_by_hop.hpp"
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/host_key.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_connect.hpp"
 #include "politeproxy/park.hpp"
+#include "politeproxy/use_tuple.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -24,7 +26,6 @@ using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t tunnel_chunk_size = 16 * 1024;
 constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -78,6 +79,12 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, 
         co_await send_answer(ctx, client, errc::bad_request, "CONNECT needs host:port", false);
         co_return;
     }
+    const auto type = authority->host_type();
+    const bool literal = type == boost::urls::host_type::ipv4 || type == boost::urls::host_type::ipv6;
+    if (!literal && (type != boost::urls::host_type::name || !valid_host_name(authority->encoded_host()))) {
+        co_await send_answer(ctx, client, errc::bad_host, "CONNECT target has no valid host name or address", false);
+        co_return;
+    }
     const std::string host = authority->host_address();
     const std::uint16_t port = authority->port_number();
     const auto cfg = ctx.gates.current_config();
@@ -91,21 +98,14 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, 
         co_return;
     }
 
-    auto granted = co_await park(ctx.gates, host_key(host), client.socket());
-    if (granted.ec == errc::cancelled) co_return;
-    if (granted.ec) {
-        co_await send_answer(ctx, client, static_cast<errc>(granted.ec.value()),
-                             granted.ec == errc::queue_full ? "host queue is full" : "waited longer than queue.max_wait",
-                             false, granted.retry_after);
-        co_return;
-    }
-    permit slot = std::move(granted.granted);
-    ctx.metrics.queue_wait(slot.queue_wait());
+    auto admitted = co_await admit(ctx, client, host_key(host), false);
+    if (!admitted.granted) co_return;
+    permit slot = std::move(admitted.granted);
     const host_policy& policy = slot.policy();
 
     beast::tcp_stream origin(co_await asio::this_coro::executor);
-    if (auto failure = co_await connect_origin(*cfg, origin, host, port, policy.timeouts.connect)) {
-        slot.set_outcome(failure->why == errc::origin_timeout ? outcome::timeout : outcome::refused);
+    if (auto failure = co_await connect_origin(*cfg, ctx.resolver, origin, host, port, policy.timeouts.connect)) {
+        slot.set_outcome(outcome_of(failure->why));
         if (failure->why == errc::origin_refused) slot.report({health_signal::kind::refused});
         co_await send_answer(ctx, client, failure->why, failure->details, false);
         co_return;

@@ -57,7 +57,8 @@ public:
 
     adaptive_limit(const host_policy& policy, clock::time_point now);
 
-    /// A reload: starts over from the new configured values.
+    /// A reload: a host at its configured values takes the new ones; a host that health
+    /// has narrowed keeps the lower of its current and the new values, and its pause.
     void reconfigure(const host_policy& policy, clock::time_point now);
 
     limit_change on_signal(const health_signal& s, clock::time_point now, const random_source& random);

@@ -3,20 +3,35 @@
 // an RFC 9209 Proxy-Status header, a one-line plain-text body, and Retry-After where due.
 #include "politeproxy/clock.hpp"
 #include "politeproxy/error.hpp"
+#include "politeproxy/outcome.hpp"
 
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace politeproxy {
+
+struct proxy_context;
 
 using answer = boost::beast::http::response<boost::beast::http::string_body>;
 
 /// The answer for `why`. `retry_after` is rounded up to whole seconds.
 answer make_answer(errc why, std::string_view details, bool keep_alive,
                    std::optional<clock::duration> retry_after = std::nullopt);
+
+/// Writes one of the proxy's own answers (counting refusals in rejected_total);
+/// returns whether the connection may go on.
+boost::asio::awaitable<bool> send_answer(proxy_context& ctx, boost::beast::tcp_stream& client, errc why,
+                                         std::string_view details, bool keep_alive,
+                                         std::optional<clock::duration> retry_after = std::nullopt);
+
+/// How a request that failed with `why` counts in requests_total.
+outcome outcome_of(errc why);
 
 /// The Proxy-Status entry appended to responses that come from the origin.
 std::string queue_wait_status(clock::duration waited);

@@ -75,10 +75,21 @@ struct resolve_entry {
     std::string address;
 };
 
+/// Size and lifetime bounds that are not per host (`limits:`).
+struct limits_config {
+    std::size_t request_header_bytes = 64 * 1024;   ///< larger -> 431
+    std::size_t response_header_bytes = 64 * 1024;  ///< larger -> 502
+    clock::duration host_idle_ttl = 60s;             ///< an idle host's gate is forgotten after this
+};
+
+/// The built-in SSRF guard and client list (SPEC.md defaults).
+std::vector<ip_network> default_allow_clients();
+address_filter default_destinations();
+
 struct security_config {
-    std::vector<ip_network> allow_clients;
+    std::vector<ip_network> allow_clients = default_allow_clients();
     std::vector<std::uint16_t> connect_ports{443};
-    address_filter destinations;
+    address_filter destinations = default_destinations();
 };
 
 struct config {
@@ -91,6 +102,7 @@ struct config {
     std::vector<host_override> hosts;
     std::vector<resolve_entry> resolve;
     std::size_t max_host_series = 10000;
+    limits_config limits;
     security_config security;
 
     /// The override that applies to `key` on `today` (most specific match, unexpired),

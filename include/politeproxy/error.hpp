@@ -15,6 +15,8 @@ enum class errc {
     cancelled,
     /// The request line, target or headers could not be understood.
     bad_request,
+    /// The request target's host is not a valid host name or address.
+    bad_host,
     /// The request's header section is larger than the parser's limit.
     header_too_large,
     /// The request's scheme is not one the proxy forwards.
@@ -31,14 +33,18 @@ enum class errc {
     loop_detected,
     /// The origin's name did not resolve.
     dns_failure,
-    /// The origin refused or reset the connection.
+    /// The origin's name did not resolve within timeouts.connect.
+    dns_timeout,
+    /// The origin refused the connection.
     origin_refused,
-    /// The origin did not answer in time.
-    origin_timeout,
+    /// The origin closed or reset the connection before its response was complete.
+    origin_closed,
+    /// The connection to the origin was not established within timeouts.connect.
+    origin_connect_timeout,
+    /// No response headers within timeouts.response_headers.
+    origin_response_timeout,
     /// The origin's response could not be parsed.
     origin_bad_response,
-    /// A configuration value is invalid.
-    config_invalid,
 };
 
 const boost::system::error_category& politeproxy_category() noexcept;

@@ -1,6 +1,4 @@
 #pragma once
-#include "politeproxy/clock.hpp"
-#include "politeproxy/error.hpp"
 #include "politeproxy/proxy_context.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -8,9 +6,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
-
-#include <optional>
-#include <string_view>
 
 namespace politeproxy {
 
@@ -24,16 +19,5 @@ using request_header_parser = boost::beast::http::request_parser<boost::beast::h
 boost::asio::awaitable<bool> forward_request(proxy_context& ctx, boost::beast::tcp_stream& client,
                                              boost::beast::flat_buffer& buffer,
                                              request_header_parser& header);
-
-/// Opens a CONNECT tunnel for a request whose header has been read. The tunnel holds one
-/// slot of its host's gate while it is open, forwards half-close both ways, and closes
-/// after timeouts.idle without traffic. The client connection ends with it.
-boost::asio::awaitable<void> run_tunnel(proxy_context& ctx, boost::beast::tcp_stream& client,
-                                        boost::beast::flat_buffer& buffer, request_header_parser& header);
-
-/// Writes one of the proxy's own answers; returns whether the connection may go on.
-boost::asio::awaitable<bool> send_answer(proxy_context& ctx, boost::beast::tcp_stream& client, errc why,
-                                         std::string_view details, bool keep_alive,
-                                         std::optional<clock::duration> retry_after = std::nullopt);
 
 }  // namespace politeproxy

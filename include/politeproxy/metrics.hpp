@@ -22,7 +22,8 @@ public:
     metrics(const metrics&) = delete;
     metrics& operator=(const metrics&) = delete;
 
-    /// rejected_total{reason}: a request the proxy answered itself with a refusal.
+    /// rejected_total{reason}: a request the proxy refused (queue, policy, bad input).
+    /// Other errcs (origin failures) are not refusals and are not counted here.
     void rejected(errc reason);
     /// config_reloads_total{result}.
     void config_reload(bool ok);

@@ -1,8 +1,10 @@
 #pragma once
+#include "politeproxy/address_filter.hpp"
 #include "politeproxy/clock.hpp"
 #include "politeproxy/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
 #include <cstdint>
@@ -13,9 +15,10 @@
 namespace politeproxy {
 
 struct config;
+class dns_resolver;
 
 struct connect_failure {
-    errc why;  ///< dns_failure, destination_denied, origin_refused or origin_timeout
+    errc why;  ///< dns_failure, dns_timeout, destination_denied, origin_refused or origin_connect_timeout
     std::string details;
 };
 
@@ -23,7 +26,10 @@ struct connect_failure {
 /// security.deny_destinations forbids, and connects `stream` to the first permitted one
 /// that answers. Name look-up and connect together are bounded by `timeout`.
 boost::asio::awaitable<std::optional<connect_failure>> connect_origin(
-    const config& cfg, boost::beast::tcp_stream& stream, std::string_view host, std::uint16_t port,
-    clock::duration timeout);
+    const config& cfg, dns_resolver& resolver, boost::beast::tcp_stream& stream, std::string_view host,
+    std::uint16_t port, clock::duration timeout);
+
+/// The address in the form the address filters use.
+ip_bytes bytes_of(const boost::asio::ip::address& a);
 
 }  // namespace politeproxy

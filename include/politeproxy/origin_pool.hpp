@@ -13,22 +13,22 @@ namespace politeproxy {
 
 /// Idle keep-alive connections to origins, keyed by "host:port". A connection is
 /// handed out to one request at a time; one that the origin closed while idle is
-/// dropped on the way out. Bounded per origin, and idle ones expire.
+/// dropped on the way out. Bounded per origin and in total, and each expires after the
+/// lifetime it was parked with.
 ///
 /// Thread safety: all members may be called from any thread.
 class origin_pool {
 public:
     static constexpr std::size_t max_idle_per_origin = 64;
-
-    explicit origin_pool(clock::duration idle_timeout) : idle_timeout_(idle_timeout) {}
+    static constexpr std::size_t max_idle_total = 1024;
 
     /// A live idle connection to `origin`, if there is one.
     std::optional<boost::asio::ip::tcp::socket> take(const std::string& origin);
 
-    /// Parks a connection whose last response was read completely.
-    void put(const std::string& origin, boost::asio::ip::tcp::socket socket);
+    /// Parks a connection whose last response was read completely, for `lifetime`.
+    void put(const std::string& origin, boost::asio::ip::tcp::socket socket, clock::duration lifetime);
 
-    /// Closes connections idle longer than the idle timeout.
+    /// Closes expired connections and ones the origin closed.
     void sweep(clock::time_point now);
 
     /// Closes every idle connection.
@@ -39,10 +39,9 @@ public:
 private:
     struct idle_connection {
         boost::asio::ip::tcp::socket socket;
-        clock::time_point since;
+        clock::time_point expires;
     };
 
-    clock::duration idle_timeout_;
     mutable std::mutex mutex_;
     std::unordered_map<std::string, std::deque<idle_connection>> idle_;
     std::size_t count_ = 0;

@@ -3,10 +3,13 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 #include <string>
 
 namespace politeproxy {
+
+struct proxy_context;
 
 /// Parks a request at its host's gate while watching its client: if the client closes
 /// or resets its connection while parked, the request leaves the queue (errc::cancelled)
@@ -14,8 +17,21 @@ namespace politeproxy {
 ///
 /// The watch only reads with MSG_PEEK, so the request body stays in the socket. Once
 /// the client has sent bytes beyond the header (a body, a pipelined request), a clean
-/// close can no longer be seen behind them; only a reset or error is noticed then.
+/// close can no longer be seen behind them; only a reset or error is noticed then. A
+/// client that half-closes (shutdown(SHUT_WR)) right after its request counts as gone,
+/// as with Squid's default half_closed_clients off.
 boost::asio::awaitable<acquire_result> park(host_gates& gates, std::string key,
                                             boost::asio::ip::tcp::socket& client);
+
+/// What admit() decided.
+struct admission {
+    permit granted;     ///< empty when the request was answered or its client left
+    bool keep = false;  ///< without a permit: whether the client connection may go on
+};
+
+/// park(), then answers a refusal (queue full, waited too long, shutting down) with
+/// 503 and Retry-After. `keep_alive`: whether an answer may leave the connection open.
+boost::asio::awaitable<admission> admit(proxy_context& ctx, boost::beast::tcp_stream& client, std::string key,
+                                        bool keep_alive);
 
 }  // namespace politeproxy

@@ -11,6 +11,8 @@ class host_gates;
 class metrics;
 class origin_pool;
 class session_set;
+class dns_resolver;
+class logger;
 
 /// What every client session shares: the gates (which also hold the current config,
 /// see host_gates::current_config), the origin pool, metrics. The referenced objects
@@ -24,6 +26,8 @@ struct proxy_context {
     /// Set on SIGTERM/SIGINT: finish the request in hand, then close.
     const std::atomic<bool>& draining;
     session_set& sessions;
+    dns_resolver& resolver;
+    const logger& log;
 };
 
 }  // namespace politeproxy

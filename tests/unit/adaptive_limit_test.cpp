@@ -186,3 +186,18 @@ TEST_CASE("the rate recovers gradually after the pause") {
     CHECK(a.rate() == 10.0);                // back to configured, never above
     CHECK_FALSE(a.tick(now + 1h));
 }
+
+TEST_CASE("a reload keeps a collapse, and moves a healthy host to the new values") {
+    const auto old_policy = policy(4, 6);
+    auto new_policy = policy(3, 6);
+    clock::time_point now{};
+    adaptive_limit collapsed(old_policy, now), healthy(old_policy, now);
+    collapsed.on_signal(throttled(collapsed.epoch()), now, half);
+    collapsed.reconfigure(new_policy, now + 1s);
+    healthy.reconfigure(new_policy, now + 1s);
+    CHECK(collapsed.limit() == 1);
+    CHECK(collapsed.rate() == 5.0);
+    CHECK(collapsed.paused_until() == now + 5s);
+    CHECK(healthy.limit() == 3);
+    CHECK(healthy.rate() == 10.0);
+}

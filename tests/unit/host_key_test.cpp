@@ -19,3 +19,18 @@ TEST_CASE("patterns match exact names or strictly below a suffix") {
     CHECK_FALSE(host_matches("*.example", "example"));
     CHECK_FALSE(host_matches("*.example", "badexample"));
 }
+
+TEST_CASE("only plain DNS names are valid host names") {
+    CHECK(valid_host_name("example.com"));
+    CHECK(valid_host_name("Example.COM."));
+    CHECK(valid_host_name("a_b-c.test"));
+    CHECK(valid_host_name("localhost"));
+    CHECK_FALSE(valid_host_name(""));
+    CHECK_FALSE(valid_host_name("."));
+    CHECK_FALSE(valid_host_name("a..b"));
+    CHECK_FALSE(valid_host_name(std::string("victim.example\0.1", 18)));
+    CHECK_FALSE(valid_host_name("\xff\xfe"));
+    CHECK_FALSE(valid_host_name("a b.test"));
+    CHECK_FALSE(valid_host_name(std::string(64, 'a') + ".test"));
+    CHECK_FALSE(valid_host_name(std::string(254, 'a')));
+}

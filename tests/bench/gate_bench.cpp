@@ -1,0 +1,90 @@
+// The gate alone: acquire + release per request, with 1, 1k and 100k hosts, in ns per
+// operation. Two layers:
+//   gate        the sans-io gate behind a host-key map (enqueue, advance, release)
+//   host_gates  the real registry: acquire coroutine + permit, on a one-thread
+//               io_context with no sockets
+// Usage: gate_bench [requests]   (not part of ctest; see tests/bench/README.md)
+#include "politeproxy/config_load.hpp"
+#include "politeproxy/gate.hpp"
+#include "politeproxy/host_gates.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+using namespace politeproxy;
+namespace asio = boost::asio;
+
+namespace {
+
+std::vector<std::string> host_names(std::size_t n) {
+    std::vector<std::string> names;
+    names.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) names.push_back("host" + std::to_string(i) + ".bench.test");
+    return names;
+}
+
+double ns_per_op(std::chrono::steady_clock::duration d, std::size_t ops) {
+    return std::chrono::duration<double, std::nano>(d).count() / static_cast<double>(ops);
+}
+
+double bench_gate(std::size_t hosts, std::size_t requests) {
+    const auto names = host_names(hosts);
+    std::unordered_map<std::string, gate> gates;
+    const auto t0 = clock::now();
+    for (const auto& n : names) gates.try_emplace(n, gate_limits{2, 1e12, 1e12, 1000}, t0);
+    std::vector<gate::waiter*> woken;
+    gate::waiter w;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < requests; ++i) {
+        const auto now = t0 + std::chrono::nanoseconds(i);
+        gate& g = gates.find(names[i % hosts])->second;
+        w = gate::waiter{};
+        g.enqueue(w, now);
+        woken.clear();
+        g.advance(now, woken);
+        if (w.state() != gate::waiter_state::departed) std::abort();
+        g.release(now);
+    }
+    return ns_per_op(std::chrono::steady_clock::now() - start, requests);
+}
+
+double bench_host_gates(std::size_t hosts, std::size_t requests) {
+    auto cfg = load_config_text("defaults: { concurrency: 2, rate: 1000000000000, burst: 1000000000000 }\n", "bench");
+    if (!cfg) std::abort();
+    host_gates gates(std::make_shared<const config>(std::move(*cfg)));
+    const auto names = host_names(hosts);
+    asio::io_context ioc(1);
+    std::chrono::steady_clock::duration elapsed{};
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        for (const auto& n : names) (co_await gates.acquire(n)).granted.reset();  // create every gate first
+        const auto start = std::chrono::steady_clock::now();
+        for (std::size_t i = 0; i < requests; ++i) {
+            auto r = co_await gates.acquire(names[i % hosts]);
+            if (r.ec) std::abort();
+        }
+        elapsed = std::chrono::steady_clock::now() - start;
+    }, asio::detached);
+    ioc.run();
+    return ns_per_op(elapsed, requests);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::size_t requests = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2'000'000;
+    std::printf("%-10s %10s %12s %16s\n", "layer", "hosts", "requests", "ns/acquire+release");
+    for (std::size_t hosts : {std::size_t{1}, std::size_t{1000}, std::size_t{100000}}) {
+        std::printf("%-10s %10zu %12zu %16.1f\n", "gate", hosts, requests, bench_gate(hosts, requests));
+        std::printf("%-10s %10zu %12zu %16.1f\n", "host_gates", hosts, requests / 4,
+                    bench_host_gates(hosts, requests / 4));
+    }
+}
