@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -11,8 +12,9 @@ namespace {
 constexpr unsigned ipv4_mapped_prefix = 96;
 
 // Named classes of destination that crawlers have no business reaching by default.
-constexpr std::string_view private_networks[] = {"10.0.0.0/8", "172.16.0.0/12",
-                                                 "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"};
+constexpr std::string_view private_networks[] = {"10.0.0.0/8",    "172.16.0.0/12", "192.168.0.0/16",
+                                                 "100.64.0.0/10", "192.0.0.0/24",  "198.18.0.0/15",
+                                                 "240.0.0.0/4",   "fc00::/7"};
 constexpr std::string_view loopback_networks[] = {"127.0.0.0/8", "0.0.0.0/8", "::1/128", "::/128"};
 constexpr std::string_view link_local_networks[] = {"169.254.0.0/16", "fe80::/10"};
 
@@ -89,6 +91,13 @@ bool any_contains(const std::vector<ip_network>& networks, const ip_bytes& addre
 }
 
 bool address_filter::permitted(const ip_bytes& address) const {
+    // NAT64 (64:ff9b::/96) reaches the IPv4 address in its last four bytes: judge that.
+    static const ip_network nat64 = *parse_network("64:ff9b::/96");
+    if (nat64.contains(address)) {
+        ip_bytes v4 = ipv4_bytes(0);
+        std::copy(address.begin() + 12, address.end(), v4.begin() + 12);
+        if (!permitted(v4)) return false;
+    }
     return !any_contains(deny, address) || any_contains(allow, address);
 }
 

@@ -1,6 +1,7 @@
 #include "politeproxy/answers.hpp"
 
 #include "politeproxy/host_gates.hpp"
+#include "politeproxy/log.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/proxy_context.hpp"
 #include "politeproxy/use_tuple.hpp"
@@ -82,6 +83,8 @@ answer make_answer(errc why, std::string_view details, bool keep_alive,
 asio::awaitable<bool> send_answer(proxy_context& ctx, beast::tcp_stream& client, errc why, std::string_view details,
                                   bool keep_alive, std::optional<clock::duration> retry_after) {
     ctx.metrics.rejected(why);
+    if (ctx.log.enabled(log_level::debug))
+        ctx.log.write(log_level::debug, "answer", make_error_code(why).message() + ": " + std::string(details));
     auto res = make_answer(why, details, keep_alive, retry_after);
     client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
     auto [ec, n] = co_await http::async_write(client, res, use_tuple);

@@ -47,7 +47,7 @@ asio::awaitable<void> close_gracefully(beast::tcp_stream& client) {
 }  // namespace
 
 asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket) {
-    connection_tracker tracked(ctx.metrics, connection_side::client, "http1");
+    connection_tracker tracked(ctx.metrics, connection_side::client, connection_protocol::http1);
     boost::system::error_code ec;
     socket.set_option(tcp::no_delay(true), ec);
     const auto peer = socket.remote_endpoint(ec);

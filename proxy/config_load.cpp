@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -84,21 +85,9 @@ public:
     }
 
     listen_address address(const YAML::Node& n, std::string_view what) const {
-        const std::string s = text(n, what);
-        const auto colon = s.rfind(':');
-        listen_address a;
-        if (colon == std::string::npos) fail(n, std::string(what) + " must be ADDRESS:PORT");
-        a.host = s.substr(0, colon);
-        if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']')
-            a.host = a.host.substr(1, a.host.size() - 2);
-        if (!parse_ip(a.host)) fail(n, std::string(what) + " must name an IP address, got '" + a.host + "'");
-        const std::string port = s.substr(colon + 1);
-        char* end = nullptr;
-        const long p = std::strtol(port.c_str(), &end, 10);
-        if (port.empty() || *end != '\0' || p < 0 || p > 65535)
-            fail(n, std::string(what) + " has an invalid port '" + port + "'");
-        a.port = static_cast<std::uint16_t>(p);
-        return a;
+        auto a = parse_listen_address(text(n, what));
+        if (!a) fail(n, std::string(what) + ": " + a.error());
+        return *a;
     }
 
     std::vector<ip_network> networks(const YAML::Node& n, std::string_view what) const {
@@ -301,6 +290,23 @@ std::expected<config, std::string> load_config_text(std::string_view yaml, std::
     } catch (const YAML::Exception& e) {
         return std::unexpected(source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
     }
+}
+
+std::expected<listen_address, std::string> parse_listen_address(std::string_view text) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) return std::unexpected("expected ADDRESS:PORT, got '" + std::string(text) + "'");
+    listen_address a;
+    std::string_view host = text.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    a.host = std::string(host);
+    if (!parse_ip(a.host)) return std::unexpected("'" + a.host + "' is not an IP address");
+    const std::string_view port = text.substr(colon + 1);
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || value > 65535)
+        return std::unexpected("invalid port '" + std::string(port) + "'");
+    a.port = static_cast<std::uint16_t>(value);
+    return a;
 }
 
 std::expected<config, std::string> load_config_file(const std::string& path) {

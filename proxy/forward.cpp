@@ -196,7 +196,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
                 co_return co_await send_answer(ctx, client, failure->why, failure->details, answer_keeps);
             }
         }
-        connection_tracker tracked(ctx.metrics, connection_side::origin, "http1");
+        connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::http1);
         const bool may_retry = reused && !has_body && idempotent(method);
 
         if (expect_continue && attempt == 0) {
@@ -249,6 +249,14 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
 
         auto& res = response->get();
         const unsigned status = res.result_int();
+        if (ctx.log.enabled(log_level::debug))
+            ctx.log.write(log_level::debug, "forward",
+                          std::string(http::to_string(method)) + " " + key + " -> " + std::to_string(status) + " in " +
+                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(latency).count()) +
+                              " ms after " +
+                              std::to_string(
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(slot.queue_wait()).count()) +
+                              " ms parked" + (reused ? ", pooled connection" : ""));
         const bool throttled = status == 429 || status == 503;
         slot.set_outcome(throttled ? outcome::throttled : outcome::ok);
         if (throttled)

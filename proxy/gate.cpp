@@ -14,11 +14,23 @@ gate::~gate() {
     token_line_.clear();
 }
 
-bool gate::enqueue(waiter& w, clock::time_point now) {
+bool gate::try_depart(clock::time_point now) {
+    if (!limits_.enforce) {
+        if (in_flight_ >= limits_.concurrency || now < paused_until_ || !bucket_.try_take(now)) ++would_have_waited_;
+        ++in_flight_;
+        return true;
+    }
+    if (!slot_queue_.empty() || !token_line_.empty() || in_flight_ >= limits_.concurrency || now < paused_until_ ||
+        !bucket_.try_take(now))
+        return false;
+    ++in_flight_;
+    return true;
+}
+
+bool gate::enqueue(waiter& w) {
     assert(w.state_ == waiter_state::idle);
     if (waiting() >= limits_.max_waiting) return false;
     w.state_ = waiter_state::queued;
-    w.enqueued_at_ = now;
     w.wake_at_ = clock::time_point::max();
     slot_queue_.push_back(w);
     return true;
@@ -40,7 +52,7 @@ void gate::cancel(waiter& w) {
     w.wake_at_ = clock::time_point::max();
 }
 
-void gate::release(clock::time_point) {
+void gate::release() {
     assert(in_flight_ > 0);
     if (in_flight_ > 0) --in_flight_;
 }

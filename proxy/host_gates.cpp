@@ -32,8 +32,7 @@ using wake_list = std::vector<std::shared_ptr<async_waiter>>;
 // Runs the gate under the caller's lock and keeps the waiters it woke alive until
 // the caller, after unlocking, pokes them.
 void advance_locked(host_entry& e, clock::time_point now, wake_list& wake) {
-    thread_local std::vector<gate::waiter*> woken;
-    woken.clear();
+    std::vector<gate::waiter*> woken;
     e.g.advance(now, woken);
     for (gate::waiter* w : woken) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
 }
@@ -56,8 +55,12 @@ void apply_health(host_entry& e, clock::time_point now) {
 }
 
 clock::duration retry_after_hint(const host_entry& e, clock::time_point now) {
-    // Roughly how long the queue ahead needs to drain at the host's rate, or the pause.
-    const double seconds = std::ceil(static_cast<double>(e.g.waiting() + 1) / e.g.limits().rate);
+    // Roughly how long the queue ahead needs to drain, or the pause. The host serves at
+    // most `rate` per second and, with responses taking p95, `limit / p95` per second.
+    double per_second = e.g.limits().rate;
+    if (const auto p95 = e.health.p95(); p95 && *p95 > clock::duration::zero())
+        per_second = std::min(per_second, static_cast<double>(e.g.limit()) / std::chrono::duration<double>(*p95).count());
+    const double seconds = std::ceil(static_cast<double>(e.g.waiting() + 1) / per_second);
     const auto drain = std::chrono::seconds(static_cast<long>(std::clamp(seconds, 1.0, 3600.0)));
     const auto pause = e.g.paused_until() > now ? e.g.paused_until() - now : clock::duration::zero();
     return std::max<clock::duration>(drain, pause);
@@ -96,38 +99,51 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
 }
 
 asio::awaitable<acquire_result> host_gates::acquire(std::string key) {
-    auto w = std::make_shared<async_waiter>(co_await asio::this_coro::executor);
     shard& s = shards_[shard_of(key, shard_count)];
     std::shared_ptr<host_entry> entry;
-    wake_list wake;
     const auto start = clock::now();
-    clock::duration max_wait{};
     {
         std::lock_guard lock(s.mutex);
         if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
         entry = find_or_create(s, key, start);
         entry->last_used = start;
-        max_wait = entry->policy->queue.max_wait;
         if (entry->health.tick(start)) apply_health(*entry, start);
-        if (!entry->g.enqueue(*w, start)) {
+        // Nothing parked and a slot and a token free: go at once, no waiter needed.
+        if (entry->g.try_depart(start)) {
+            auto policy = entry->policy;
+            const auto epoch = entry->health.epoch();
+            co_return acquire_result{permit(this, std::move(entry), std::move(policy), {}, epoch), {}, {}};
+        }
+    }
+
+    auto w = std::make_shared<async_waiter>(co_await asio::this_coro::executor);
+    // Whatever ends this coroutine without a permit (deadline, cancellation, shutdown, an
+    // exception thrown by a cancelled co_await) takes the waiter out of the gate.
+    struct leave_guard {
+        host_gates* self = nullptr;
+        host_entry* entry = nullptr;
+        async_waiter* w = nullptr;
+        ~leave_guard() {
+            if (self) self->cancel(*entry, *w);
+        }
+    } guard;
+    wake_list wake;
+    clock::duration max_wait{};
+    {
+        std::lock_guard lock(s.mutex);
+        if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+        max_wait = entry->policy->queue.max_wait;
+        if (!entry->g.enqueue(*w)) {
             ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
             co_return acquire_result{{}, errc::queue_full, retry_after_hint(*entry, start)};
         }
+        guard.self = this;
+        guard.entry = entry.get();
+        guard.w = w.get();
         advance_locked(*entry, start, wake);
     }
     poke(wake);
     const auto deadline = start + max_wait;
-
-    // Whatever ends this coroutine without a permit (deadline, cancellation, shutdown, an
-    // exception thrown by a cancelled co_await) takes the waiter out of the gate.
-    struct leave_guard {
-        host_gates* self;
-        host_entry* entry;
-        async_waiter* w;
-        ~leave_guard() {
-            if (self) self->cancel(*entry, *w);
-        }
-    } guard{this, entry.get(), w.get()};
 
     for (;;) {
         clock::time_point wake_at;
@@ -172,7 +188,7 @@ void host_gates::cancel(host_entry& entry, gate::waiter& w) {
     {
         std::lock_guard lock(shards_[entry.shard].mutex);
         if (w.state() == gate::waiter_state::departed)
-            entry.g.release(clock::now());  // granted as its requester gave up: pass it on
+            entry.g.release();  // granted as its requester gave up: pass it on
         else
             entry.g.cancel(w);
         advance_locked(entry, clock::now(), wake);
@@ -185,7 +201,7 @@ void host_gates::release(host_entry& entry, outcome how) {
     {
         std::lock_guard lock(shards_[entry.shard].mutex);
         const auto now = clock::now();
-        entry.g.release(now);
+        entry.g.release();
         ++entry.outcomes[static_cast<std::size_t>(how)];
         entry.last_used = now;
         if (entry.health.tick(now)) apply_health(entry, now);

@@ -18,13 +18,6 @@ constexpr const char* usage =
     "       politeproxy --check-config FILE   validate, print the effective per-host table\n"
     "       politeproxy --version | --help\n";
 
-std::optional<politeproxy::listen_address> parse_listen(const std::string& text) {
-    const auto yaml = "listen: \"" + text + "\"\n";
-    auto c = politeproxy::load_config_text(yaml, "--listen");
-    if (!c) return std::nullopt;
-    return c->listen;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,9 +76,9 @@ int main(int argc, char** argv) {
     }
     for (auto [flag, target] : {std::pair{&listen, &cfg->listen}, std::pair{&admin_listen, &cfg->admin_listen}}) {
         if (flag->empty()) continue;
-        auto parsed = parse_listen(*flag);
+        auto parsed = parse_listen_address(*flag);
         if (!parsed) {
-            std::fprintf(stderr, "politeproxy: invalid address '%s' (expected ADDR:PORT)\n", flag->c_str());
+            std::fprintf(stderr, "politeproxy: %s\n", parsed.error().c_str());
             return 2;
         }
         *target = *parsed;

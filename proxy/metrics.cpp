@@ -93,15 +93,18 @@ struct metrics::impl {
     prometheus::Counter& reload_ok = reloads.Add({{"result", "success"}});
     prometheus::Counter& reload_failed = reloads.Add({{"result", "failure"}});
 
+    // Fixed label sets, resolved once: no map look-up per connection.
+    prometheus::Gauge& client_http1 = client_connections.Add({{"protocol", "http1"}});
+    prometheus::Gauge& origin_http1 = origin_connections.Add({{"protocol", "http1"}});
+    prometheus::Gauge& origin_tunnel = origin_connections.Add({{"protocol", "tunnel"}});
+
     impl() {
         for (errc e : rejection_reasons) rejected[e] = &rejected_family.Add({{"reason", reason_label(e)}});
-        for (const char* p : {"http1"}) client_connections.Add({{"protocol", p}});
-        for (const char* p : {"http1", "tunnel"}) origin_connections.Add({{"protocol", p}});
     }
 
-    prometheus::Gauge& connections(connection_side side, const char* protocol) {
-        auto& family = side == connection_side::client ? client_connections : origin_connections;
-        return family.Add({{"protocol", protocol}});  // returns the existing series
+    prometheus::Gauge& connections(connection_side side, connection_protocol protocol) {
+        if (side == connection_side::client) return client_http1;
+        return protocol == connection_protocol::tunnel ? origin_tunnel : origin_http1;
     }
 };
 
@@ -123,11 +126,11 @@ void metrics::origin_response(clock::duration d) {
     impl_->origin_response.Observe(std::chrono::duration<double>(d).count());
 }
 
-void metrics::connection_opened(connection_side side, const char* protocol) {
+void metrics::connection_opened(connection_side side, connection_protocol protocol) {
     impl_->connections(side, protocol).Increment();
 }
 
-void metrics::connection_closed(connection_side side, const char* protocol) {
+void metrics::connection_closed(connection_side side, connection_protocol protocol) {
     impl_->connections(side, protocol).Decrement();
 }
 

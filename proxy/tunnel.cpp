@@ -110,7 +110,7 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, 
         co_await send_answer(ctx, client, failure->why, failure->details, false);
         co_return;
     }
-    connection_tracker tracked(ctx.metrics, connection_side::origin, "tunnel");
+    connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::tunnel);
     client.expires_after(policy.timeouts.idle);
     if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(established), use_tuple); ec) co_return;
     client.expires_never();

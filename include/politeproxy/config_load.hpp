@@ -13,4 +13,7 @@ namespace politeproxy {
 std::expected<config, std::string> load_config_file(const std::string& path);
 std::expected<config, std::string> load_config_text(std::string_view yaml, std::string source);
 
+/// "127.0.0.1:3128", "[::1]:3128": an IP literal and a port (0 picks a free one).
+std::expected<listen_address, std::string> parse_listen_address(std::string_view text);
+
 }  // namespace politeproxy

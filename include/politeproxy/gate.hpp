@@ -52,12 +52,10 @@ public:
         waiter_state state() const { return state_; }
         /// When this waiter should call advance() again; max() = only when woken.
         clock::time_point wake_at() const { return wake_at_; }
-        clock::time_point enqueued_at() const { return enqueued_at_; }
 
     private:
         friend class gate;
         waiter_state state_ = waiter_state::idle;
-        clock::time_point enqueued_at_{};
         clock::time_point wake_at_ = clock::time_point::max();
     };
 
@@ -66,15 +64,20 @@ public:
     gate& operator=(const gate&) = delete;
     ~gate();
 
+    /// A request that would not wait at all departs at once, without parking: nothing is
+    /// parked ahead of it, a slot and a token are free, the host is not paused (and in
+    /// observe-only mode, always). False: park it with enqueue().
+    bool try_depart(clock::time_point now);
+
     /// Parks `w` at the back of the queue; false (and `w` untouched) when the queue is full.
-    bool enqueue(waiter& w, clock::time_point now);
+    bool enqueue(waiter& w);
 
     /// Takes a waiter that has not departed out of the gate, giving back its slot if it
     /// held one. Call advance() afterwards: the freed slot may admit the next waiter.
     void cancel(waiter& w);
 
     /// A departed request finished: its slot is free. Call advance() afterwards.
-    void release(clock::time_point now);
+    void release();
 
     /// Grants slots and tokens in FIFO order. Appends to `woken` every waiter that departed
     /// or whose wake_at changed; the caller wakes them.

@@ -14,6 +14,7 @@ namespace politeproxy {
 class host_gates;
 
 enum class connection_side { client, origin };
+enum class connection_protocol { http1, tunnel };
 
 class metrics {
 public:
@@ -32,8 +33,8 @@ public:
     /// upstream_response_seconds: time from sending to the origin's response headers.
     void origin_response(clock::duration d);
     /// client_connections / upstream_connections{protocol}.
-    void connection_opened(connection_side side, const char* protocol);
-    void connection_closed(connection_side side, const char* protocol);
+    void connection_opened(connection_side side, connection_protocol protocol);
+    void connection_closed(connection_side side, connection_protocol protocol);
 
     /// The Prometheus text exposition of everything, per-host series from `gates`;
     /// `idle_origin_connections` (pooled) count as open upstream connections.
@@ -47,7 +48,7 @@ private:
 /// Counts one open connection for as long as it lives.
 class connection_tracker {
 public:
-    connection_tracker(metrics& m, connection_side side, const char* protocol)
+    connection_tracker(metrics& m, connection_side side, connection_protocol protocol)
         : m_(&m), side_(side), protocol_(protocol) {
         m_->connection_opened(side_, protocol_);
     }
@@ -58,7 +59,7 @@ public:
 private:
     metrics* m_;
     connection_side side_;
-    const char* protocol_;
+    connection_protocol protocol_;
 };
 
 }  // namespace politeproxy

@@ -48,11 +48,11 @@ double bench_gate(std::size_t hosts, std::size_t requests) {
         const auto now = t0 + std::chrono::nanoseconds(i);
         gate& g = gates.find(names[i % hosts])->second;
         w = gate::waiter{};
-        g.enqueue(w, now);
+        g.enqueue(w);
         woken.clear();
         g.advance(now, woken);
         if (w.state() != gate::waiter_state::departed) std::abort();
-        g.release(now);
+        g.release();
     }
     return ns_per_op(std::chrono::steady_clock::now() - start, requests);
 }

@@ -18,9 +18,10 @@ TEST_CASE("the default classes deny private, loopback and link-local addresses")
     const auto f = filter({"private", "loopback", "link_local"});
     for (auto ip : {"10.0.0.1", "172.16.5.5", "172.31.255.255", "192.168.0.1", "100.64.0.1", "fd00::1", "127.0.0.1",
                     "127.9.9.9", "0.0.0.0", "::1", "::", "169.254.169.254", "fe80::1", "::ffff:127.0.0.1",
-                    "::ffff:10.0.0.1"})
+                    "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "64:ff9b::7f00:1", "198.18.0.1"})
         CHECK_MESSAGE(!ok(f, ip), ip);
-    for (auto ip : {"93.184.216.34", "172.32.0.1", "8.8.8.8", "2606:4700::1111"}) CHECK_MESSAGE(ok(f, ip), ip);
+    for (auto ip : {"93.184.216.34", "172.32.0.1", "8.8.8.8", "2606:4700::1111", "64:ff9b::808:808"})
+        CHECK_MESSAGE(ok(f, ip), ip);
 }
 
 TEST_CASE("allow entries punch holes in the deny list") {

@@ -28,7 +28,7 @@ struct driver {
 
     gate::waiter& arrive() {
         auto& w = waiters.emplace_back();
-        REQUIRE(g.enqueue(w, now));
+        REQUIRE(g.enqueue(w));
         step();
         return w;
     }
@@ -37,7 +37,7 @@ struct driver {
         g.advance(now, woken);
     }
     void finish() {
-        g.release(now);
+        g.release();
         step();
     }
     std::size_t departed() const {
@@ -166,11 +166,11 @@ TEST_CASE("max_waiting bounds the parked requests") {
     gate g(limits(1, 1000, 1000, 2), clock::time_point{});
     std::vector<gate::waiter*> woken;
     gate::waiter a, b, c, e;
-    REQUIRE(g.enqueue(a, {}));
+    REQUIRE(g.enqueue(a));
     g.advance({}, woken);
-    CHECK(g.enqueue(b, {}));
-    CHECK(g.enqueue(c, {}));
-    CHECK_FALSE(g.enqueue(e, {}));
+    CHECK(g.enqueue(b));
+    CHECK(g.enqueue(c));
+    CHECK_FALSE(g.enqueue(e));
     CHECK(e.state() == state::idle);
     g.cancel(b);
     g.cancel(c);
@@ -214,4 +214,22 @@ TEST_CASE("observe-only forwards at once and counts what would have waited") {
     CHECK(d.departed() == 10);
     CHECK(d.g.in_flight() == 10);
     CHECK(d.g.would_have_waited() == 9);  // one slot and one token were free for the first
+}
+
+TEST_CASE("try_depart only lets a request skip the queue when it would not wait") {
+    driver d(limits(1, 1.0, 1.0));
+    CHECK(d.g.try_depart(d.now));
+    CHECK(d.g.in_flight() == 1);
+    CHECK_FALSE(d.g.try_depart(d.now));  // no slot
+    d.g.release();
+    CHECK_FALSE(d.g.try_depart(d.now));  // slot, but no token yet
+    auto& parked = d.arrive();
+    d.now += 2s;
+    CHECK_FALSE(d.g.try_depart(d.now));  // someone is parked: FIFO
+    d.step();
+    CHECK(parked.state() == state::departed);
+    d.g.set_pause(d.now + 10s);
+    d.g.release();
+    d.now += 5s;
+    CHECK_FALSE(d.g.try_depart(d.now));  // paused
 }
