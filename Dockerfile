@@ -1,8 +1,9 @@
 # politeproxy: build on Debian 12, run as a non-root user on a slim Debian 12.
 #   docker build -t politeproxy .
 #   docker run -p 3128:3128 -p 9464:9464 politeproxy
-# The baked-in config listens on 0.0.0.0 inside the container; override the addresses
-# with --listen / --admin-listen, or mount your own file at /etc/politeproxy/politeproxy.yaml.
+# The baked-in config (conf/politeproxy.docker.yaml) listens on 0.0.0.0 inside the
+# container; override the addresses with --listen / --admin-listen (appended to the
+# entrypoint), or mount your own file at /etc/politeproxy/politeproxy.yaml.
 FROM debian:12 AS build
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -25,12 +26,8 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin politeproxy
 COPY --from=build /src/build/politeproxy /usr/local/bin/politeproxy
-COPY conf/politeproxy.yaml /etc/politeproxy/politeproxy.yaml
-# Inside a container the listeners must face the container's network; clients still
-# have to be allowed in security.allow_clients (mount a config that names them).
-RUN sed -i -e 's/^listen: 127.0.0.1:3128/listen: 0.0.0.0:3128/' \
-           -e 's/^admin_listen: 127.0.0.1:9464/admin_listen: 0.0.0.0:9464/' \
-           /etc/politeproxy/politeproxy.yaml
+# Listens on the container's interfaces and admits private-range clients; see the file.
+COPY conf/politeproxy.docker.yaml /etc/politeproxy/politeproxy.yaml
 USER politeproxy
 EXPOSE 3128 9464
 ENTRYPOINT ["/usr/local/bin/politeproxy", "--config", "/etc/politeproxy/politeproxy.yaml"]
