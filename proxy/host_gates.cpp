@@ -353,7 +353,6 @@ void permit::report(health_signal signal) {
     owner_->report(*entry_, signal);
 }
 
-const std::string& permit::key() const { return entry_->key; }
 const host_policy& permit::policy() const { return *policy_; }
 
 }  // namespace politeproxy

@@ -37,7 +37,6 @@ public:
     /// before this request's body has even been relayed.
     void report(health_signal signal);
     clock::duration queue_wait() const { return queue_wait_; }
-    const std::string& key() const;
     /// The host's policy when the request departed (a reload does not change it).
     const host_policy& policy() const;
 

@@ -24,7 +24,6 @@ public:
     void reconfigure(double rate_per_s, double burst, clock::time_point now);
 
     double rate() const { return rate_; }
-    double burst() const { return burst_; }
 
 private:
     double tokens_at(clock::time_point now) const;
