@@ -103,9 +103,13 @@ limit_change adaptive_limit::on_response(const health_signal& s, clock::time_poi
 }
 
 bool adaptive_limit::tick(clock::time_point now) {
-    if (rate_ >= policy_->rate || now < paused_until_ || now - last_rate_step_ < policy_->adaptive.grow_interval)
-        return false;
+    if (now < paused_until_ || now - last_rate_step_ < policy_->adaptive.grow_interval) return false;
+    // Without latency adaptation nothing else would ever undo a collapse: the limit
+    // steps back toward its configured value with the rate.
+    const bool limit_back = !policy_->adaptive.enabled && limit_ < policy_->concurrency;
+    if (rate_ >= policy_->rate && !limit_back) return false;
     rate_ = std::min(policy_->rate, rate_ * 2);
+    if (limit_back) ++limit_;
     last_rate_step_ = now;
     return true;
 }

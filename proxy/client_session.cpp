@@ -76,10 +76,11 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
             co_await send_answer(ctx, client, errc::header_too_large,
                                  "request header section exceeds limits.request_header_bytes", false);
         } else if (rec) {
-            co_await send_answer(ctx, client, errc::bad_request, "malformed request: " + rec.message(), false);
+            const std::string details = "malformed request: " + rec.message();
+            co_await send_answer(ctx, client, errc::bad_request, details, false);
         } else if (!allowed) {
-            co_await send_answer(ctx, client, errc::client_denied,
-                                 "client " + peer.address().to_string() + " is not in security.allow_clients", false);
+            const std::string details = "client " + peer.address().to_string() + " is not in security.allow_clients";
+            co_await send_answer(ctx, client, errc::client_denied, details, false);
         } else if (header.get().method() == http::verb::connect) {
             co_await run_tunnel(ctx, client, buffer, header);
             break;  // a refusal must still reach the client (see close_gracefully)

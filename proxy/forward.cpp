@@ -67,7 +67,9 @@ asio::awaitable<relay_status> relay(beast::tcp_stream& in, beast::flat_buffer& i
             body.data = chunk.get();
             body.size = relay_chunk_size;
             in.expires_after(idle);
-            auto [ec, n] = co_await http::async_read(in, in_buffer, p, use_tuple);
+            // read_some: pass on what has arrived, do not wait for a full chunk buffer
+            // (streaming and long-poll responses must flow).
+            auto [ec, n] = co_await http::async_read_some(in, in_buffer, p, use_tuple);
             if (ec == http::error::need_buffer) ec = {};
             if (ec) co_return relay_status{relay_end::read_failed, ec};
             body.size = relay_chunk_size - body.size;
@@ -239,10 +241,11 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
                 slot.report({health_signal::kind::response, clock::now() - sent_at});
             else if (closed)
                 slot.report({health_signal::kind::refused});
-            co_return co_await send_answer(ctx, client, why,
-                                           timed_out ? "no response headers within timeouts.response_headers"
-                                                     : "origin response unreadable: " + ec.message(),
-                                           false);
+            // Named, not a temporary in the co_await: GCC 12 destroys temporaries of a
+            // conditional expression inside co_await twice.
+            const std::string details = timed_out ? std::string("no response headers within timeouts.response_headers")
+                                                  : "origin response unreadable: " + ec.message();
+            co_return co_await send_answer(ctx, client, why, details, false);
         }
         const auto latency = clock::now() - sent_at;
         ctx.metrics.origin_response(latency);

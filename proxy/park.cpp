@@ -46,7 +46,9 @@ asio::awaitable<admission> admit(proxy_context& ctx, boost::beast::tcp_stream& c
     if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer
     if (r.ec) {
         const auto why = static_cast<errc>(r.ec.value());
-        co_return admission{{}, co_await send_answer(ctx, client, why, r.ec.message(), keep_alive, r.retry_after)};
+        const std::string details = r.ec.message();
+        const bool keep = co_await send_answer(ctx, client, why, details, keep_alive, r.retry_after);
+        co_return admission{{}, keep};
     }
     ctx.metrics.queue_wait(r.granted.queue_wait());
     co_return admission{std::move(r.granted), true};

@@ -89,8 +89,8 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, 
     const std::uint16_t port = authority->port_number();
     const auto cfg = ctx.gates.current_config();
     if (!cfg->connect_port_allowed(port)) {
-        co_await send_answer(ctx, client, errc::connect_port_denied,
-                             "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports", false);
+        const std::string details = "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports";
+        co_await send_answer(ctx, client, errc::connect_port_denied, details, false);
         co_return;
     }
     if (via_contains(header.get(), ctx.via)) {

@@ -44,7 +44,8 @@ enum class limit_change : std::uint8_t { none, up, down, collapse };
 ///    the pause to their Retry-After but count as the same incident.
 ///  - The rate recovers by doubling once per grow_interval after the pause, up to the
 ///    configured rate.
-/// With adaptive.enabled false only incidents act (collapse, pause, rate), never latency.
+/// With adaptive.enabled false only incidents act (collapse, pause, rate), never latency;
+/// the limit then recovers by one per grow_interval after the pause, up to configured.
 ///
 /// Sans-io: time and randomness come in as arguments. Locking: none; the owner
 /// serialises calls (host_gates holds the shard lock).
@@ -63,7 +64,8 @@ public:
 
     limit_change on_signal(const health_signal& s, clock::time_point now, const random_source& random);
 
-    /// Lets the rate recover; true when it changed.
+    /// Lets the rate (and, without latency adaptation, the limit) recover; true when
+    /// either changed.
     bool tick(clock::time_point now);
 
     std::size_t limit() const { return limit_; }

@@ -201,3 +201,20 @@ TEST_CASE("a reload keeps a collapse, and moves a healthy host to the new values
     CHECK(healthy.limit() == 3);
     CHECK(healthy.rate() == 10.0);
 }
+
+TEST_CASE("without latency adaptation a collapsed limit steps back after the pause") {
+    auto p = policy(3, 6);
+    p.adaptive.enabled = false;
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    a.on_signal(throttled(a.epoch()), now, half);
+    REQUIRE(a.limit() == 1);
+    const auto end = a.paused_until();
+    CHECK_FALSE(a.tick(end - 1s));
+    CHECK(a.tick(end + 30s));
+    CHECK(a.limit() == 2);
+    CHECK(a.tick(end + 60s));
+    CHECK(a.limit() == 3);
+    CHECK_FALSE(a.tick(end + 1h));
+    CHECK(a.limit() == 3);
+}
