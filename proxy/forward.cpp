@@ -73,8 +73,11 @@ asio::awaitable<relay_status> relay(beast::tcp_stream& in, beast::flat_buffer& i
             if (ec == http::error::need_buffer) ec = {};
             if (ec) co_return relay_status{relay_end::read_failed, ec};
             body.size = relay_chunk_size - body.size;
-            body.data = chunk.get();
             body.more = !p.is_done();
+            // A read that brought no body bytes (a chunk header, say) writes nothing: an
+            // empty buffer handed to a chunked serializer would come out as the last chunk.
+            body.data = body.size > 0 ? chunk.get() : nullptr;
+            if (!body.data && body.more) continue;
         } else {
             body.data = nullptr;
             body.size = 0;

@@ -406,7 +406,10 @@ class Bench:
     def start_proxy(self, name):
         port = free_port()
         if name == "haproxy":
-            cfg = self.write("haproxy.cfg", render("haproxy.cfg.in", port=port, origin_port=self.nginx_port))
+            nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            maxconn = max(512, min(9000, (nofile - 200) // 2))  # haproxy refuses to start above its fd limit
+            cfg = self.write("haproxy.cfg", render("haproxy.cfg.in", port=port, origin_port=self.nginx_port,
+                                                   maxconn=maxconn))
             proc = self.procs.start(name, ["haproxy", "-db", "-f", cfg], PROXY_CPU)
         elif name == "squid":
             sdir = os.path.join(self.dir, "squid")
@@ -864,6 +867,20 @@ def summarize(bench, info, args, elapsed):
                         fmt(g["rss"], 1), ratio(g["rss"], ref.get("rss"))))
                 R.setdefault("passthrough_medians", {})["%s/%d" % (body, conns)] = agg
         L.append("")
+        errs = {}
+        for key, runs in pt.items():
+            name = key.split("/")[2]
+            for r in runs:
+                for e in ("connect", "read", "write", "timeout"):
+                    if r.get("err_" + e):
+                        errs.setdefault(name, {}).setdefault(e, 0)
+                        errs[name][e] += r["err_" + e]
+        if errs:
+            L.append("wrk socket errors over all runs (not failures: every response that arrived was checked): " + "; ".join(
+                "%s %s" % (n, ", ".join("%s %d" % kv for kv in sorted(e.items()))) for n, e in sorted(errs.items())) +
+                ("; tinyproxy closes each client connection after one response and wrk counts that as a read error"
+                 if "tinyproxy" in errs else "") + ".")
+            L.append("")
 
     po = R["politeness"]
     if po:
@@ -905,15 +922,15 @@ def summarize(bench, info, args, elapsed):
                          me["hosts"], me["load_rps"] or 0, me["load_seconds"], me["base_rss_kb"] / 1024, me["base_tracked"],
                          me["loaded_rss_kb"] / 1024, me["loaded_tracked"], me["loaded_hwm_kb"] / 1024,
                          fmt(me["bytes_per_host"], 0), me["after_rss_kb"] / 1024, me["after_tracked"], me["evict_seconds"],
-                         ("%.0f%% of the growth" % (100 * me["returned_ratio"])) if me["returned_ratio"] is not None else "–"))
+                         ("%d%% of the growth" % round(100 * me["returned_ratio"])) if me["returned_ratio"] is not None else "–"))
         if pk:
             L.append("| %d requests parked over %d hosts (concurrency 1; origin %s) | %.1f MiB | %.1f MiB, %d waiting + %d in flight "
                      "| **%s B per parked request** | %.1f MiB, %d waiting (clients closed) | %s |" % (
                          pk["requests"], pk["hosts"], pk["origin"], pk["base_rss_kb"] / 1024, pk["parked_rss_kb"] / 1024,
                          pk["waiting"], pk["in_flight"], fmt(pk["bytes_per_parked"], 0), pk["after_rss_kb"] / 1024,
                          pk["waiting_after_close"],
-                         ("%.0f%% of the growth" % (100 * (pk["parked_rss_kb"] - pk["after_rss_kb"]) /
-                                                     (pk["parked_rss_kb"] - pk["base_rss_kb"])))
+                         ("%d%% of the growth" % round(100 * (pk["parked_rss_kb"] - pk["after_rss_kb"]) /
+                                                       (pk["parked_rss_kb"] - pk["base_rss_kb"])))
                          if pk["parked_rss_kb"] > pk["base_rss_kb"] else "–"))
         L.append("")
         L.append("RSS is VmRSS of the proxy process; per unit = ΔRSS / Δhosts_tracked, and ΔRSS / requests waiting "
@@ -982,7 +999,7 @@ def evaluate_goals(R):
         goals.append(("<= 1 KiB per tracked idle host", "%.0f B" % me["bytes_per_host"], me["bytes_per_host"] <= 1024))
         goals.append(("memory returns after idle eviction", "hosts_tracked %d -> %d, RSS %.1f -> %.1f MiB (%s of growth returned)" % (
             me["loaded_tracked"], me["after_tracked"], me["loaded_rss_kb"] / 1024, me["after_rss_kb"] / 1024,
-            ("%.0f%%" % (100 * me["returned_ratio"])) if me["returned_ratio"] is not None else "–"),
+            ("%d%%" % round(100 * me["returned_ratio"])) if me["returned_ratio"] is not None else "–"),
             me["after_tracked"] == 0 and (me["returned_ratio"] or 0) >= 0.5))
     pk = R.get("parked")
     if pk and pk["bytes_per_parked"] is not None:
@@ -1053,8 +1070,8 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = hard if hard != resource.RLIM_INFINITY else 65536
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    if want < a.parked * 2 + 1000:
-        a.parked = max(100, (want - 1000) // 2)
+    if want < a.parked + 2000:  # the proxy and park_load each hold one descriptor per parked request
+        a.parked = max(100, want - 2000)
         log("RLIMIT_NOFILE %d: parked requests reduced to %d" % (want, a.parked))
 
     info = machine_info()
