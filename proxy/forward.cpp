@@ -54,12 +54,19 @@ asio::awaitable<relay_status> relay(beast::tcp_stream& in, beast::flat_buffer& i
                                     http::parser<isRequest, http::buffer_body>& p, beast::tcp_stream& out,
                                     clock::duration idle) {
     http::serializer<isRequest, http::buffer_body> sr{p.get()};
-    out.expires_after(idle);
-    if (auto [ec, n] = co_await http::async_write_header(out, sr, use_tuple); ec)
-        co_return relay_status{relay_end::write_failed, ec};
     // No body at all (HEAD, 204, 304, a bodiless request): the header is the message,
-    // even when it names a chunked encoding.
-    if (p.is_done()) co_return relay_status{relay_end::done, {}};
+    // even when it names a chunked encoding. When body bytes are already buffered, the
+    // header goes out with the first of them in one write; otherwise it goes now, so a
+    // slow body does not hold the header back.
+    if (p.is_done() || in_buffer.size() == 0) {
+        out.expires_after(idle);
+        if (auto [ec, n] = co_await http::async_write_header(out, sr, use_tuple); ec)
+            co_return relay_status{relay_end::write_failed, ec};
+        if (p.is_done()) co_return relay_status{relay_end::done, {}};
+    }
+    // Beast reads as much as the buffer has room for: give it room, or a body arrives
+    // in 512-byte reads.
+    if (in_buffer.capacity() < relay_chunk_size) in_buffer.reserve(relay_chunk_size);
     auto chunk = std::make_unique<char[]>(relay_chunk_size);
     auto& body = p.get().body();
     while (!sr.is_done()) {
@@ -221,6 +228,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
         }
 
         beast::flat_buffer origin_buffer;
+        origin_buffer.reserve(relay_chunk_size);  // header and a small body in one read
         std::optional<http::response_parser<http::buffer_body>> response;
         boost::system::error_code ec;
         const auto limits = ctx.gates.current_config()->limits;

@@ -98,7 +98,22 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     return entry;
 }
 
+permit host_gates::try_acquire(const std::string& key) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    const auto now = clock::now();
+    std::lock_guard lock(s.mutex);
+    if (closed_) return {};
+    auto entry = find_or_create(s, key, now);
+    entry->last_used = now;
+    if (entry->health.tick(now)) apply_health(*entry, now);
+    if (!entry->g.try_depart(now)) return {};
+    auto policy = entry->policy;
+    const auto epoch = entry->health.epoch();
+    return permit(this, std::move(entry), std::move(policy), {}, epoch);
+}
+
 asio::awaitable<acquire_result> host_gates::acquire(std::string key) {
+    if (permit p = try_acquire(key)) co_return acquire_result{std::move(p), {}, {}};
     shard& s = shards_[shard_of(key, shard_count)];
     std::shared_ptr<host_entry> entry;
     const auto start = clock::now();
@@ -106,14 +121,6 @@ asio::awaitable<acquire_result> host_gates::acquire(std::string key) {
         std::lock_guard lock(s.mutex);
         if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
         entry = find_or_create(s, key, start);
-        entry->last_used = start;
-        if (entry->health.tick(start)) apply_health(*entry, start);
-        // Nothing parked and a slot and a token free: go at once, no waiter needed.
-        if (entry->g.try_depart(start)) {
-            auto policy = entry->policy;
-            const auto epoch = entry->health.epoch();
-            co_return acquire_result{permit(this, std::move(entry), std::move(policy), {}, epoch), {}, {}};
-        }
     }
 
     auto w = std::make_shared<async_waiter>(co_await asio::this_coro::executor);

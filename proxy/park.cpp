@@ -42,6 +42,12 @@ asio::awaitable<acquire_result> park(host_gates& gates, std::string key, tcp::so
 
 asio::awaitable<admission> admit(proxy_context& ctx, boost::beast::tcp_stream& client, std::string key,
                                  bool keep_alive) {
+    // Most requests do not wait: skip the parking machinery (the client watch costs a
+    // coroutine pair and epoll changes) when a slot and a token are free.
+    if (permit now = ctx.gates.try_acquire(key)) {
+        ctx.metrics.queue_wait(clock::duration::zero());
+        co_return admission{std::move(now), true};
+    }
     auto r = co_await park(ctx.gates, std::move(key), client.socket());
     if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer
     if (r.ec) {

@@ -83,6 +83,10 @@ public:
     host_gates(const host_gates&) = delete;
     host_gates& operator=(const host_gates&) = delete;
 
+    /// A permit at once if the request would not wait at all (nothing parked, a slot and
+    /// a token free, not paused); empty otherwise. Never parks.
+    permit try_acquire(const std::string& key);
+
     /// Parks until granted, the host's queue.max_wait passes, shutdown, or cancellation.
     boost::asio::awaitable<acquire_result> acquire(std::string key);
 
