@@ -9,7 +9,7 @@ packages=(
   curl openssl python3 python3-requests python3-yaml prometheus
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(wrk nginx-light haproxy squid tinyproxy)
+  packages+=(wrk nginx-light libnginx-mod-http-echo haproxy squid tinyproxy)
 fi
 
 missing=()
