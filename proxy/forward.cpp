@@ -204,7 +204,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
             if (auto failure = co_await connect_origin(*ctx.gates.current_config(), ctx.resolver, *origin, target.host,
                                                        target.port, policy.timeouts.connect)) {
                 slot.set_outcome(outcome_of(failure->why));
-                if (failure->why == errc::origin_refused) slot.report({health_signal::kind::refused});
+                if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
                 co_return co_await send_answer(ctx, client, failure->why, failure->details, answer_keeps);
             }
         }
@@ -222,7 +222,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
         if (sent.end == relay_end::write_failed) {
             if (may_retry) continue;
             slot.set_outcome(outcome::refused);
-            slot.report({health_signal::kind::refused});
+            slot.report(health_signal::refused_connection());
             co_return co_await send_answer(ctx, client, errc::origin_closed,
                                            "origin closed the connection while receiving the request", false);
         }
@@ -249,9 +249,9 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
                                        : errc::origin_bad_response;
             slot.set_outcome(outcome_of(why));
             if (timed_out)  // the slowest answer there is
-                slot.report({health_signal::kind::response, clock::now() - sent_at});
+                slot.report(health_signal::answered(clock::now() - sent_at));
             else if (closed)
-                slot.report({health_signal::kind::refused});
+                slot.report(health_signal::refused_connection());
             // Named, not a temporary in the co_await: GCC 12 destroys temporaries of a
             // conditional expression inside co_await twice.
             const std::string details = timed_out ? std::string("no response headers within timeouts.response_headers")
@@ -274,11 +274,11 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
         const bool throttled = status == 429 || status == 503;
         slot.set_outcome(throttled ? outcome::throttled : outcome::ok);
         if (throttled)
-            slot.report({health_signal::kind::throttled, latency,
+            slot.report(health_signal::throttled_by(latency,
                          parse_retry_after(res[http::field::retry_after], std::chrono::system_clock::now(),
-                                           policy.retry_after_cap)});
+                                           policy.retry_after_cap)));
         else
-            slot.report({health_signal::kind::response, latency});
+            slot.report(health_signal::answered(latency));
         const bool origin_keeps = response->keep_alive();
         const auto lifetime = pooled_lifetime(res, policy.timeouts.idle);
         strip_hop_by_hop(res);

@@ -164,7 +164,8 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
         return a.in_flight + a.waiting > b.in_flight + b.waiting;
     });
     const std::size_t named = std::min(hosts.size(), cfg->max_host_series);
-    host_snapshot other{"_other"};
+    host_snapshot other;
+    other.key = "_other";
     for (std::size_t i = 0; i < hosts.size(); ++i) {
         const host_snapshot& h = hosts[i];
         if (i >= named) {

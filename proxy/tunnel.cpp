@@ -106,7 +106,7 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, 
     beast::tcp_stream origin(co_await asio::this_coro::executor);
     if (auto failure = co_await connect_origin(*cfg, ctx.resolver, origin, host, port, policy.timeouts.connect)) {
         slot.set_outcome(outcome_of(failure->why));
-        if (failure->why == errc::origin_refused) slot.report({health_signal::kind::refused});
+        if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
         co_await send_answer(ctx, client, failure->why, failure->details, false);
         co_return;
     }

@@ -20,6 +20,12 @@ struct health_signal {
     clock::duration latency{};                   ///< time to response headers
     std::optional<clock::duration> retry_after;  ///< parsed and capped
     std::uint64_t epoch = 0;                     ///< controller epoch when the request departed
+
+    static health_signal answered(clock::duration latency) { return {kind::response, latency, std::nullopt, 0}; }
+    static health_signal throttled_by(clock::duration latency, std::optional<clock::duration> retry_after) {
+        return {kind::throttled, latency, retry_after, 0};
+    }
+    static health_signal refused_connection() { return {kind::refused, {}, std::nullopt, 0}; }
 };
 
 enum class limit_change : std::uint8_t { none, up, down, collapse };

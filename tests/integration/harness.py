@@ -441,6 +441,7 @@ class RawClient:
     def __init__(self, port, timeout=10):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
+        self.raw = b""  # every byte ever received, for tests that check exact framing
         self.eof = False
         self.send_error = None
 
@@ -469,6 +470,7 @@ class RawClient:
             self.eof = True
             return False
         self.buf += chunk
+        self.raw += chunk
         return True
 
     def read_response(self, timeout=10, head_request=False):

@@ -274,18 +274,7 @@ def free_port():
 # clients
 # --------------------------------------------------------------------------------------
 class Client(H.RawClient):
-    """Keeps every byte received (self.raw)."""
-
-    def __init__(self, port, timeout=10):
-        super().__init__(port, timeout)
-        self.raw = b""
-
-    def _fill(self, deadline):
-        before = len(self.buf)
-        got = super()._fill(deadline)
-        if got:
-            self.raw += self.buf[before:]
-        return got
+    """Reads to EOF or to a byte count (self.raw keeps every byte, see harness)."""
 
     def read_until_eof(self, timeout):
         deadline = time.monotonic() + timeout

@@ -47,7 +47,11 @@ def test(t):
             "the origin's 429 should pass through to the client, got %r" % r)
     H.check(r.header("Retry-After") == "%d" % RETRY_AFTER,
             "the 429 lost its Retry-After on the way: %r" % r.headers)
-    rec = [x for x in origin.host(HOST)["requests"] if x["target"].startswith("/limited")]
+    def limited():
+        return [x for x in origin.host(HOST)["requests"] if x["target"].startswith("/limited")]
+    # the origin notes the end of a request after its last write: the client may be first
+    H.wait_until(lambda: all(x["end"] is not None for x in limited()), 2.0)
+    rec = limited()
     H.check(len(rec) == 1 and rec[0]["end"] is not None, "origin records: %r" % rec)
     t429 = rec[0]["end"]  # the origin sent the 429 here; the proxy saw it just after
     H.log("429 answered; starting %d requests" % N)
