@@ -556,6 +556,67 @@ class RawClient:
             pass
 
 
+class RawServer:
+    """A threaded TCP server on 127.0.0.1:0 for origins that answer with exact bytes.
+    Subclasses set their own state, then call RawServer.__init__, and implement
+    _serve(sock, idx) (idx: 0-based accept index); _accepted(idx) runs under the lock
+    before the connection is served."""
+
+    def __init__(self, name):
+        self.lock = threading.Lock()
+        self.accepted = 0
+        self._conns = []
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept_loop, daemon=True, name=name).start()
+
+    def _accepted(self, idx):
+        pass
+
+    def _accept_loop(self):
+        while True:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.lock:
+                idx = self.accepted
+                self.accepted += 1
+                self._accepted(idx)
+                self._conns.append(s)
+            threading.Thread(target=self._serve, args=(s, idx), daemon=True).start()
+
+    def stop(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        with self.lock:
+            conns = list(self._conns)
+        for s in conns:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def overlap_peak(records):
+    """Max number of request records (start, end; end None = still open) overlapping."""
+    ev = []
+    for r in records:
+        ev.append((r["start"], 1))
+        ev.append((r["end"] if r["end"] is not None else float("inf"), -1))
+    cur = peak = 0
+    for _, d in sorted(ev, key=lambda e: (e[0], e[1])):
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
 def raw_get(port, host, origin_port, path="/", extra_headers="", connection="close"):
     """Bytes of an absolute-form GET for the proxy."""
     return ("GET http://%s:%d%s HTTP/1.1\r\nHost: %s:%d\r\n%sConnection: %s\r\n\r\n"

@@ -16,19 +16,6 @@ HOST = "leak.test"
 N_ABANDON = 10
 
 
-def overlap_peak(reqs):
-    """Max number of the given origin request records in flight at once."""
-    ev = []
-    for r in reqs:
-        ev.append((r["start"], 1))
-        ev.append((r["end"] if r["end"] is not None else float("inf"), -1))
-    cur = peak = 0
-    for _, d in sorted(ev, key=lambda e: (e[0], e[1])):
-        cur += d
-        peak = max(peak, cur)
-    return peak
-
-
 def test(t):
     origin = t.origin()
     proxy = t.proxy(H.base_config(concurrency=2, rate=100, burst=100))
@@ -74,7 +61,7 @@ def test(t):
     recs = origin.host(HOST)["requests"]
     second = [r for r in recs if r["target"].startswith("/second")]
     H.check(len(second) == 2, "origin saw %d of the 2 new requests" % len(second))
-    peak2 = overlap_peak(second)
+    peak2 = H.overlap_peak(second)
     H.check(peak2 == 2, "the 2 new slow requests were not in flight together at the origin"
             " (peak %d, took %.2fs): a slot leaked to an abandoned client"
             % (peak2, time.monotonic() - t2))

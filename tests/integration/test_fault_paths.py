@@ -28,7 +28,6 @@ import re
 import socket
 import struct
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -56,35 +55,14 @@ BIG_PIECE = pattern(BIG_CHUNK)
 # --------------------------------------------------------------------------------------
 # a raw-socket origin whose behaviour is chosen by the request path
 # --------------------------------------------------------------------------------------
-class FaultOrigin:
+class FaultOrigin(H.RawServer):
     """Threaded TCP server on 127.0.0.1:0, keep-alive. One record per request:
     path, target, conn, start (head read), end (handler done), outcome, body (request
     body bytes read), sent (response bytes written)."""
 
     def __init__(self):
-        self.lock = threading.Lock()
-        self.accepted = 0
         self.records = []
-        self._conns = []
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept_loop, daemon=True, name="fault-origin").start()
-
-    def _accept_loop(self):
-        while True:
-            try:
-                s, _ = self.sock.accept()
-            except OSError:
-                return
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self.lock:
-                idx = self.accepted
-                self.accepted += 1
-                self._conns.append(s)
-            threading.Thread(target=self._serve, args=(s, idx), daemon=True).start()
+        H.RawServer.__init__(self, "fault-origin")
 
     def _serve(self, s, idx):
         s.settimeout(10)
@@ -230,35 +208,12 @@ class FaultOrigin:
             self.accepted, [(r["conn"], r["method"], r["target"], r["outcome"])
                             for r in self.recs(path)])
 
-    def stop(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-        with self.lock:
-            conns = list(self._conns)
-        for s in conns:
-            try:
-                s.close()
-            except OSError:
-                pass
 
 
 def ok(body):
     return ("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
             % len(body)).encode() + body
 
-
-def overlap_peak(recs):
-    ev = []
-    for r in recs:
-        ev.append((r["start"], 1))
-        ev.append((r["end"] if r["end"] is not None else float("inf"), -1))
-    cur = peak = 0
-    for _, d in sorted(ev, key=lambda e: (e[0], e[1])):
-        cur += d
-        peak = max(peak, cur)
-    return peak
 
 
 def free_port():
@@ -496,7 +451,7 @@ def slow_batch(t, proxy, n, tag, what):
     recs = o.recs("/slow", tag)
     H.check(len(recs) == n, "%s: the origin saw %d of the %d requests; %s"
             % (what, len(recs), n, o.summary("/slow")))
-    peak = overlap_peak(recs)
+    peak = H.overlap_peak(recs)
     H.log("%s: %d x 200 in %.2fs, origin peak %d" % (what, n, took, peak))
     return peak, took
 

@@ -18,7 +18,6 @@ corrupted second response:
 import os
 import socket
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +37,7 @@ def ok(body, extra=""):
             % (len(body), extra)).encode() + body
 
 
-class RawOrigin:
+class RawOrigin(H.RawServer):
     """Threaded TCP server on 127.0.0.1:0. For every request header (and its
     Content-Length or chunked body) it calls handler(req) -> (response, after):
       response  bytes, or a list of bytes and floats (a float = sleep that long)
@@ -50,35 +49,13 @@ class RawOrigin:
     def __init__(self, name, handler):
         self.name = name
         self.handler = handler
-        self.lock = threading.Lock()
-        self.accepted = 0
         self.received = []   # per connection: every byte read from it
         self.requests = []
         self.errors = []
-        self._conns = []
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self._t = threading.Thread(target=self._accept_loop, daemon=True,
-                                   name="raw-origin-" + name)
-        self._t.start()
+        H.RawServer.__init__(self, "raw-origin-" + name)
 
-    # -- server ---------------------------------------------------------------------
-    def _accept_loop(self):
-        while True:
-            try:
-                s, _ = self.sock.accept()
-            except OSError:
-                return
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self.lock:
-                idx = self.accepted
-                self.accepted += 1
-                self.received.append(bytearray())
-                self._conns.append(s)
-            threading.Thread(target=self._serve, args=(s, idx), daemon=True).start()
+    def _accepted(self, idx):
+        self.received.append(bytearray())
 
     def _recv(self, s, idx):
         d = s.recv(65536)
@@ -186,18 +163,6 @@ class RawOrigin:
                 self.name, self.accepted,
                 [(r["conn"], r["method"], r["target"]) for r in self.requests], self.errors)
 
-    def stop(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-        with self.lock:
-            conns = list(self._conns)
-        for s in conns:
-            try:
-                s.close()
-            except OSError:
-                pass
 
 
 # --------------------------------------------------------------------------------------
