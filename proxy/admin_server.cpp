@@ -4,7 +4,6 @@
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/hosts_view.hpp"
 #include "politeproxy/metrics.hpp"
-#include "politeproxy/origin_pool.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -41,7 +40,7 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
         res.body() = "405 Method Not Allowed: the admin listener is read-only\n";
     } else if (path == "/metrics") {
         res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-        res.body() = view.metrics.render(view.gates, view.pool.idle_count());
+        res.body() = view.metrics.render(view.gates, view.idle_origin_connections());
     } else if (path == "/hosts") {
         res.set(http::field::content_type, "application/json");
         res.body() = render_hosts_json(view.gates, clock::now(), std::chrono::system_clock::now());

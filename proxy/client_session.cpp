@@ -55,6 +55,7 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
     const bool allowed = client_allowed(*ctx.gates.current_config(), peer);
     beast::tcp_stream client(std::move(socket));
     beast::flat_buffer buffer;
+    relay_buffers scratch;
     session_set::registration registered(ctx.sessions,
                                          ctx.sessions.add(co_await asio::this_coro::executor, client));
 
@@ -85,7 +86,7 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
             co_await run_tunnel(ctx, client, buffer, header);
             break;  // a refusal must still reach the client (see close_gracefully)
         } else {
-            keep = co_await forward_request(ctx, client, buffer, header);
+            keep = co_await forward_request(ctx, client, buffer, header, scratch);
         }
         if (!keep) break;
     }

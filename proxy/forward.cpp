@@ -10,6 +10,7 @@
 #include "politeproxy/origin_connect.hpp"
 #include "politeproxy/origin_pool.hpp"
 #include "politeproxy/park.hpp"
+#include "politeproxy/relay.hpp"
 #include "politeproxy/retry_after.hpp"
 #include "politeproxy/use_tuple.hpp"
 
@@ -18,8 +19,6 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/serializer.hpp>
-#include <boost/beast/http/write.hpp>
 #include <boost/url/parse.hpp>
 
 #include <charconv>
@@ -33,72 +32,10 @@ namespace http = beast::http;
 
 namespace {
 
-constexpr std::size_t relay_chunk_size = 16 * 1024;
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 // How long a pooled connection is trusted when the origin did not say (Keep-Alive:
 // timeout=N): common servers close idle connections after 5 s.
 constexpr auto default_origin_keep_alive = std::chrono::seconds(4);
-
-enum class relay_end { done, read_failed, write_failed };
-
-struct relay_status {
-    relay_end end;
-    boost::system::error_code ec;
-};
-
-// Streams one message from `in` to `out` a chunk at a time, never holding the whole
-// body: the header (already parsed into `p`) first, then the body as it arrives. The
-// serializer frames the body as the header says (chunked or Content-Length).
-template <bool isRequest>
-asio::awaitable<relay_status> relay(beast::tcp_stream& in, beast::flat_buffer& in_buffer,
-                                    http::parser<isRequest, http::buffer_body>& p, beast::tcp_stream& out,
-                                    clock::duration idle) {
-    http::serializer<isRequest, http::buffer_body> sr{p.get()};
-    // No body at all (HEAD, 204, 304, a bodiless request): the header is the message,
-    // even when it names a chunked encoding. When body bytes are already buffered, the
-    // header goes out with the first of them in one write; otherwise it goes now, so a
-    // slow body does not hold the header back.
-    if (p.is_done() || in_buffer.size() == 0) {
-        out.expires_after(idle);
-        if (auto [ec, n] = co_await http::async_write_header(out, sr, use_tuple); ec)
-            co_return relay_status{relay_end::write_failed, ec};
-        if (p.is_done()) co_return relay_status{relay_end::done, {}};
-    }
-    // Beast reads as much as the buffer has room for: give it room, or a body arrives
-    // in 512-byte reads.
-    if (in_buffer.capacity() < relay_chunk_size) in_buffer.reserve(relay_chunk_size);
-    auto chunk = std::make_unique<char[]>(relay_chunk_size);
-    auto& body = p.get().body();
-    while (!sr.is_done()) {
-        if (!p.is_done()) {
-            body.data = chunk.get();
-            body.size = relay_chunk_size;
-            in.expires_after(idle);
-            // read_some: pass on what has arrived, do not wait for a full chunk buffer
-            // (streaming and long-poll responses must flow).
-            auto [ec, n] = co_await http::async_read_some(in, in_buffer, p, use_tuple);
-            if (ec == http::error::need_buffer) ec = {};
-            if (ec) co_return relay_status{relay_end::read_failed, ec};
-            body.size = relay_chunk_size - body.size;
-            body.more = !p.is_done();
-            // A read that brought no body bytes (a chunk header, say) writes nothing: an
-            // empty buffer handed to a chunked serializer would come out as the last chunk.
-            body.data = body.size > 0 ? chunk.get() : nullptr;
-            if (!body.data && body.more) continue;
-        } else {
-            body.data = nullptr;
-            body.size = 0;
-            body.more = false;
-        }
-        out.expires_after(idle);
-        auto [ec, n] = co_await http::async_write(out, sr, use_tuple);
-        if (ec == http::error::need_buffer) ec = {};
-        if (ec) co_return relay_status{relay_end::write_failed, ec};
-    }
-    in.expires_never();
-    out.expires_never();
-    co_return relay_status{relay_end::done, {}};
-}
 
 bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
 
@@ -158,7 +95,7 @@ std::variant<origin_target, target_error> parse_target(std::string_view target) 
 }  // namespace
 
 asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& client, beast::flat_buffer& buffer,
-                                      request_header_parser& header) {
+                                      request_header_parser& header, relay_buffers& scratch) {
     const auto& req = header.get();
     const unsigned client_version = req.version();
     const http::verb method = req.method();
@@ -217,7 +154,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
                 co_return false;
         }
         const auto sent_at = clock::now();
-        const auto sent = co_await relay(client, buffer, request, *origin, policy.timeouts.idle);
+        const auto sent = co_await relay(client, buffer, request, *origin, policy.timeouts.idle, scratch);
         if (sent.end == relay_end::read_failed) co_return false;  // client broke off its body
         if (sent.end == relay_end::write_failed) {
             if (may_retry) continue;
@@ -228,7 +165,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
         }
 
         beast::flat_buffer origin_buffer;
-        origin_buffer.reserve(relay_chunk_size);  // header and a small body in one read
+        origin_buffer.reserve(relay_buffers::chunk_size);  // header and a small body in one read
         std::optional<http::response_parser<http::buffer_body>> response;
         boost::system::error_code ec;
         const auto limits = ctx.gates.current_config()->limits;
@@ -295,7 +232,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
         }
         res.keep_alive(keep);
 
-        const auto received = co_await relay(*origin, origin_buffer, *response, client, policy.timeouts.idle);
+        const auto received = co_await relay(*origin, origin_buffer, *response, client, policy.timeouts.idle, scratch);
         if (received.end == relay_end::read_failed) {
             slot.set_outcome(received.ec == beast::error::timeout ? outcome::timeout : outcome::error);
             co_return false;  // the client saw a truncated body: closing tells it so

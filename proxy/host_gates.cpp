@@ -37,7 +37,7 @@ void advance_locked(host_entry& e, clock::time_point now, wake_list& wake) {
     for (gate::waiter* w : woken) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
 }
 
-// The timer is only touched on the waiter's own executor (its session's strand), so the
+// The timer is only touched on the waiter's own executor (its session's worker loop), so the
 // poke runs there: it interrupts the wait and the coroutine re-reads its state.
 void poke(wake_list& wake) {
     for (auto& w : wake) {

@@ -11,18 +11,18 @@
 #include "politeproxy/proxy_context.hpp"
 #include "politeproxy/session_set.hpp"
 
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <malloc.h>
 
 #include <atomic>
+#include <memory>
+#include <optional>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -61,6 +61,16 @@ std::string text_of(const tcp::endpoint& e) {
     return listen_address{e.address().to_string(), e.port()}.text();
 }
 
+// One event loop per thread, each with its own origin pool (a socket belongs to the
+// loop it was opened on). A session lives on one worker from accept to close, so
+// nothing on a worker needs a strand; what workers share (gates, metrics, sessions)
+// locks for itself.
+struct worker {
+    origin_pool pool;                  // cleared by run() before the loop goes
+    std::optional<proxy_context> ctx;  // what this worker's sessions share
+    asio::io_context ioc{1};           // run by exactly one thread; destroyed first
+};
+
 }  // namespace
 
 proxy_server::proxy_server(std::string config_path, std::shared_ptr<const config> cfg, logger log)
@@ -69,22 +79,30 @@ proxy_server::proxy_server(std::string config_path, std::shared_ptr<const config
 int proxy_server::run() {
     const unsigned threads = cfg_->workers ? cfg_->workers : std::max(1u, std::thread::hardware_concurrency());
 
-    // Declared before the io_context: destroying it destroys suspended sessions, whose
-    // permits and connection counters still refer to these.
+    // Declared before the workers: destroying a worker's io_context destroys suspended
+    // sessions, whose permits and connection counters still refer to these.
     host_gates gates(cfg_);
-    origin_pool pool;
     metrics m;
     session_set sessions;
     std::atomic<bool> draining{false};
-    asio::io_context ioc(static_cast<int>(threads));
-    dns_resolver resolver(dns_threads);  // after ioc: its threads post to it until joined
-    proxy_context ctx{gates, pool, m, make_via(), draining, sessions, resolver, log_};
-    // Accepting, signals and shutdown run on one strand: closing an acceptor from another
-    // thread while an accept starts would be a race.
-    const auto control = asio::make_strand(ioc);
+    std::vector<std::unique_ptr<worker>> workers;
+    for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<worker>());
+    dns_resolver resolver(dns_threads);  // after the workers: its threads post to them until joined
+    const std::string via = make_via();
+    for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_});
+    const auto stop_all = [&] {
+        for (auto& w : workers) w->ioc.stop();
+    };
+    const auto idle_origin_connections = [&] {
+        std::size_t n = 0;
+        for (auto& w : workers) n += w->pool.idle_count();
+        return n;
+    };
 
-    tcp::acceptor proxy_acceptor = bind(ioc, cfg_->listen);
-    tcp::acceptor admin_acceptor = bind(ioc, cfg_->admin_listen);
+    // Accepting, signals, the admin listener and shutdown run on the first worker.
+    asio::io_context& control = workers.front()->ioc;
+    tcp::acceptor proxy_acceptor = bind(control, cfg_->listen);
+    tcp::acceptor admin_acceptor = bind(control, cfg_->admin_listen);
 
     // The line tests and scripts wait for: both listeners are bound.
     std::fprintf(stderr, "politeproxy: listening proxy=%s admin=%s\n", text_of(proxy_acceptor.local_endpoint()).c_str(),
@@ -92,9 +110,10 @@ int proxy_server::run() {
     std::fflush(stderr);
 
     asio::co_spawn(control, [&]() -> asio::awaitable<void> {
-        asio::steady_timer pause(ioc);
-        for (;;) {
-            auto [ec, socket] = co_await proxy_acceptor.async_accept(use_tuple);
+        asio::steady_timer pause(control);
+        for (std::size_t next = 0;; next = (next + 1) % workers.size()) {
+            worker& target = *workers[next];
+            auto [ec, socket] = co_await proxy_acceptor.async_accept(target.ioc, use_tuple);
             if (draining) co_return;
             if (ec) {
                 log_.write(log_level::warn, "accept", ec.message());
@@ -102,7 +121,7 @@ int proxy_server::run() {
                 co_await pause.async_wait(use_tuple);
                 continue;
             }
-            asio::co_spawn(asio::make_strand(ioc), run_client_session(ctx, std::move(socket)),
+            asio::co_spawn(target.ioc, run_client_session(*target.ctx, std::move(socket)),
                            [this](std::exception_ptr e) {
                                if (!e) return;
                                // A bug, not a network event: log it loudly and keep
@@ -117,22 +136,29 @@ int proxy_server::run() {
         }
     }, asio::detached);
 
-    asio::co_spawn(control, run_admin_listener(admin_acceptor, admin_view{gates, m, pool, [&] { return !draining.load(); }}),
+    asio::co_spawn(control,
+                   run_admin_listener(admin_acceptor, admin_view{gates, m, idle_origin_connections,
+                                                                 [&] { return !draining.load(); }}),
                    asio::detached);
 
-    asio::steady_timer housekeeping(ioc);
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-        for (;;) {
-            housekeeping.expires_after(housekeeping_period);
-            if (auto [ec] = co_await housekeeping.async_wait(use_tuple); ec) co_return;
-            const auto now = clock::now();
-            pool.sweep(now);
-            // Give freed gate memory back to the system, not only to the heap.
-            if (gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl) > 0) ::malloc_trim(0);
-        }
-    }, asio::detached);
+    // Each worker sweeps its own pool; the first also evicts idle gates.
+    std::vector<std::unique_ptr<asio::steady_timer>> housekeeping;
+    for (auto& w : workers) {
+        auto& timer = *housekeeping.emplace_back(std::make_unique<asio::steady_timer>(w->ioc));
+        const bool evicts = w == workers.front();
+        asio::co_spawn(w->ioc, [&, evicts, pool = &w->pool]() -> asio::awaitable<void> {
+            for (;;) {
+                timer.expires_after(housekeeping_period);
+                if (auto [ec] = co_await timer.async_wait(use_tuple); ec) co_return;
+                const auto now = clock::now();
+                pool->sweep(now);
+                // Give freed gate memory back to the system, not only to the heap.
+                if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl) > 0) ::malloc_trim(0);
+            }
+        }, asio::detached);
+    }
 
-    asio::signal_set reload_signal(ioc, SIGHUP);
+    asio::signal_set reload_signal(control, SIGHUP);
     asio::co_spawn(control, [&]() -> asio::awaitable<void> {
         for (;;) {
             auto [ec, signo] = co_await reload_signal.async_wait(use_tuple);
@@ -141,16 +167,16 @@ int proxy_server::run() {
         }
     }, asio::detached);
 
-    asio::signal_set stop_signals(ioc, SIGINT, SIGTERM);
+    asio::signal_set stop_signals(control, SIGINT, SIGTERM);
     asio::co_spawn(control, [&]() -> asio::awaitable<void> {
         auto [ec, signo] = co_await stop_signals.async_wait(use_tuple);
         if (ec) co_return;
         log_.write(log_level::info, "server", "signal " + std::to_string(signo) + ": draining");
-        stop_signals.async_wait(asio::bind_executor(control, [&](boost::system::error_code e, int) {
+        stop_signals.async_wait([&](boost::system::error_code e, int) {
             if (e) return;
             log_.write(log_level::warn, "server", "second signal: stopping now");
-            ioc.stop();
-        }));
+            stop_all();
+        });
         // Stop taking work, answer what is parked, close idle connections; requests in
         // flight finish, up to drain_timeout.
         draining = true;
@@ -158,7 +184,7 @@ int proxy_server::run() {
         proxy_acceptor.close(ignored);
         gates.close();
         sessions.close_idle();
-        asio::steady_timer drain(ioc);
+        asio::steady_timer drain(control);
         const auto deadline = clock::now() + gates.current_config()->drain_timeout;
         while (sessions.size() > 0 && clock::now() < deadline) {
             drain.expires_after(drain_poll);
@@ -167,14 +193,17 @@ int proxy_server::run() {
         if (sessions.size() > 0)
             log_.write(log_level::warn, "server", std::to_string(sessions.size()) + " sessions cut at drain_timeout");
         admin_acceptor.close(ignored);
-        ioc.stop();
+        stop_all();
     }, asio::detached);
 
-    std::vector<std::thread> pool_threads;
-    for (unsigned i = 1; i < threads; ++i) pool_threads.emplace_back([&ioc] { ioc.run(); });
-    ioc.run();
-    for (auto& t : pool_threads) t.join();
-    pool.clear();  // its sockets belong to ioc, which goes first
+    std::vector<std::thread> worker_threads;
+    for (std::size_t i = 1; i < workers.size(); ++i)
+        worker_threads.emplace_back([&ioc = workers[i]->ioc] { ioc.run(); });
+    control.run();
+    for (auto& t : worker_threads) t.join();
+    // The pools' sockets and the timers belong to the workers' loops, which go first.
+    for (auto& w : workers) w->pool.clear();
+    housekeeping.clear();
     log_.write(log_level::info, "server", "stopped");
     return 0;
 }

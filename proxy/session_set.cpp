@@ -6,16 +6,16 @@
 
 namespace politeproxy {
 
-std::shared_ptr<session_set::handle> session_set::add(boost::asio::any_io_executor strand,
+std::shared_ptr<session_set::handle> session_set::add(boost::asio::any_io_executor executor,
                                                       boost::beast::tcp_stream& stream) {
-    auto h = std::make_shared<handle>(handle{std::move(strand), &stream, false});
+    auto h = std::make_shared<handle>(handle{std::move(executor), &stream, false});
     std::lock_guard lock(mutex_);
     sessions_.insert(h);
     return h;
 }
 
 void session_set::remove(const std::shared_ptr<handle>& h) {
-    h->stream = nullptr;  // on the session's strand, like every other use
+    h->stream = nullptr;  // on the session's executor, like every other use
     std::lock_guard lock(mutex_);
     sessions_.erase(h);
 }
@@ -27,7 +27,7 @@ void session_set::close_idle() {
         all.assign(sessions_.begin(), sessions_.end());
     }
     for (auto& h : all)
-        boost::asio::post(h->strand, [h] {
+        boost::asio::post(h->executor, [h] {
             if (h->stream && h->idle) h->stream->cancel();
         });
 }

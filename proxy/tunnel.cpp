@@ -29,7 +29,7 @@ namespace {
 constexpr std::size_t tunnel_chunk_size = 16 * 1024;
 constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
 
-// Both directions of one tunnel; all of it runs on the session's strand.
+// Both directions of one tunnel; all of it runs on the session's worker loop.
 struct tunnel_state {
     tcp::socket& client;
     tcp::socket& origin;

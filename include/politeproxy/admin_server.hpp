@@ -9,13 +9,12 @@ namespace politeproxy {
 
 class host_gates;
 class metrics;
-class origin_pool;
 
 /// The admin listener's view of the proxy.
 struct admin_view {
     const host_gates& gates;
     const politeproxy::metrics& metrics;
-    const origin_pool& pool;
+    std::function<std::size_t()> idle_origin_connections;
     std::function<bool()> ready;  ///< listening and configured
 };
 

@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/proxy_context.hpp"
+#include "politeproxy/relay.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -18,6 +19,6 @@ using request_header_parser = boost::beast::http::request_parser<boost::beast::h
 /// Returns true when the client connection may carry another request.
 boost::asio::awaitable<bool> forward_request(proxy_context& ctx, boost::beast::tcp_stream& client,
                                              boost::beast::flat_buffer& buffer,
-                                             request_header_parser& header);
+                                             request_header_parser& header, relay_buffers& scratch);
 
 }  // namespace politeproxy

@@ -13,11 +13,11 @@ namespace politeproxy {
 /// keep-alive requests while the busy ones finish.
 ///
 /// Thread safety: add/remove/close_idle from any thread. A handle's `stream` and `idle`
-/// are only touched on its session's strand; close_idle posts there.
+/// are only touched on its session's executor; close_idle posts there.
 class session_set {
 public:
     struct handle {
-        boost::asio::any_io_executor strand;
+        boost::asio::any_io_executor executor;  ///< the session's worker loop
         boost::beast::tcp_stream* stream = nullptr;
         bool idle = false;  ///< waiting for the next request, nothing read yet
     };
@@ -36,7 +36,7 @@ public:
         std::shared_ptr<handle> handle_;
     };
 
-    std::shared_ptr<handle> add(boost::asio::any_io_executor strand, boost::beast::tcp_stream& stream);
+    std::shared_ptr<handle> add(boost::asio::any_io_executor executor, boost::beast::tcp_stream& stream);
     void remove(const std::shared_ptr<handle>& h);
 
     /// Cancels the pending read of every idle session; busy ones are left alone.

@@ -1,0 +1,47 @@
+#pragma once
+#include "politeproxy/clock.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <memory>
+#include <string>
+
+namespace politeproxy {
+
+/// Scratch space one client session reuses for every message it relays, so a request
+/// allocates no buffers of its own.
+struct relay_buffers {
+    static constexpr std::size_t chunk_size = 16 * 1024;
+
+    std::string head;  ///< the outgoing start line and header fields
+    std::unique_ptr<char[]> chunk = std::make_unique<char[]>(chunk_size);  ///< body bytes in transit
+};
+
+enum class relay_end { done, read_failed, write_failed };
+
+struct relay_status {
+    relay_end end;
+    boost::system::error_code ec;
+};
+
+/// Streams one HTTP/1.1 message from `in` to `out` a chunk at a time, never holding the
+/// whole body. The header, already parsed into `p` (and rewritten by the caller), goes
+/// out as one block, together with the first body bytes when they are already
+/// buffered; otherwise at once, so a slow body does not hold it back. The body is
+/// framed as the header says: chunked when it names chunked, raw otherwise. A message
+/// without a body (HEAD, 204, 304, a bodiless request) is its header alone.
+template <bool isRequest>
+boost::asio::awaitable<relay_status> relay(boost::beast::tcp_stream& in, boost::beast::flat_buffer& in_buffer,
+                                           boost::beast::http::parser<isRequest, boost::beast::http::buffer_body>& p,
+                                           boost::beast::tcp_stream& out, clock::duration idle, relay_buffers& scratch);
+
+/// Appends `header` as it goes on the wire: start line, fields, empty line.
+void serialize_head(const boost::beast::http::request_header<>& header, std::string& out);
+void serialize_head(const boost::beast::http::response_header<>& header, std::string& out);
+
+}  // namespace politeproxy

@@ -1,0 +1,133 @@
+#include "politeproxy/relay.hpp"
+#include "politeproxy/use_tuple.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include <array>
+#include <charconv>
+#include <span>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+constexpr std::string_view crlf = "\r\n";
+constexpr std::string_view last_chunk = "0\r\n\r\n";
+
+void append_version(unsigned version, std::string& out) {
+    out += "HTTP/";
+    out += static_cast<char>('0' + version / 10);
+    out += '.';
+    out += static_cast<char>('0' + version % 10);
+}
+
+void append_fields(const http::fields& fields, std::string& out) {
+    for (const auto& f : fields) {
+        out += f.name_string();
+        out += ": ";
+        out += f.value();
+        out += crlf;
+    }
+    out += crlf;
+}
+
+}  // namespace
+
+void serialize_head(const http::request_header<>& header, std::string& out) {
+    out += header.method_string();
+    out += ' ';
+    out += header.target();
+    out += ' ';
+    append_version(header.version(), out);
+    out += crlf;
+    append_fields(header, out);
+}
+
+void serialize_head(const http::response_header<>& header, std::string& out) {
+    append_version(header.version(), out);
+    char status[4];
+    const auto code = header.result_int();
+    status[0] = static_cast<char>('0' + code / 100 % 10);
+    status[1] = static_cast<char>('0' + code / 10 % 10);
+    status[2] = static_cast<char>('0' + code % 10);
+    status[3] = ' ';
+    out += ' ';
+    out.append(status, 4);
+    const std::string_view reason = header.reason();
+    out += reason.empty() ? std::string_view(http::obsolete_reason(header.result())) : reason;
+    out += crlf;
+    append_fields(header, out);
+}
+
+template <bool isRequest>
+asio::awaitable<relay_status> relay(beast::tcp_stream& in, beast::flat_buffer& in_buffer,
+                                    http::parser<isRequest, http::buffer_body>& p, beast::tcp_stream& out,
+                                    clock::duration idle, relay_buffers& scratch) {
+    auto& message = p.get();
+    const bool chunked = message.chunked();
+    scratch.head.clear();
+    serialize_head(message.base(), scratch.head);
+    bool head_sent = false;
+    if (p.is_done() || in_buffer.size() == 0) {
+        out.expires_after(idle);
+        if (auto [ec, n] = co_await asio::async_write(out, asio::buffer(scratch.head), use_tuple); ec)
+            co_return relay_status{relay_end::write_failed, ec};
+        if (p.is_done()) co_return relay_status{relay_end::done, {}};
+        head_sent = true;
+    }
+    // Beast reads as much as the buffer has room for: give it room, or a body arrives
+    // in 512-byte reads.
+    if (in_buffer.capacity() < relay_buffers::chunk_size) in_buffer.reserve(relay_buffers::chunk_size);
+    auto& body = message.body();
+    for (;;) {
+        body.data = scratch.chunk.get();
+        body.size = relay_buffers::chunk_size;
+        in.expires_after(idle);
+        // read_some: pass on what has arrived, do not wait for a full chunk (streaming
+        // and long-poll responses must flow).
+        auto [rec, rn] = co_await http::async_read_some(in, in_buffer, p, use_tuple);
+        if (rec == http::error::need_buffer) rec = {};
+        if (rec) co_return relay_status{relay_end::read_failed, rec};
+        const std::size_t got = relay_buffers::chunk_size - body.size;
+        const bool last = p.is_done();
+        if (got == 0 && !last && head_sent) continue;  // a chunk header, say: nothing to pass on
+
+        std::array<asio::const_buffer, 5> pieces;
+        std::size_t count = 0;
+        if (!head_sent) pieces[count++] = asio::buffer(scratch.head);
+        char size_line[sizeof(std::size_t) * 2 + 2];
+        if (got > 0) {
+            if (chunked) {
+                auto [end, ec] = std::to_chars(size_line, size_line + sizeof size_line - 2, got, 16);
+                *end++ = '\r';
+                *end++ = '\n';
+                pieces[count++] = asio::buffer(size_line, static_cast<std::size_t>(end - size_line));
+            }
+            pieces[count++] = asio::buffer(scratch.chunk.get(), got);
+            if (chunked) pieces[count++] = asio::buffer(crlf);
+        }
+        if (last && chunked) pieces[count++] = asio::buffer(last_chunk);
+        const std::span<const asio::const_buffer> message_part(pieces.data(), count);
+        out.expires_after(idle);
+        auto [wec, wn] = co_await asio::async_write(out, message_part, use_tuple);
+        if (wec) co_return relay_status{relay_end::write_failed, wec};
+        head_sent = true;
+        if (last) break;
+    }
+    in.expires_never();
+    out.expires_never();
+    co_return relay_status{relay_end::done, {}};
+}
+
+template asio::awaitable<relay_status> relay<true>(beast::tcp_stream&, beast::flat_buffer&,
+                                                   http::parser<true, http::buffer_body>&, beast::tcp_stream&,
+                                                   clock::duration, relay_buffers&);
+template asio::awaitable<relay_status> relay<false>(beast::tcp_stream&, beast::flat_buffer&,
+                                                    http::parser<false, http::buffer_body>&, beast::tcp_stream&,
+                                                    clock::duration, relay_buffers&);
+
+}  // namespace politeproxy
