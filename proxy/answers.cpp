@@ -10,7 +10,6 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/http/status.hpp>
 
-#include <cstdio>
 
 namespace politeproxy {
 namespace asio = boost::asio;
@@ -107,10 +106,14 @@ outcome outcome_of(errc why) {
 }
 
 std::string queue_wait_status(clock::duration waited) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "politeproxy; queue-wait=%.3f",
-                  std::chrono::duration<double>(waited).count());
-    return buf;
+    // "%.3f" seconds, without printf's floating-point path (this is on every response).
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited + std::chrono::microseconds(500)).count();
+    std::string out = "politeproxy; queue-wait=" + std::to_string(ms / 1000) + ".";
+    const auto frac = ms % 1000;
+    out += static_cast<char>('0' + frac / 100);
+    out += static_cast<char>('0' + frac / 10 % 10);
+    out += static_cast<char>('0' + frac % 10);
+    return out;
 }
 
 }  // namespace politeproxy

@@ -28,7 +28,10 @@ std::optional<boost::asio::ip::tcp::socket> origin_pool::take(const std::string&
         idle_connection c = std::move(conns.back());  // most recently used: warmest
         conns.pop_back();
         --count_;
-        if (now < c.expires && still_open(c.socket)) found.emplace(std::move(c.socket));
+        // Re-used within a moment it is taken on trust: the peek is a system call per
+        // request, and a close racing with it is caught by the caller's retry.
+        const bool trusted = now - c.pooled_at < trust_for;
+        if (now < c.expires && (trusted || still_open(c.socket))) found.emplace(std::move(c.socket));
     }
     if (conns.empty()) idle_.erase(it);
     return found;
@@ -42,7 +45,8 @@ void origin_pool::put(const std::string& origin, boost::asio::ip::tcp::socket so
         conns.pop_front();
         --count_;
     }
-    conns.push_back({std::move(socket), clock::now() + lifetime});
+    const auto now = clock::now();
+    conns.push_back({std::move(socket), now, now + lifetime});
     ++count_;
 }
 

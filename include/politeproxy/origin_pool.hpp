@@ -13,7 +13,7 @@ namespace politeproxy {
 
 /// Idle keep-alive connections to origins, keyed by "host:port". A connection is
 /// handed out to one request at a time; one that the origin closed while idle is
-/// dropped on the way out. Bounded per origin and in total, and each expires after the
+/// dropped on the way out (checked when it was idle for `trust_for` or longer). Bounded per origin and in total, and each expires after the
 /// lifetime it was parked with.
 ///
 /// Thread safety: all members may be called from any thread.
@@ -21,6 +21,7 @@ class origin_pool {
 public:
     static constexpr std::size_t max_idle_per_origin = 64;
     static constexpr std::size_t max_idle_total = 1024;
+    static constexpr auto trust_for = std::chrono::milliseconds(500);
 
     /// A live idle connection to `origin`, if there is one.
     std::optional<boost::asio::ip::tcp::socket> take(const std::string& origin);
@@ -39,6 +40,7 @@ public:
 private:
     struct idle_connection {
         boost::asio::ip::tcp::socket socket;
+        clock::time_point pooled_at;
         clock::time_point expires;
     };
 
