@@ -116,6 +116,11 @@ class OriginState:
     def end(self, hs, rec, status=None, error=None):
         now = time.monotonic()
         with self.lock:
+            if rec["end"] is not None:  # ended as its response went out; then it failed
+                rec["error"] = error
+                if error is not None:
+                    hs.completed -= 1
+                return
             hs.in_flight -= 1
             rec["end"] = now
             rec["status"] = status
@@ -183,7 +188,7 @@ class _Handler(BaseHTTPRequestHandler):
             return data, True
         return b"", False
 
-    def _send(self, status, body, ctype="application/json", extra=()):
+    def _send(self, status, body, ctype="application/json", extra=(), before_write=None):
         try:
             reason = http.HTTPStatus(status).phrase
         except ValueError:
@@ -202,6 +207,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._headers_buffer.append(b"\r\n")
         if not no_body and body:
             self._headers_buffer.append(body)
+        if before_write is not None:
+            before_write()
         self.flush_headers()  # one write: status line, headers and body
 
     # -- control endpoints ----------------------------------------------------------
@@ -263,12 +270,17 @@ class _Handler(BaseHTTPRequestHandler):
                                   "headers": [[k, v] for k, v in self.headers.items()]
                                   }).encode()
                 ctype = "application/json"
-            self._send(status, out, ctype, extra)
+            # The request stops being in flight as its whole response goes to the
+            # socket: from then on the proxy may read it and send the next request at
+            # any moment, and recording the end after the write would let that next
+            # request overlap this one's bookkeeping (a thread switch can delay it by
+            # milliseconds). A proxy that sends before it has the response is still seen.
+            self._send(status, out, ctype, extra,
+                       before_write=lambda: state.end(hs, rec, status, None))
         except (OSError, ValueError, ConnectionError) as e:
             self.close_connection = True
             state.end(hs, rec, status, "%s: %s" % (type(e).__name__, e))
             return
-        state.end(hs, rec, status, None)
 
 
 class _Server(ThreadingHTTPServer):
