@@ -79,7 +79,7 @@ answer make_answer(errc why, std::string_view details, bool keep_alive,
     return res;
 }
 
-asio::awaitable<bool> send_answer(proxy_context& ctx, beast::tcp_stream& client, errc why, std::string_view details,
+asio::awaitable<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::string_view details,
                                   bool keep_alive, std::optional<clock::duration> retry_after) {
     ctx.metrics.rejected(why);
     if (ctx.log.enabled(log_level::debug))

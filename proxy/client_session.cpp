@@ -32,7 +32,7 @@ bool client_allowed(const config& cfg, const tcp::endpoint& peer) {
 
 // Closing with unread request bytes makes the kernel send a reset that can destroy the
 // answer just written; half-close first and drain briefly (RFC 9112 section 9.6).
-asio::awaitable<void> close_gracefully(beast::tcp_stream& client) {
+asio::awaitable<void> close_gracefully(timed_socket& client) {
     boost::system::error_code ec;
     client.socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) co_return;
@@ -53,7 +53,7 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
     const auto peer = socket.remote_endpoint(ec);
     if (ec) co_return;
     const bool allowed = client_allowed(*ctx.gates.current_config(), peer);
-    beast::tcp_stream client(std::move(socket));
+    timed_socket client(std::move(socket));
     beast::flat_buffer buffer;
     relay_buffers scratch;
     session_set::registration registered(ctx.sessions,

@@ -94,7 +94,7 @@ std::variant<origin_target, target_error> parse_target(std::string_view target) 
 
 }  // namespace
 
-asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& client, beast::flat_buffer& buffer,
+asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
                                       request_header_parser& header, relay_buffers& scratch) {
     const auto& req = header.get();
     const unsigned client_version = req.version();
@@ -131,12 +131,9 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
     // A pooled connection the origin closed meanwhile fails before any response byte.
     // An idempotent request without a body is then sent once more, on a new connection.
     for (int attempt = 0;; ++attempt) {
-        std::optional<beast::tcp_stream> origin;
-        bool reused = false;
-        if (auto idle = attempt == 0 ? ctx.pool.take(pool_key) : std::nullopt) {
-            origin.emplace(std::move(*idle));
-            reused = true;
-        } else {
+        std::optional<timed_socket> origin = attempt == 0 ? ctx.pool.take(pool_key) : std::nullopt;
+        const bool reused = origin.has_value();
+        if (!reused) {
             origin.emplace(co_await asio::this_coro::executor);
             if (auto failure = co_await connect_origin(*ctx.gates.current_config(), ctx.resolver, *origin, target.host,
                                                        target.port, policy.timeouts.connect)) {
@@ -240,7 +237,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, beast::tcp_stream& cli
         slot.reset();  // the origin is done with this request
         if (received.end == relay_end::write_failed) co_return false;
         if (origin_keeps && response->is_done() && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
-            ctx.pool.put(pool_key, origin->release_socket(), lifetime);
+            ctx.pool.put(pool_key, std::move(*origin), lifetime);
         co_return keep;
     }
 }

@@ -23,7 +23,7 @@ ip_bytes bytes_of(const asio::ip::address& a) {
 }
 
 asio::awaitable<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resolver& resolver,
-                                                               boost::beast::tcp_stream& stream, std::string_view host,
+                                                               timed_socket& stream, std::string_view host,
                                                                std::uint16_t port, clock::duration timeout) {
     const auto deadline = clock::now() + timeout;
     std::vector<tcp::endpoint> candidates;

@@ -9,21 +9,21 @@ namespace {
 
 // An idle keep-alive connection must have nothing to read: EOF means the origin
 // closed it, bytes mean it sent something unsolicited. Either way it is unusable.
-bool still_open(boost::asio::ip::tcp::socket& s) {
+bool still_open(timed_socket& c) {
     char byte;
-    const ssize_t n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::recv(c.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 }  // namespace
 
-std::optional<boost::asio::ip::tcp::socket> origin_pool::take(const std::string& origin) {
+std::optional<timed_socket> origin_pool::take(const std::string& origin) {
     std::lock_guard lock(mutex_);
     const auto it = idle_.find(origin);
     if (it == idle_.end()) return std::nullopt;
     auto& conns = it->second;
     const auto now = clock::now();
-    std::optional<boost::asio::ip::tcp::socket> found;
+    std::optional<timed_socket> found;
     while (!conns.empty() && !found) {
         idle_connection c = std::move(conns.back());  // most recently used: warmest
         conns.pop_back();
@@ -31,13 +31,13 @@ std::optional<boost::asio::ip::tcp::socket> origin_pool::take(const std::string&
         // Re-used within a moment it is taken on trust: the peek is a system call per
         // request, and a close racing with it is caught by the caller's retry.
         const bool trusted = now - c.pooled_at < trust_for;
-        if (now < c.expires && (trusted || still_open(c.socket))) found.emplace(std::move(c.socket));
+        if (now < c.expires && (trusted || still_open(c.connection))) found.emplace(std::move(c.connection));
     }
     if (conns.empty()) idle_.erase(it);
     return found;
 }
 
-void origin_pool::put(const std::string& origin, boost::asio::ip::tcp::socket socket, clock::duration lifetime) {
+void origin_pool::put(const std::string& origin, timed_socket connection, clock::duration lifetime) {
     std::lock_guard lock(mutex_);
     if (count_ >= max_idle_total) return;  // closes it: file descriptors are finite
     auto& conns = idle_[origin];
@@ -46,7 +46,7 @@ void origin_pool::put(const std::string& origin, boost::asio::ip::tcp::socket so
         --count_;
     }
     const auto now = clock::now();
-    conns.push_back({std::move(socket), now, now + lifetime});
+    conns.push_back({std::move(connection), now, now + lifetime});
     ++count_;
 }
 
@@ -55,7 +55,7 @@ void origin_pool::sweep(clock::time_point now) {
     for (auto it = idle_.begin(); it != idle_.end();) {
         auto& conns = it->second;
         const auto before = conns.size();
-        std::erase_if(conns, [now](idle_connection& c) { return now >= c.expires || !still_open(c.socket); });
+        std::erase_if(conns, [now](idle_connection& c) { return now >= c.expires || !still_open(c.connection); });
         count_ -= before - conns.size();
         it = conns.empty() ? idle_.erase(it) : std::next(it);
     }

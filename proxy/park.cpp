@@ -40,7 +40,7 @@ asio::awaitable<acquire_result> park(host_gates& gates, std::string key, tcp::so
     co_return std::move(std::get<0>(result));
 }
 
-asio::awaitable<admission> admit(proxy_context& ctx, boost::beast::tcp_stream& client, std::string key,
+asio::awaitable<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
                                  bool keep_alive) {
     // Most requests do not wait: skip the parking machinery (the client watch costs a
     // coroutine pair and epoll changes) when a slot and a token are free.

@@ -64,8 +64,8 @@ void serialize_head(const http::response_header<>& header, std::string& out) {
 }
 
 template <bool isRequest>
-asio::awaitable<relay_status> relay(beast::tcp_stream& in, beast::flat_buffer& in_buffer,
-                                    http::parser<isRequest, http::buffer_body>& p, beast::tcp_stream& out,
+asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer,
+                                    http::parser<isRequest, http::buffer_body>& p, timed_socket& out,
                                     clock::duration idle, relay_buffers& scratch) {
     auto& message = p.get();
     const bool chunked = message.chunked();
@@ -123,11 +123,11 @@ asio::awaitable<relay_status> relay(beast::tcp_stream& in, beast::flat_buffer& i
     co_return relay_status{relay_end::done, {}};
 }
 
-template asio::awaitable<relay_status> relay<true>(beast::tcp_stream&, beast::flat_buffer&,
-                                                   http::parser<true, http::buffer_body>&, beast::tcp_stream&,
+template asio::awaitable<relay_status> relay<true>(timed_socket&, beast::flat_buffer&,
+                                                   http::parser<true, http::buffer_body>&, timed_socket&,
                                                    clock::duration, relay_buffers&);
-template asio::awaitable<relay_status> relay<false>(beast::tcp_stream&, beast::flat_buffer&,
-                                                    http::parser<false, http::buffer_body>&, beast::tcp_stream&,
+template asio::awaitable<relay_status> relay<false>(timed_socket&, beast::flat_buffer&,
+                                                    http::parser<false, http::buffer_body>&, timed_socket&,
                                                     clock::duration, relay_buffers&);
 
 }  // namespace politeproxy

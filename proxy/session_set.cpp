@@ -7,7 +7,7 @@
 namespace politeproxy {
 
 std::shared_ptr<session_set::handle> session_set::add(boost::asio::any_io_executor executor,
-                                                      boost::beast::tcp_stream& stream) {
+                                                      timed_socket& stream) {
     auto h = std::make_shared<handle>(handle{std::move(executor), &stream, false});
     std::lock_guard lock(mutex_);
     sessions_.insert(h);

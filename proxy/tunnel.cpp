@@ -72,7 +72,7 @@ asio::awaitable<void> idle_watch(tunnel_state& t, clock::duration idle) {
 
 }  // namespace
 
-asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, beast::flat_buffer& buffer,
+asio::awaitable<void> run_tunnel(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
                                  request_header_parser& header) {
     const auto authority = boost::urls::parse_authority(header.get().target());
     if (!authority || !authority->has_port() || authority->port_number() == 0 || authority->has_userinfo()) {
@@ -103,7 +103,7 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, beast::tcp_stream& client, 
     permit slot = std::move(admitted.granted);
     const host_policy& policy = slot.policy();
 
-    beast::tcp_stream origin(co_await asio::this_coro::executor);
+    timed_socket origin(co_await asio::this_coro::executor);
     if (auto failure = co_await connect_origin(*cfg, ctx.resolver, origin, host, port, policy.timeouts.connect)) {
         slot.set_outcome(outcome_of(failure->why));
         if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());

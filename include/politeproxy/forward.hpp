@@ -4,7 +4,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include "politeproxy/timed_socket.hpp"
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
@@ -17,7 +17,7 @@ using request_header_parser = boost::beast::http::request_parser<boost::beast::h
 /// keep-alive connection, and streams both bodies. Answers the client exactly once,
 /// either with the origin's response or with one of the proxy's own answers.
 /// Returns true when the client connection may carry another request.
-boost::asio::awaitable<bool> forward_request(proxy_context& ctx, boost::beast::tcp_stream& client,
+boost::asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client,
                                              boost::beast::flat_buffer& buffer,
                                              request_header_parser& header, relay_buffers& scratch);
 

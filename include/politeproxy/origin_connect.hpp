@@ -5,7 +5,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include "politeproxy/timed_socket.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -26,7 +26,7 @@ struct connect_failure {
 /// security.deny_destinations forbids, and connects `stream` to the first permitted one
 /// that answers. Name look-up and connect together are bounded by `timeout`.
 boost::asio::awaitable<std::optional<connect_failure>> connect_origin(
-    const config& cfg, dns_resolver& resolver, boost::beast::tcp_stream& stream, std::string_view host,
+    const config& cfg, dns_resolver& resolver, timed_socket& stream, std::string_view host,
     std::uint16_t port, clock::duration timeout);
 
 /// The address in the form the address filters use.

@@ -1,7 +1,7 @@
 #pragma once
 #include "politeproxy/clock.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
+#include "politeproxy/timed_socket.hpp"
 
 #include <deque>
 #include <mutex>
@@ -24,10 +24,10 @@ public:
     static constexpr auto trust_for = std::chrono::milliseconds(500);
 
     /// A live idle connection to `origin`, if there is one.
-    std::optional<boost::asio::ip::tcp::socket> take(const std::string& origin);
+    std::optional<timed_socket> take(const std::string& origin);
 
     /// Parks a connection whose last response was read completely, for `lifetime`.
-    void put(const std::string& origin, boost::asio::ip::tcp::socket socket, clock::duration lifetime);
+    void put(const std::string& origin, timed_socket connection, clock::duration lifetime);
 
     /// Closes expired connections and ones the origin closed.
     void sweep(clock::time_point now);
@@ -39,7 +39,7 @@ public:
 
 private:
     struct idle_connection {
-        boost::asio::ip::tcp::socket socket;
+        timed_socket connection;
         clock::time_point pooled_at;
         clock::time_point expires;
     };

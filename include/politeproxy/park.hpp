@@ -3,7 +3,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include "politeproxy/timed_socket.hpp"
 
 #include <string>
 
@@ -31,7 +31,7 @@ struct admission {
 
 /// park(), then answers a refusal (queue full, waited too long, shutting down) with
 /// 503 and Retry-After. `keep_alive`: whether an answer may leave the connection open.
-boost::asio::awaitable<admission> admit(proxy_context& ctx, boost::beast::tcp_stream& client, std::string key,
+boost::asio::awaitable<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
                                         bool keep_alive);
 
 }  // namespace politeproxy

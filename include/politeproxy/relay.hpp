@@ -3,7 +3,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include "politeproxy/timed_socket.hpp"
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/system/error_code.hpp>
@@ -36,9 +36,9 @@ struct relay_status {
 /// framed as the header says: chunked when it names chunked, raw otherwise. A message
 /// without a body (HEAD, 204, 304, a bodiless request) is its header alone.
 template <bool isRequest>
-boost::asio::awaitable<relay_status> relay(boost::beast::tcp_stream& in, boost::beast::flat_buffer& in_buffer,
+boost::asio::awaitable<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer,
                                            boost::beast::http::parser<isRequest, boost::beast::http::buffer_body>& p,
-                                           boost::beast::tcp_stream& out, clock::duration idle, relay_buffers& scratch);
+                                           timed_socket& out, clock::duration idle, relay_buffers& scratch);
 
 /// Appends `header` as it goes on the wire: start line, fields, empty line.
 void serialize_head(const boost::beast::http::request_header<>& header, std::string& out);

@@ -1,6 +1,6 @@
 #pragma once
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include "politeproxy/timed_socket.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -18,7 +18,7 @@ class session_set {
 public:
     struct handle {
         boost::asio::any_io_executor executor;  ///< the session's worker loop
-        boost::beast::tcp_stream* stream = nullptr;
+        timed_socket* stream = nullptr;
         bool idle = false;  ///< waiting for the next request, nothing read yet
     };
 
@@ -36,7 +36,7 @@ public:
         std::shared_ptr<handle> handle_;
     };
 
-    std::shared_ptr<handle> add(boost::asio::any_io_executor executor, boost::beast::tcp_stream& stream);
+    std::shared_ptr<handle> add(boost::asio::any_io_executor executor, timed_socket& stream);
     void remove(const std::shared_ptr<handle>& h);
 
     /// Cancels the pending read of every idle session; busy ones are left alone.

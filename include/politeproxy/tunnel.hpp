@@ -3,14 +3,14 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include "politeproxy/timed_socket.hpp"
 
 namespace politeproxy {
 
 /// Opens a CONNECT tunnel for a request whose header has been read. The tunnel holds one
 /// slot of its host's gate while it is open, forwards half-close both ways, and closes
 /// after timeouts.idle without traffic. The client connection ends with it.
-boost::asio::awaitable<void> run_tunnel(proxy_context& ctx, boost::beast::tcp_stream& client,
+boost::asio::awaitable<void> run_tunnel(proxy_context& ctx, timed_socket& client,
                                         boost::beast::flat_buffer& buffer, request_header_parser& header);
 
 }  // namespace politeproxy

@@ -1,0 +1,175 @@
+// timed_socket on a real loopback connection: deadlines end pending operations with
+// beast::error::timeout, a deadline pushed forward does not, and a deadline that passes
+// while none of its operations is pending leaves other waits on the socket alone.
+// Deadlines are tens of milliseconds; every test stops by itself within a second.
+#include "politeproxy/timed_socket.hpp"
+#include "politeproxy/use_tuple.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <optional>
+
+using namespace politeproxy;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A connected pair on 127.0.0.1: `near` wrapped in a timed_socket, `far` plain.
+struct connected_pair {
+    asio::io_context ioc{1};
+    std::optional<timed_socket> near;
+    tcp::socket far{ioc};
+
+    connected_pair() {
+        tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+        tcp::socket s(ioc);
+        s.connect(acceptor.local_endpoint());
+        far = acceptor.accept();
+        near.emplace(std::move(s));
+    }
+
+    // Runs `body` to completion (bounded: the io_context stops after 2 s regardless).
+    template <class F>
+    void run(F body) {
+        asio::steady_timer guard(ioc, 2s);
+        guard.async_wait([this](boost::system::error_code ec) {
+            if (!ec) ioc.stop();
+        });
+        asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+            co_await body();
+            guard.cancel();
+        }, asio::detached);
+        ioc.run();
+    }
+};
+
+asio::awaitable<void> pause(clock::duration d) {
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    co_await t.async_wait(use_tuple);
+}
+
+}  // namespace
+
+TEST_CASE("a read pending at its deadline ends with timeout") {
+    connected_pair p;
+    boost::system::error_code got;
+    clock::duration took{};
+    p.run([&]() -> asio::awaitable<void> {
+        std::array<char, 16> buf;
+        const auto start = clock::now();
+        p.near->expires_after(50ms);
+        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        got = ec;
+        took = clock::now() - start;
+    });
+    CHECK(got == boost::beast::error::timeout);
+    CHECK(took >= 50ms);
+    CHECK(took < 1s);
+}
+
+TEST_CASE("a deadline pushed forward before each read does not expire") {
+    connected_pair p;
+    int reads = 0;
+    boost::system::error_code last;
+    p.run([&]() -> asio::awaitable<void> {
+        // The far end writes a byte every 20 ms for 200 ms; each read gets 60 ms.
+        asio::co_spawn(p.ioc, [&]() -> asio::awaitable<void> {
+            for (int i = 0; i < 10; ++i) {
+                co_await pause(20ms);
+                co_await asio::async_write(p.far, asio::buffer("x", 1), use_tuple);
+            }
+        }, asio::detached);
+        std::array<char, 16> buf;
+        while (reads < 10) {
+            p.near->expires_after(60ms);
+            auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+            last = ec;
+            if (ec) break;
+            reads += static_cast<int>(n);
+        }
+    });
+    CHECK(!last);
+    CHECK(reads == 10);
+}
+
+TEST_CASE("a deadline brought closer while a read is pending takes effect") {
+    connected_pair p;
+    boost::system::error_code got;
+    clock::duration took{};
+    p.run([&]() -> asio::awaitable<void> {
+        const auto start = clock::now();
+        asio::co_spawn(p.ioc, [&]() -> asio::awaitable<void> {
+            co_await pause(10ms);
+            p.near->expires_after(40ms);  // was 10 s
+        }, asio::detached);
+        std::array<char, 16> buf;
+        p.near->expires_after(10s);
+        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        got = ec;
+        took = clock::now() - start;
+    });
+    CHECK(got == boost::beast::error::timeout);
+    CHECK(took >= 50ms);
+    CHECK(took < 1s);
+}
+
+TEST_CASE("a read started after the deadline passed times out at once") {
+    connected_pair p;
+    boost::system::error_code got;
+    p.run([&]() -> asio::awaitable<void> {
+        p.near->expires_after(10ms);
+        co_await pause(30ms);
+        std::array<char, 16> buf;
+        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        got = ec;
+    });
+    CHECK(got == boost::beast::error::timeout);
+}
+
+TEST_CASE("a passing deadline leaves a plain wait on the socket alone") {
+    connected_pair p;
+    boost::system::error_code wait_ec = asio::error::would_block;
+    p.run([&]() -> asio::awaitable<void> {
+        std::array<char, 1> buf;
+        // One timed read completes (the far end writes), which arms the watchdog.
+        co_await asio::async_write(p.far, asio::buffer("x", 1), use_tuple);
+        p.near->expires_after(30ms);
+        co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        // Then a readiness wait (how a parked request watches its client) outlives the
+        // deadline; the far end writes after it has passed.
+        asio::co_spawn(p.ioc, [&]() -> asio::awaitable<void> {
+            co_await pause(80ms);
+            co_await asio::async_write(p.far, asio::buffer("y", 1), use_tuple);
+        }, asio::detached);
+        auto [ec] = co_await p.near->socket().async_wait(tcp::socket::wait_read, use_tuple);
+        wait_ec = ec;
+    });
+    CHECK(!wait_ec);
+}
+
+TEST_CASE("expires_never: no deadline") {
+    connected_pair p;
+    boost::system::error_code got = asio::error::would_block;
+    p.run([&]() -> asio::awaitable<void> {
+        asio::co_spawn(p.ioc, [&]() -> asio::awaitable<void> {
+            co_await pause(60ms);
+            co_await asio::async_write(p.far, asio::buffer("z", 1), use_tuple);
+        }, asio::detached);
+        std::array<char, 1> buf;
+        p.near->expires_after(20ms);
+        p.near->expires_never();
+        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        got = ec;
+    });
+    CHECK(!got);
+}
