@@ -32,17 +32,28 @@ void adaptive_limit::reconfigure(const host_policy& policy, clock::time_point no
 std::optional<clock::duration> adaptive_limit::p95() const {
     const std::size_t n = std::min<std::size_t>(samples_, window_size);
     if (n == 0) return std::nullopt;
-    std::array<std::uint32_t, window_size> copy = window_;
-    const std::size_t k = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(n))) - 1;
-    std::nth_element(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(k), copy.begin() + static_cast<std::ptrdiff_t>(n));
-    return std::chrono::microseconds(copy[k]);
+    if (p95_us_ == 0) {
+        std::array<std::uint32_t, window_size> copy = window_;
+        const std::size_t k = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(n))) - 1;
+        std::nth_element(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(k),
+                         copy.begin() + static_cast<std::ptrdiff_t>(n));
+        p95_us_ = copy[k];
+    }
+    return std::chrono::microseconds(p95_us_);
 }
 
 void adaptive_limit::add_sample(clock::duration latency) {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(latency).count();
-    window_[samples_ % window_size] = static_cast<std::uint32_t>(
-        std::clamp<long long>(us, 1, std::numeric_limits<std::uint32_t>::max()));
-    if (samples_ < std::numeric_limits<std::uint32_t>::max()) ++samples_;
+    const auto sample = static_cast<std::uint32_t>(std::clamp<long long>(us, 1, std::numeric_limits<std::uint32_t>::max()));
+    auto& slot = window_[samples_ % window_size];
+    // In a full window, replacing a value below p95 by another below it (or above by
+    // above) leaves p95 where it was: most samples do, and skip the nth_element.
+    const bool same_side = samples_ >= window_size &&
+                           ((slot < p95_us_ && sample < p95_us_) || (slot > p95_us_ && sample > p95_us_));
+    if (!same_side) p95_us_ = 0;
+    slot = sample;
+    // 2^32 and 2 x window_size are both multiples of window_size: the ring goes on.
+    if (++samples_ == 0) samples_ = 2 * window_size;
 }
 
 limit_change adaptive_limit::on_signal(const health_signal& s, clock::time_point now, const random_source& random) {

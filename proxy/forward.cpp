@@ -161,8 +161,8 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
                                            "origin closed the connection while receiving the request", false);
         }
 
-        beast::flat_buffer origin_buffer;
-        origin_buffer.reserve(relay_buffers::chunk_size);  // header and a small body in one read
+        beast::flat_buffer& origin_buffer = scratch.from_origin;
+        origin_buffer.clear();  // whatever a previous connection left is not ours
         std::optional<http::response_parser<http::buffer_body>> response;
         boost::system::error_code ec;
         const auto limits = ctx.gates.current_config()->limits;

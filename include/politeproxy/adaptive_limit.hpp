@@ -36,7 +36,8 @@ enum class limit_change : std::uint8_t { none, up, down, collapse };
 /// window of the last `window_size` successful responses. A window, not a decaying
 /// average, so that one slow episode ages out after a known number of responses, and
 /// small enough (256 bytes) to keep per host; p95 is recomputed with nth_element
-/// on a copy of 64 values, a negligible cost next to a network round trip. No decision
+/// on a copy of 64 values, and only when a new sample and the one it replaces lie on
+/// different sides of it (otherwise p95 cannot have moved). No decision
 /// is taken before `min_samples` responses.
 ///  - Slower than 1.5 x p95: limit - 1, at most once per congestion event: a response
 ///    to a request that departed before the limit last fell (an older epoch) does not
@@ -97,6 +98,7 @@ private:
     std::uint64_t collapse_epoch_ = 0;  ///< epoch_ right after the last collapse
     std::array<std::uint32_t, window_size> window_{};  ///< microseconds, a ring
     std::uint32_t samples_ = 0;                         ///< total seen (ring index = samples_ % size)
+    mutable std::uint32_t p95_us_ = 0;                  ///< p95 of the window; 0: not computed yet
 };
 
 }  // namespace politeproxy

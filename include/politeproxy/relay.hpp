@@ -18,8 +18,12 @@ namespace politeproxy {
 struct relay_buffers {
     static constexpr std::size_t chunk_size = 16 * 1024;
 
-    std::string head;  ///< the outgoing start line and header fields
+    relay_buffers() { from_origin.reserve(chunk_size); }  // a header and a small body in one read
+
+    std::string head;    ///< the outgoing start line and header fields
+    std::string joined;  ///< small message parts copied together for one write
     std::unique_ptr<char[]> chunk = std::make_unique<char[]>(chunk_size);  ///< body bytes in transit
+    boost::beast::flat_buffer from_origin;  ///< what was read from the origin and not yet parsed
 };
 
 enum class relay_end { done, read_failed, write_failed };

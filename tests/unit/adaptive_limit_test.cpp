@@ -2,6 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <random>
+#include <vector>
+
 using namespace politeproxy;
 using namespace std::chrono_literals;
 
@@ -217,4 +223,25 @@ TEST_CASE("without latency adaptation a collapsed limit steps back after the pau
     CHECK(a.limit() == 3);
     CHECK_FALSE(a.tick(end + 1h));
     CHECK(a.limit() == 3);
+}
+
+TEST_CASE("p95 is the exact 95th percentile of the last 64 responses") {
+    // The cached p95 must equal a fresh nth_element over the window after every sample,
+    // including runs of equal values and samples that land exactly on p95.
+    auto p = policy();
+    p.adaptive.enabled = false;  // only the window matters here
+    auto now = clock::time_point{} + 1h;
+    adaptive_limit a(p, now);
+    std::minstd_rand random(7);
+    std::deque<std::uint32_t> last;
+    for (int i = 0; i < 2000; ++i) {
+        const std::uint32_t us = i % 300 < 150 ? 1000 + random() % 8 : 500 + random() % 5000;
+        a.on_signal(response(std::chrono::microseconds(us), a.epoch()), now, half);
+        last.push_back(us);
+        if (last.size() > adaptive_limit::window_size) last.pop_front();
+        std::vector<std::uint32_t> sorted(last.begin(), last.end());
+        std::sort(sorted.begin(), sorted.end());
+        const auto k = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(sorted.size()))) - 1;
+        REQUIRE(a.p95() == std::chrono::microseconds(sorted[k]));
+    }
 }
