@@ -62,7 +62,8 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
     for (;;) {
         if (ctx.draining) break;
         const auto cfg = ctx.gates.current_config();
-        request_header_parser header;
+        field_arena arena(scratch.fields);  // this request's header fields, freed as one
+        request_header_parser header(std::piecewise_construct, std::make_tuple(), std::make_tuple(arena.allocator()));
         header.header_limit(static_cast<std::uint32_t>(cfg->limits.request_header_bytes));
         header.body_limit(boost::none);
         client.expires_after(cfg->defaults.timeouts.idle);

@@ -32,6 +32,7 @@ namespace http = beast::http;
 
 namespace {
 
+constexpr int max_interim_responses = 16;
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 // How long a pooled connection is trusted when the origin did not say (Keep-Alive:
 // timeout=N): common servers close idle connections after 5 s.
@@ -46,7 +47,7 @@ bool idempotent(http::verb m) {
 }
 
 // The origin's Keep-Alive: timeout=N hint, less a margin, else the common default.
-clock::duration pooled_lifetime(const http::fields& res, clock::duration idle) {
+clock::duration pooled_lifetime(const wire_fields& res, clock::duration idle) {
     clock::duration lifetime = default_origin_keep_alive;
     const std::string_view hint = res[http::field::keep_alive];
     if (const auto pos = hint.find("timeout="); pos != std::string_view::npos) {
@@ -116,7 +117,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
     permit slot = std::move(admitted.granted);
     const host_policy& policy = slot.policy();
 
-    http::request_parser<http::buffer_body> request{std::move(header)};
+    http::request_parser<http::buffer_body, wire_allocator> request{std::move(header)};
     request.body_limit(boost::none);
     auto& out = request.get();
     const bool expect_continue = beast::iequals(out[http::field::expect], "100-continue");
@@ -163,11 +164,18 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
 
         beast::flat_buffer& origin_buffer = scratch.from_origin;
         origin_buffer.clear();  // whatever a previous connection left is not ours
-        std::optional<http::response_parser<http::buffer_body>> response;
+        std::optional<http::response_parser<http::buffer_body, wire_allocator>> response;
         boost::system::error_code ec;
         const auto limits = ctx.gates.current_config()->limits;
+        // Interim (1xx) responses are dropped; a bounded number of them, as each takes
+        // its own header memory from the request's arena.
+        int interim = 0;
         do {
-            response.emplace();
+            if (++interim > max_interim_responses) {
+                ec = http::error::bad_status;
+                break;
+            }
+            response.emplace(std::piecewise_construct, std::make_tuple(), std::make_tuple(out.get_allocator()));
             response->header_limit(static_cast<std::uint32_t>(limits.response_header_bytes));
             response->body_limit(boost::none);
             if (method == http::verb::head) response->skip(true);

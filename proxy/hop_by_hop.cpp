@@ -4,20 +4,22 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 
-#include <string>
-#include <vector>
+#include <boost/container/small_vector.hpp>
 
 namespace politeproxy {
 namespace http = boost::beast::http;
 
-void strip_hop_by_hop(http::fields& fields) {
-    std::vector<std::string> named;
+void strip_hop_by_hop(wire_fields& fields) {
+    // Views into the Connection fields, which stay put until the last loop below:
+    // erasing other fields does not move them, and Connection itself goes last.
+    boost::container::small_vector<std::string_view, 8> named;
     for (const auto& f : fields)
         if (f.name() == http::field::connection)
             for (auto token : http::token_list{f.value()}) named.emplace_back(token);
-    for (const auto& name : named) {
+    for (const auto name : named) {
         const auto f = http::string_to_field(name);
-        if (f == http::field::content_length || f == http::field::transfer_encoding) continue;
+        if (f == http::field::content_length || f == http::field::transfer_encoding || f == http::field::connection)
+            continue;
         fields.erase(name);
     }
     for (auto f : {http::field::connection, http::field::proxy_connection, http::field::keep_alive,
@@ -26,7 +28,7 @@ void strip_hop_by_hop(http::fields& fields) {
         fields.erase(f);
 }
 
-bool via_contains(const http::fields& fields, std::string_view via) {
+bool via_contains(const wire_fields& fields, std::string_view via) {
     // Via entries are "protocol pseudonym [comment]", comma separated.
     for (const auto& f : fields) {
         if (f.name() != http::field::via) continue;

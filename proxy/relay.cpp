@@ -27,7 +27,7 @@ void append_version(unsigned version, std::string& out) {
     out += static_cast<char>('0' + version % 10);
 }
 
-void append_fields(const http::fields& fields, std::string& out) {
+void append_fields(const wire_fields& fields, std::string& out) {
     for (const auto& f : fields) {
         out += f.name_string();
         out += ": ";
@@ -39,7 +39,7 @@ void append_fields(const http::fields& fields, std::string& out) {
 
 }  // namespace
 
-void serialize_head(const http::request_header<>& header, std::string& out) {
+void serialize_head(const http::request_header<wire_fields>& header, std::string& out) {
     out += header.method_string();
     out += ' ';
     out += header.target();
@@ -49,7 +49,7 @@ void serialize_head(const http::request_header<>& header, std::string& out) {
     append_fields(header, out);
 }
 
-void serialize_head(const http::response_header<>& header, std::string& out) {
+void serialize_head(const http::response_header<wire_fields>& header, std::string& out) {
     append_version(header.version(), out);
     char status[4];
     const auto code = header.result_int();
@@ -67,7 +67,7 @@ void serialize_head(const http::response_header<>& header, std::string& out) {
 
 template <bool isRequest>
 asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer,
-                                    http::parser<isRequest, http::buffer_body>& p, timed_socket& out,
+                                    http::parser<isRequest, http::buffer_body, wire_allocator>& p, timed_socket& out,
                                     clock::duration idle, relay_buffers& scratch) {
     auto& message = p.get();
     const bool chunked = message.chunked();
@@ -136,10 +136,10 @@ asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buf
 }
 
 template asio::awaitable<relay_status> relay<true>(timed_socket&, beast::flat_buffer&,
-                                                   http::parser<true, http::buffer_body>&, timed_socket&,
+                                                   http::parser<true, http::buffer_body, wire_allocator>&, timed_socket&,
                                                    clock::duration, relay_buffers&);
 template asio::awaitable<relay_status> relay<false>(timed_socket&, beast::flat_buffer&,
-                                                    http::parser<false, http::buffer_body>&, timed_socket&,
+                                                    http::parser<false, http::buffer_body, wire_allocator>&, timed_socket&,
                                                     clock::duration, relay_buffers&);
 
 }  // namespace politeproxy

@@ -1,6 +1,7 @@
 #pragma once
 #include "politeproxy/proxy_context.hpp"
 #include "politeproxy/relay.hpp"
+#include "politeproxy/wire_fields.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -10,7 +11,8 @@
 
 namespace politeproxy {
 
-using request_header_parser = boost::beast::http::request_parser<boost::beast::http::empty_body>;
+/// The header of a client's request, read before anything else is decided.
+using request_header_parser = boost::beast::http::request_parser<boost::beast::http::empty_body, wire_allocator>;
 
 /// Forwards one absolute-form request (`GET http://host/path HTTP/1.1`) whose header
 /// has been read: parks it at its host's gate, sends it to the origin over a pooled

@@ -1,5 +1,7 @@
 #pragma once
-#include <boost/beast/http/fields.hpp>
+#include "politeproxy/wire_fields.hpp"
+
+#include <string_view>
 
 namespace politeproxy {
 
@@ -7,9 +9,9 @@ namespace politeproxy {
 /// section 7.6.1): Connection and every field it names, Proxy-Connection, Keep-Alive,
 /// TE, Upgrade, Proxy-Authorization, Proxy-Authenticate. Framing fields
 /// (Content-Length, Transfer-Encoding) stay: the serializer relies on them.
-void strip_hop_by_hop(boost::beast::http::fields& fields);
+void strip_hop_by_hop(wire_fields& fields);
 
 /// True when any Via entry in `fields` is this proxy's `via` ("1.1 politeproxy-<id>").
-bool via_contains(const boost::beast::http::fields& fields, std::string_view via);
+bool via_contains(const wire_fields& fields, std::string_view via);
 
 }  // namespace politeproxy

@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/clock.hpp"
+#include "politeproxy/wire_fields.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -24,6 +25,7 @@ struct relay_buffers {
     std::string joined;  ///< small message parts copied together for one write
     std::unique_ptr<char[]> chunk = std::make_unique<char[]>(chunk_size);  ///< body bytes in transit
     boost::beast::flat_buffer from_origin;  ///< what was read from the origin and not yet parsed
+    field_storage fields;                   ///< for each request's field_arena
 };
 
 enum class relay_end { done, read_failed, write_failed };
@@ -41,11 +43,11 @@ struct relay_status {
 /// without a body (HEAD, 204, 304, a bodiless request) is its header alone.
 template <bool isRequest>
 boost::asio::awaitable<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer,
-                                           boost::beast::http::parser<isRequest, boost::beast::http::buffer_body>& p,
+                                           boost::beast::http::parser<isRequest, boost::beast::http::buffer_body, wire_allocator>& p,
                                            timed_socket& out, clock::duration idle, relay_buffers& scratch);
 
 /// Appends `header` as it goes on the wire: start line, fields, empty line.
-void serialize_head(const boost::beast::http::request_header<>& header, std::string& out);
-void serialize_head(const boost::beast::http::response_header<>& header, std::string& out);
+void serialize_head(const boost::beast::http::request_header<wire_fields>& header, std::string& out);
+void serialize_head(const boost::beast::http::response_header<wire_fields>& header, std::string& out);
 
 }  // namespace politeproxy
