@@ -55,14 +55,13 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
     const bool allowed = client_allowed(*ctx.gates.current_config(), peer);
     timed_socket client(std::move(socket));
     beast::flat_buffer buffer;
-    relay_buffers scratch;
     session_set::registration registered(ctx.sessions,
                                          ctx.sessions.add(co_await asio::this_coro::executor, client));
 
     for (;;) {
         if (ctx.draining) break;
         const auto cfg = ctx.gates.current_config();
-        field_arena arena(scratch.fields);  // this request's header fields, freed as one
+        field_arena arena;  // this request's header fields, freed as one
         request_header_parser header(std::piecewise_construct, std::make_tuple(), std::make_tuple(arena.allocator()));
         header.header_limit(static_cast<std::uint32_t>(cfg->limits.request_header_bytes));
         header.body_limit(boost::none);
@@ -87,7 +86,7 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
             co_await run_tunnel(ctx, client, buffer, header);
             break;  // a refusal must still reach the client (see close_gracefully)
         } else {
-            keep = co_await forward_request(ctx, client, buffer, header, scratch);
+            keep = co_await forward_request(ctx, client, buffer, header);
         }
         if (!keep) break;
     }

@@ -96,12 +96,13 @@ std::variant<origin_target, target_error> parse_target(std::string_view target) 
 }  // namespace
 
 asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
-                                      request_header_parser& header, relay_buffers& scratch) {
+                                      request_header_parser& header) {
     const auto& req = header.get();
     const unsigned client_version = req.version();
     const http::verb method = req.method();
     const bool client_keep_alive = req.keep_alive();
     const bool has_body = header.chunked() || header.content_length().value_or(0) > 0;
+    const bool retryable = !has_body && idempotent(method);  // on a fresh connection, if a pooled one fails
     // An answer given before the body was read must close: the body is still unread.
     const bool answer_keeps = client_keep_alive && !has_body;
 
@@ -116,6 +117,8 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
     if (!admitted.granted) co_return admitted.keep;
     permit slot = std::move(admitted.granted);
     const host_policy& policy = slot.policy();
+    const relay_buffers::loan buffers = relay_buffers::lend();
+    relay_buffers& scratch = *buffers;
 
     http::request_parser<http::buffer_body, wire_allocator> request{std::move(header)};
     request.body_limit(boost::none);
@@ -132,7 +135,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
     // A pooled connection the origin closed meanwhile fails before any response byte.
     // An idempotent request without a body is then sent once more, on a new connection.
     for (int attempt = 0;; ++attempt) {
-        std::optional<timed_socket> origin = attempt == 0 ? ctx.pool.take(pool_key) : std::nullopt;
+        std::optional<timed_socket> origin = attempt == 0 ? ctx.pool.take(pool_key, retryable) : std::nullopt;
         const bool reused = origin.has_value();
         if (!reused) {
             origin.emplace(co_await asio::this_coro::executor);
@@ -144,7 +147,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
             }
         }
         connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::http1);
-        const bool may_retry = reused && !has_body && idempotent(method);
+        const bool may_retry = reused && retryable;
 
         if (expect_continue && attempt == 0) {
             client.expires_after(policy.timeouts.idle);

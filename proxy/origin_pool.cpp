@@ -17,7 +17,7 @@ bool still_open(timed_socket& c) {
 
 }  // namespace
 
-std::optional<timed_socket> origin_pool::take(const std::string& origin) {
+std::optional<timed_socket> origin_pool::take(const std::string& origin, bool retryable) {
     std::lock_guard lock(mutex_);
     const auto it = idle_.find(origin);
     if (it == idle_.end()) return std::nullopt;
@@ -28,9 +28,9 @@ std::optional<timed_socket> origin_pool::take(const std::string& origin) {
         idle_connection c = std::move(conns.back());  // most recently used: warmest
         conns.pop_back();
         --count_;
-        // Re-used within a moment it is taken on trust: the peek is a system call per
-        // request, and a close racing with it is caught by the caller's retry.
-        const bool trusted = now - c.pooled_at < trust_for;
+        // The peek is a system call per request; a close it would have seen is caught
+        // by the retry, and stray bytes within a moment of the last response are rare.
+        const bool trusted = retryable && now - c.pooled_at < trust_for;
         if (now < c.expires && (trusted || still_open(c.connection))) found.emplace(std::move(c.connection));
     }
     if (conns.empty()) idle_.erase(it);

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <tuple>
 #include <span>
+#include <vector>
 
 namespace politeproxy {
 namespace asio = boost::asio;
@@ -37,7 +38,33 @@ void append_fields(const wire_fields& fields, std::string& out) {
     out += crlf;
 }
 
+constexpr std::size_t kept_per_thread = 64;
+
+// Each worker runs on one thread: its sessions lend and give back on it, lock-free.
+thread_local std::vector<std::unique_ptr<relay_buffers>> free_buffers;
+
 }  // namespace
+
+relay_buffers::loan relay_buffers::lend() {
+    if (free_buffers.empty()) {
+        auto fresh = std::make_unique<relay_buffers>();
+        fresh->from_origin.reserve(chunk_size);  // a header and a small body in one read
+        return loan(fresh.release());
+    }
+    auto kept = std::move(free_buffers.back());
+    free_buffers.pop_back();
+    return loan(kept.release());
+}
+
+void relay_buffers::give_back::operator()(relay_buffers* b) const noexcept {
+    std::unique_ptr<relay_buffers> owned(b);
+    if (free_buffers.size() >= kept_per_thread) return;  // freed
+    owned->from_origin.clear();
+    try {
+        free_buffers.push_back(std::move(owned));
+    } catch (...) {  // out of memory: just free it
+    }
+}
 
 void serialize_head(const http::request_header<wire_fields>& header, std::string& out) {
     out += header.method_string();
@@ -78,7 +105,10 @@ asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buf
         out.expires_after(idle);
         if (auto [ec, n] = co_await asio::async_write(out, asio::buffer(scratch.head), use_tuple); ec)
             co_return relay_status{relay_end::write_failed, ec};
-        if (p.is_done()) co_return relay_status{relay_end::done, {}};
+        if (p.is_done()) {
+            out.expires_never();
+            co_return relay_status{relay_end::done, {}};
+        }
         head_sent = true;
     }
     // Beast reads as much as the buffer has room for: give it room, or a body arrives

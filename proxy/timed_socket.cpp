@@ -58,8 +58,11 @@ void timed_socket::on_alarm(const std::shared_ptr<state>& self, std::uint64_t ge
         arm(s);  // the deadline moved on: sleep until the new one
         return;
     }
+    // Closed, as beast::tcp_stream does: a cancelled connect would go on to the next
+    // address with no deadline, and a connection that timed out is not used again.
     s.timed_out = true;
-    s.socket.cancel();
+    boost::system::error_code ignored;
+    s.socket.close(ignored);
 }
 
 }  // namespace politeproxy

@@ -1,6 +1,5 @@
 #pragma once
 #include "politeproxy/proxy_context.hpp"
-#include "politeproxy/relay.hpp"
 #include "politeproxy/wire_fields.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -21,6 +20,6 @@ using request_header_parser = boost::beast::http::request_parser<boost::beast::h
 /// Returns true when the client connection may carry another request.
 boost::asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client,
                                              boost::beast::flat_buffer& buffer,
-                                             request_header_parser& header, relay_buffers& scratch);
+                                             request_header_parser& header);
 
 }  // namespace politeproxy

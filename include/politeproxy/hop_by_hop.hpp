@@ -8,7 +8,7 @@ namespace politeproxy {
 /// Removes the fields that describe one connection rather than the message (RFC 9110
 /// section 7.6.1): Connection and every field it names, Proxy-Connection, Keep-Alive,
 /// TE, Upgrade, Proxy-Authorization, Proxy-Authenticate. Framing fields
-/// (Content-Length, Transfer-Encoding) stay: the serializer relies on them.
+/// (Content-Length, Transfer-Encoding) stay: the relay frames the body by them.
 void strip_hop_by_hop(wire_fields& fields);
 
 /// True when any Via entry in `fields` is this proxy's `via` ("1.1 politeproxy-<id>").

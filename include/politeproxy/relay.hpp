@@ -14,18 +14,24 @@
 
 namespace politeproxy {
 
-/// Scratch space one client session reuses for every message it relays, so a request
-/// allocates no buffers of its own.
+/// Scratch space for relaying one request and its response (about 33 KiB). Lent by
+/// the worker thread for as long as the request is forwarded (see lend()), so an idle
+/// or parked client connection holds none, and a busy one allocates none.
 struct relay_buffers {
     static constexpr std::size_t chunk_size = 16 * 1024;
 
-    relay_buffers() { from_origin.reserve(chunk_size); }  // a header and a small body in one read
+    struct give_back {
+        void operator()(relay_buffers* b) const noexcept;
+    };
+    using loan = std::unique_ptr<relay_buffers, give_back>;
+
+    /// Buffers from this thread's free list (kept up to a few dozen), or new ones.
+    static loan lend();
 
     std::string head;    ///< the outgoing start line and header fields
     std::string joined;  ///< small message parts copied together for one write
-    std::unique_ptr<char[]> chunk = std::make_unique<char[]>(chunk_size);  ///< body bytes in transit
+    std::unique_ptr<char[]> chunk = std::make_unique_for_overwrite<char[]>(chunk_size);  ///< body bytes in transit
     boost::beast::flat_buffer from_origin;  ///< what was read from the origin and not yet parsed
-    field_storage fields;                   ///< for each request's field_arena
 };
 
 enum class relay_end { done, read_failed, write_failed };

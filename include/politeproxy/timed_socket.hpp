@@ -18,9 +18,10 @@ namespace politeproxy {
 /// A TCP socket with a deadline, as beast::tcp_stream has one, at the price of storing
 /// a time point per operation rather than arming a timer per operation.
 ///
-/// `expires_after`/`expires_at` set the deadline for the operations that follow; an
-/// operation still pending when it passes fails with beast::error::timeout (and so does
-/// one started after it passed, until the deadline is set again). Operations started on
+/// `expires_after`/`expires_at` set the deadline for the operations that follow; when
+/// it passes with an operation pending, the socket is closed and the operation fails
+/// with beast::error::timeout (as does one started after it passed, unless it can
+/// complete at once). Operations started on
 /// socket() directly (a wait for readability) are not timed, and not cancelled by a
 /// deadline that passes while none of this object's operations is pending. One watchdog timer
 /// per socket fires no later than the deadline; when the deadline has moved on (it
