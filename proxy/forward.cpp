@@ -247,7 +247,8 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
         }
         slot.reset();  // the origin is done with this request
         if (received.end == relay_end::write_failed) co_return false;
-        if (origin_keeps && response->is_done() && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
+        // Relayed whole (done); nothing unasked-for behind it.
+        if (origin_keeps && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
             ctx.pool.put(pool_key, std::move(*origin), lifetime);
         co_return keep;
     }

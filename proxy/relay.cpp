@@ -4,6 +4,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <tuple>
@@ -92,6 +93,65 @@ void serialize_head(const http::response_header<wire_fields>& header, std::strin
     append_fields(header, out);
 }
 
+namespace {
+
+// Small parts go out joined: one send() costs the kernel less than a sendmsg() of
+// several pieces, and copying a few KiB is cheaper still. Returns the joined buffer, or
+// an empty one when the parts should go out as they are.
+asio::const_buffer join_if_small(std::span<const asio::const_buffer> parts, std::string& joined) {
+    if (parts.size() < 2 || asio::buffer_size(parts) > coalesce_limit) return {};
+    joined.clear();
+    for (const auto& part : parts) joined.append(static_cast<const char*>(part.data()), part.size());
+    return asio::buffer(joined);
+}
+
+asio::awaitable<boost::system::error_code> write_parts(timed_socket& out, std::span<const asio::const_buffer> parts,
+                                                       std::string& joined) {
+    boost::system::error_code ec;
+    if (const auto one = join_if_small(parts, joined); one.size() > 0)
+        std::tie(ec, std::ignore) = co_await asio::async_write(out, one, use_tuple);
+    else
+        std::tie(ec, std::ignore) = co_await asio::async_write(out, parts, use_tuple);
+    co_return ec;
+}
+
+// A body of known length that goes out with the same framing needs no parser: the bytes
+// already buffered (with the header, if it is still to go), then reads straight into
+// the chunk buffer, each written as it arrives, until `remaining` is 0. Bytes past the
+// body (a pipelined request) stay in `in_buffer`.
+asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer, std::uint64_t remaining,
+                                            timed_socket& out, clock::duration idle, relay_buffers& scratch,
+                                            bool head_sent) {
+    const auto buffered = static_cast<std::size_t>(std::min<std::uint64_t>(in_buffer.size(), remaining));
+    if (!head_sent || buffered > 0) {
+        std::array<asio::const_buffer, 2> pieces;
+        std::size_t count = 0;
+        if (!head_sent) pieces[count++] = asio::buffer(scratch.head);
+        if (buffered > 0) pieces[count++] = asio::buffer(in_buffer.data().data(), buffered);
+        const std::span<const asio::const_buffer> parts(pieces.data(), count);
+        out.expires_after(idle);
+        if (const auto ec = co_await write_parts(out, parts, scratch.joined); ec)
+            co_return relay_status{relay_end::write_failed, ec};
+        in_buffer.consume(buffered);
+        remaining -= buffered;
+    }
+    while (remaining > 0) {
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, relay_buffers::chunk_size));
+        in.expires_after(idle);
+        auto [rec, n] = co_await in.async_read_some(asio::buffer(scratch.chunk.get(), want), use_tuple);
+        if (rec) co_return relay_status{relay_end::read_failed, rec};  // EOF here is a truncated body
+        remaining -= n;
+        out.expires_after(idle);
+        if (auto [wec, wn] = co_await asio::async_write(out, asio::buffer(scratch.chunk.get(), n), use_tuple); wec)
+            co_return relay_status{relay_end::write_failed, wec};
+    }
+    in.expires_never();
+    out.expires_never();
+    co_return relay_status{relay_end::done, {}};
+}
+
+}  // namespace
+
 template <bool isRequest>
 asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer,
                                     http::parser<isRequest, http::buffer_body, wire_allocator>& p, timed_socket& out,
@@ -111,6 +171,10 @@ asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buf
         }
         head_sent = true;
     }
+    if (const auto length = p.content_length_remaining(); length && !chunked)
+        co_return co_await relay_counted(in, in_buffer, *length, out, idle, scratch, head_sent);
+
+    // Chunked, or delimited by the origin's close: Beast's parser finds the body's end.
     // Beast reads as much as the buffer has room for: give it room, or a body arrives
     // in 512-byte reads.
     if (in_buffer.capacity() < relay_buffers::chunk_size) in_buffer.reserve(relay_buffers::chunk_size);
@@ -145,18 +209,8 @@ asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buf
         if (last && chunked) pieces[count++] = asio::buffer(last_chunk);
         const std::span<const asio::const_buffer> message_part(pieces.data(), count);
         out.expires_after(idle);
-        boost::system::error_code wec;
-        if (count > 1 && asio::buffer_size(message_part) <= coalesce_limit) {
-            // Small parts go out joined: one send() costs the kernel less than a sendmsg()
-            // of several pieces, and copying a few KiB is cheaper still.
-            scratch.joined.clear();
-            for (const auto& piece : message_part)
-                scratch.joined.append(static_cast<const char*>(piece.data()), piece.size());
-            std::tie(wec, std::ignore) = co_await asio::async_write(out, asio::buffer(scratch.joined), use_tuple);
-        } else {
-            std::tie(wec, std::ignore) = co_await asio::async_write(out, message_part, use_tuple);
-        }
-        if (wec) co_return relay_status{relay_end::write_failed, wec};
+        if (const auto wec = co_await write_parts(out, message_part, scratch.joined); wec)
+            co_return relay_status{relay_end::write_failed, wec};
         head_sent = true;
         if (last) break;
     }

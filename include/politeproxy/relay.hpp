@@ -45,8 +45,10 @@ struct relay_status {
 /// whole body. The header, already parsed into `p` (and rewritten by the caller), goes
 /// out as one block, together with the first body bytes when they are already
 /// buffered; otherwise at once, so a slow body does not hold it back. The body is
-/// framed as the header says: chunked when it names chunked, raw otherwise. A message
-/// without a body (HEAD, 204, 304, a bodiless request) is its header alone.
+/// framed as the header says: chunked when it names chunked, raw otherwise; a body of
+/// known length kept as such passes through without the parser. A message without a
+/// body (HEAD, 204, 304, a bodiless request) is its header alone. `done` means the whole
+/// message went through.
 template <bool isRequest>
 boost::asio::awaitable<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer,
                                            boost::beast::http::parser<isRequest, boost::beast::http::buffer_body, wire_allocator>& p,

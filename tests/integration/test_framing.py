@@ -14,7 +14,10 @@ corrupted second response:
 6. The forwarded request: origin-form target, Host from the target, hop-by-hop headers
    removed, Via added, end-to-end headers kept.
 7. Expect: 100-continue: the proxy answers 100 Continue, the origin gets the whole body
-   and no Expect header, the client gets the final response."""
+   and no Expect header, the client gets the final response.
+8. Pipelined: a POST with a 70000-byte Content-Length body and a GET behind it in one
+   write: the origin gets exactly the body, then the GET; the client gets the two
+   responses in order, the second a 100000-byte Content-Length body, byte for byte."""
 import os
 import socket
 import sys
@@ -523,6 +526,42 @@ def case_expect_continue(t):
           % len(post["body"]))
 
 
+def case_pipelined(t):
+    host = "pipelined." + DOMAIN
+    big = bytes((i * 13 + 5) % 256 for i in range(100000))
+    o = RawOrigin("pipelined", lambda req: (
+        ok(("got %d bytes" % len(req["body"])).encode()) if req["method"] == "POST"
+        else ok(big), "keep"))
+    t.origins.append(o)
+    upload = bytes((i * 7 + 1) % 256 for i in range(70000))
+    c = Client(t.p.port)
+    try:
+        what = "pipelined POST + GET"
+        m = c.mark()
+        c.send(req_bytes("POST", host, o.port, "/upload", headers=(
+            "Content-Length: %d\r\n" % len(upload))) + upload
+            + req_bytes("GET", host, o.port, "/big"))
+        first = c.read_response(timeout=10)
+        H.check(first is not None and first.status == 200 and first.body == b"got 70000 bytes",
+                "%s: first response %r body %r; received %r; %s"
+                % (what, first, first and first.body[:100], c.since(m)[:400], o.summary()))
+        second = c.read_response(timeout=10)
+        H.check(second is not None and second.status == 200 and second.body == big,
+                "%s: second response %r, body of %s bytes (equal: %s); %s"
+                % (what, second, second and len(second.body), second and second.body == big,
+                   o.summary()))
+        expect_quiet(c, what)
+    finally:
+        c.close()
+    reqs = o.reqs()
+    H.check([r["method"] for r in reqs] == ["POST", "GET"] and reqs[0]["body"] == upload,
+            "pipelined: origin saw %s; POST body %d bytes (equal: %s)"
+            % ([(r["method"], r["target"]) for r in reqs], len(reqs[0]["body"]) if reqs else 0,
+               bool(reqs) and reqs[0]["body"] == upload))
+    H.log("pipelined: origin got the 70000-byte body then the GET; client got both"
+          " responses, the second 100000 bytes exact")
+
+
 CASES = [
     ("1 HEAD + chunked", case_head_chunked),
     ("2 204/304 + chunked", case_204_304_chunked),
@@ -531,6 +570,7 @@ CASES = [
     ("5 keep-alive pool", case_pool),
     ("6 request rewrite", case_request_rewrite),
     ("7 Expect: 100-continue", case_expect_continue),
+    ("8 pipelined body + request", case_pipelined),
 ]
 
 
