@@ -39,7 +39,7 @@ void append_fields(const wire_fields& fields, std::string& out) {
     out += crlf;
 }
 
-constexpr std::size_t kept_per_thread = 64;
+constexpr std::size_t kept_per_thread = 32;
 
 // Each worker runs on one thread: its sessions lend and give back on it, lock-free.
 thread_local std::vector<std::unique_ptr<relay_buffers>> free_buffers;
@@ -49,7 +49,7 @@ thread_local std::vector<std::unique_ptr<relay_buffers>> free_buffers;
 relay_buffers::loan relay_buffers::lend() {
     if (free_buffers.empty()) {
         auto fresh = std::make_unique<relay_buffers>();
-        fresh->from_origin.reserve(chunk_size);  // a header and a small body in one read
+        fresh->from_origin.reserve(read_room);
         return loan(fresh.release());
     }
     auto kept = std::move(free_buffers.back());
@@ -177,7 +177,7 @@ asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buf
     // Chunked, or delimited by the origin's close: Beast's parser finds the body's end.
     // Beast reads as much as the buffer has room for: give it room, or a body arrives
     // in 512-byte reads.
-    if (in_buffer.capacity() < relay_buffers::chunk_size) in_buffer.reserve(relay_buffers::chunk_size);
+    if (in_buffer.capacity() < relay_buffers::read_room) in_buffer.reserve(relay_buffers::read_room);
     auto& body = message.body();
     for (;;) {
         body.data = scratch.chunk.get();
