@@ -7,6 +7,7 @@
 #include "politeproxy/use_tuple.hpp"
 
 #include <boost/beast/http/field.hpp>
+#include <charconv>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/http/status.hpp>
 
@@ -105,15 +106,18 @@ outcome outcome_of(errc why) {
     }
 }
 
-std::string queue_wait_status(clock::duration waited) {
+void append_queue_wait_status(clock::duration waited, std::string& out) {
     // "%.3f" seconds, without printf's floating-point path (this is on every response).
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited + std::chrono::microseconds(500)).count();
-    std::string out = "politeproxy; queue-wait=" + std::to_string(ms / 1000) + ".";
+    out += "politeproxy; queue-wait=";
+    char seconds[24];
+    const auto [end, ec] = std::to_chars(seconds, seconds + sizeof seconds, ms / 1000);
+    out.append(seconds, end);
+    out += '.';
     const auto frac = ms % 1000;
     out += static_cast<char>('0' + frac / 100);
     out += static_cast<char>('0' + frac / 10 % 10);
     out += static_cast<char>('0' + frac % 10);
-    return out;
 }
 
 }  // namespace politeproxy

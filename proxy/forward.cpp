@@ -129,7 +129,6 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
     out.target(target.path);
     out.set(http::field::host, target.host_header);
     out.version(11);
-    out.insert(http::field::via, ctx.via);
     const std::string pool_key = key + ":" + std::to_string(target.port);
 
     // A pooled connection the origin closed meanwhile fails before any response byte.
@@ -155,7 +154,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
                 co_return false;
         }
         const auto sent_at = clock::now();
-        const auto sent = co_await relay(client, buffer, request, *origin, policy.timeouts.idle, scratch);
+        const auto sent = co_await relay(client, buffer, request, *origin, policy.timeouts.idle, scratch, ctx.via_line);
         if (sent.end == relay_end::read_failed) co_return false;  // client broke off its body
         if (sent.end == relay_end::write_failed) {
             if (may_retry) continue;
@@ -228,8 +227,11 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
         const auto lifetime = pooled_lifetime(res, policy.timeouts.idle);
         strip_hop_by_hop(res);
         res.version(11);
-        res.insert(http::field::via, ctx.via);
-        res.insert("Proxy-Status", queue_wait_status(slot.queue_wait()));
+        std::string& added = scratch.added;
+        added = ctx.via_line;
+        added += "Proxy-Status: ";
+        append_queue_wait_status(slot.queue_wait(), added);
+        added += "\r\n";
         bool keep = client_keep_alive && !ctx.draining;
         if (client_version < 11) {
             // HTTP/1.0 has no chunked coding: send the body raw and mark its end by closing.
@@ -240,7 +242,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
         }
         res.keep_alive(keep);
 
-        const auto received = co_await relay(*origin, origin_buffer, *response, client, policy.timeouts.idle, scratch);
+        const auto received = co_await relay(*origin, origin_buffer, *response, client, policy.timeouts.idle, scratch, added);
         if (received.end == relay_end::read_failed) {
             slot.set_outcome(received.ec == beast::error::timeout ? outcome::timeout : outcome::error);
             co_return false;  // the client saw a truncated body: closing tells it so

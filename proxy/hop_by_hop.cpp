@@ -6,26 +6,55 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include <algorithm>
+
 namespace politeproxy {
-namespace http = boost::beast::http;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+bool always_hop_by_hop(http::field f) {
+    switch (f) {
+    case http::field::connection:
+    case http::field::proxy_connection:
+    case http::field::keep_alive:
+    case http::field::te:
+    case http::field::upgrade:
+    case http::field::proxy_authorization:
+    case http::field::proxy_authenticate: return true;
+    default: return false;
+    }
+}
+
+}  // namespace
 
 void strip_hop_by_hop(wire_fields& fields) {
-    // Views into the Connection fields, which stay put until the last loop below:
-    // erasing other fields does not move them, and Connection itself goes last.
+    // The names Connection lists (views into its value, which stays put until the
+    // pass below reaches it: erasing other fields does not move it).
     boost::container::small_vector<std::string_view, 8> named;
     for (const auto& f : fields)
         if (f.name() == http::field::connection)
-            for (auto token : http::token_list{f.value()}) named.emplace_back(token);
-    for (const auto name : named) {
-        const auto f = http::string_to_field(name);
-        if (f == http::field::content_length || f == http::field::transfer_encoding || f == http::field::connection)
-            continue;
-        fields.erase(name);
+            for (auto token : http::token_list{f.value()}) {
+                const auto listed = http::string_to_field(token);
+                if (listed != http::field::content_length && listed != http::field::transfer_encoding)
+                    named.push_back(token);
+            }
+    // One pass: a field goes when its name is one of the fixed set (compared as an
+    // enum) or one Connection listed; Connection itself is erased last of all.
+    for (auto it = fields.begin(); it != fields.end();) {
+        const bool listed = !named.empty() && std::any_of(named.begin(), named.end(), [&](std::string_view n) {
+            return beast::iequals(n, it->name_string());
+        });
+        if (it->name() == http::field::connection) {
+            ++it;  // after the pass
+        } else if (always_hop_by_hop(it->name()) || listed) {
+            it = fields.erase(it);
+        } else {
+            ++it;
+        }
     }
-    for (auto f : {http::field::connection, http::field::proxy_connection, http::field::keep_alive,
-                   http::field::te, http::field::upgrade, http::field::proxy_authorization,
-                   http::field::proxy_authenticate})
-        fields.erase(f);
+    fields.erase(http::field::connection);
 }
 
 bool via_contains(const wire_fields& fields, std::string_view via) {

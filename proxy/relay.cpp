@@ -29,13 +29,14 @@ void append_version(unsigned version, std::string& out) {
     out += static_cast<char>('0' + version % 10);
 }
 
-void append_fields(const wire_fields& fields, std::string& out) {
+void append_fields(const wire_fields& fields, std::string_view added_fields, std::string& out) {
     for (const auto& f : fields) {
         out += f.name_string();
         out += ": ";
         out += f.value();
         out += crlf;
     }
+    out += added_fields;
     out += crlf;
 }
 
@@ -67,17 +68,18 @@ void relay_buffers::give_back::operator()(relay_buffers* b) const noexcept {
     }
 }
 
-void serialize_head(const http::request_header<wire_fields>& header, std::string& out) {
+void serialize_head(const http::request_header<wire_fields>& header, std::string_view added_fields, std::string& out) {
     out += header.method_string();
     out += ' ';
     out += header.target();
     out += ' ';
     append_version(header.version(), out);
     out += crlf;
-    append_fields(header, out);
+    append_fields(header, added_fields, out);
 }
 
-void serialize_head(const http::response_header<wire_fields>& header, std::string& out) {
+void serialize_head(const http::response_header<wire_fields>& header, std::string_view added_fields,
+                    std::string& out) {
     append_version(header.version(), out);
     char status[4];
     const auto code = header.result_int();
@@ -90,7 +92,7 @@ void serialize_head(const http::response_header<wire_fields>& header, std::strin
     const std::string_view reason = header.reason();
     out += reason.empty() ? std::string_view(http::obsolete_reason(header.result())) : reason;
     out += crlf;
-    append_fields(header, out);
+    append_fields(header, added_fields, out);
 }
 
 namespace {
@@ -155,11 +157,11 @@ asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer
 template <bool isRequest>
 asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer,
                                     http::parser<isRequest, http::buffer_body, wire_allocator>& p, timed_socket& out,
-                                    clock::duration idle, relay_buffers& scratch) {
+                                    clock::duration idle, relay_buffers& scratch, std::string_view added_fields) {
     auto& message = p.get();
     const bool chunked = message.chunked();
     scratch.head.clear();
-    serialize_head(message.base(), scratch.head);
+    serialize_head(message.base(), added_fields, scratch.head);
     bool head_sent = false;
     if (p.is_done() || in_buffer.size() == 0) {
         out.expires_after(idle);
@@ -221,9 +223,9 @@ asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buf
 
 template asio::awaitable<relay_status> relay<true>(timed_socket&, beast::flat_buffer&,
                                                    http::parser<true, http::buffer_body, wire_allocator>&, timed_socket&,
-                                                   clock::duration, relay_buffers&);
+                                                   clock::duration, relay_buffers&, std::string_view);
 template asio::awaitable<relay_status> relay<false>(timed_socket&, beast::flat_buffer&,
                                                     http::parser<false, http::buffer_body, wire_allocator>&, timed_socket&,
-                                                    clock::duration, relay_buffers&);
+                                                    clock::duration, relay_buffers&, std::string_view);
 
 }  // namespace politeproxy

@@ -33,7 +33,8 @@ boost::asio::awaitable<bool> send_answer(proxy_context& ctx, timed_socket& clien
 /// How a request that failed with `why` counts in requests_total.
 outcome outcome_of(errc why);
 
-/// The Proxy-Status entry appended to responses that come from the origin.
-std::string queue_wait_status(clock::duration waited);
+/// Appends the Proxy-Status entry for responses that come from the origin
+/// ("politeproxy; queue-wait=0.012").
+void append_queue_wait_status(clock::duration waited, std::string& out);
 
 }  // namespace politeproxy

@@ -28,6 +28,9 @@ struct proxy_context {
     session_set& sessions;
     dns_resolver& resolver;
     const logger& log;
+    /// The field line the proxy adds to every message it forwards: "Via: <via>\r\n"
+    /// (last, so the positional initialisation above leaves it to its default).
+    std::string via_line = "Via: " + via + "\r\n";
 };
 
 }  // namespace politeproxy

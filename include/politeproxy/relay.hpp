@@ -34,6 +34,7 @@ struct relay_buffers {
 
     std::string head;    ///< the outgoing start line and header fields
     std::string joined;  ///< small message parts copied together for one write
+    std::string added;   ///< fields the proxy adds to a response
     std::unique_ptr<char[]> chunk = std::make_unique_for_overwrite<char[]>(chunk_size);  ///< body bytes in transit
     boost::beast::flat_buffer from_origin;  ///< what was read from the origin and not yet parsed
 };
@@ -46,7 +47,8 @@ struct relay_status {
 };
 
 /// Streams one HTTP/1.1 message from `in` to `out` a chunk at a time, never holding the
-/// whole body. The header, already parsed into `p` (and rewritten by the caller), goes
+/// whole body. The header, already parsed into `p` (and rewritten by the caller), plus
+/// `added_fields` ("Name: value\r\n" lines the proxy adds, such as Via), goes
 /// out as one block, together with the first body bytes when they are already
 /// buffered; otherwise at once, so a slow body does not hold it back. The body is
 /// framed as the header says: chunked when it names chunked, raw otherwise; a body of
@@ -56,10 +58,13 @@ struct relay_status {
 template <bool isRequest>
 boost::asio::awaitable<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer,
                                            boost::beast::http::parser<isRequest, boost::beast::http::buffer_body, wire_allocator>& p,
-                                           timed_socket& out, clock::duration idle, relay_buffers& scratch);
+                                           timed_socket& out, clock::duration idle, relay_buffers& scratch,
+                                           std::string_view added_fields);
 
-/// Appends `header` as it goes on the wire: start line, fields, empty line.
-void serialize_head(const boost::beast::http::request_header<wire_fields>& header, std::string& out);
-void serialize_head(const boost::beast::http::response_header<wire_fields>& header, std::string& out);
+/// Appends `header` as it goes on the wire: start line, fields, `added_fields`, empty line.
+void serialize_head(const boost::beast::http::request_header<wire_fields>& header, std::string_view added_fields,
+                    std::string& out);
+void serialize_head(const boost::beast::http::response_header<wire_fields>& header, std::string_view added_fields,
+                    std::string& out);
 
 }  // namespace politeproxy
