@@ -61,7 +61,7 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
     for (;;) {
         if (ctx.draining) break;
         const auto cfg = ctx.gates.current_config();
-        field_arena arena;  // this request's header fields, freed as one
+        field_arena arena(ctx.field_blocks);  // this request's header fields, freed as one
         request_header_parser header(std::piecewise_construct, std::make_tuple(), std::make_tuple(arena.allocator()));
         header.header_limit(static_cast<std::uint32_t>(cfg->limits.request_header_bytes));
         header.body_limit(boost::none);

@@ -113,9 +113,12 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
         co_return co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", false);
 
     const std::string key = host_key(target.host);
-    auto admitted = co_await admit(ctx, client, key, answer_keeps);
-    if (!admitted.granted) co_return admitted.keep;
-    permit slot = std::move(admitted.granted);
+    permit slot = admit_at_once(ctx, key);
+    if (!slot) {
+        auto admitted = co_await admit(ctx, client, key, answer_keeps);
+        if (!admitted.granted) co_return admitted.keep;
+        slot = std::move(admitted.granted);
+    }
     const host_policy& policy = slot.policy();
     const relay_buffers::loan buffers = relay_buffers::lend();
     relay_buffers& scratch = *buffers;

@@ -40,14 +40,14 @@ asio::awaitable<acquire_result> park(host_gates& gates, std::string key, tcp::so
     co_return std::move(std::get<0>(result));
 }
 
+permit admit_at_once(proxy_context& ctx, const std::string& key) {
+    permit now = ctx.gates.try_acquire(key);
+    if (now) ctx.metrics.queue_wait(clock::duration::zero());
+    return now;
+}
+
 asio::awaitable<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
                                  bool keep_alive) {
-    // Most requests do not wait: skip the parking machinery (the client watch costs a
-    // coroutine pair and epoll changes) when a slot and a token are free.
-    if (permit now = ctx.gates.try_acquire(key)) {
-        ctx.metrics.queue_wait(clock::duration::zero());
-        co_return admission{std::move(now), true};
-    }
     auto r = co_await park(ctx.gates, std::move(key), client.socket());
     if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer
     if (r.ec) {

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <cstdio>
 #include <random>
@@ -67,6 +68,7 @@ std::string text_of(const tcp::endpoint& e) {
 // locks for itself.
 struct worker {
     origin_pool pool;                  // cleared by run() before the loop goes
+    std::pmr::unsynchronized_pool_resource field_blocks;  // for its sessions' field arenas
     std::optional<proxy_context> ctx;  // what this worker's sessions share
     asio::io_context ioc{1};           // run by exactly one thread; destroyed first
 };
@@ -89,7 +91,7 @@ int proxy_server::run() {
     for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<worker>());
     dns_resolver resolver(dns_threads);  // after the workers: its threads post to them until joined
     const std::string via = make_via();
-    for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_});
+    for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_, w->field_blocks});
     const auto stop_all = [&] {
         for (auto& w : workers) w->ioc.stop();
     };

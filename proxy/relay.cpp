@@ -99,7 +99,8 @@ namespace {
 
 // Small parts go out joined: one send() costs the kernel less than a sendmsg() of
 // several pieces, and copying a few KiB is cheaper still. Returns the joined buffer, or
-// an empty one when the parts should go out as they are.
+// an empty one when the parts should go out as they are. (Callers write either; a
+// helper coroutine for it would cost a frame per write.)
 asio::const_buffer join_if_small(std::span<const asio::const_buffer> parts, std::string& joined) {
     if (parts.size() < 2 || asio::buffer_size(parts) > coalesce_limit) return {};
     joined.clear();
@@ -107,36 +108,26 @@ asio::const_buffer join_if_small(std::span<const asio::const_buffer> parts, std:
     return asio::buffer(joined);
 }
 
-asio::awaitable<boost::system::error_code> write_parts(timed_socket& out, std::span<const asio::const_buffer> parts,
-                                                       std::string& joined) {
+// A body of known length (or none) that goes out with the same framing needs no parser:
+// the header with the bytes already buffered (the header alone when none are, so a slow
+// body does not hold it back), then reads straight into the chunk buffer, each written
+// as it arrives, until `remaining` is 0. Bytes past the body (a pipelined request)
+// stay in `in_buffer`.
+asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer, std::uint64_t remaining,
+                                            timed_socket& out, clock::duration idle, relay_buffers& scratch) {
+    const auto buffered = static_cast<std::size_t>(std::min<std::uint64_t>(in_buffer.size(), remaining));
+    std::array<asio::const_buffer, 2> pieces{asio::buffer(scratch.head),
+                                             asio::buffer(in_buffer.data().data(), buffered)};
+    const std::span<const asio::const_buffer> first(pieces.data(), buffered > 0 ? 2 : 1);
+    out.expires_after(idle);
     boost::system::error_code ec;
-    if (const auto one = join_if_small(parts, joined); one.size() > 0)
+    if (const auto one = join_if_small(first, scratch.joined); one.size() > 0)
         std::tie(ec, std::ignore) = co_await asio::async_write(out, one, use_tuple);
     else
-        std::tie(ec, std::ignore) = co_await asio::async_write(out, parts, use_tuple);
-    co_return ec;
-}
-
-// A body of known length that goes out with the same framing needs no parser: the bytes
-// already buffered (with the header, if it is still to go), then reads straight into
-// the chunk buffer, each written as it arrives, until `remaining` is 0. Bytes past the
-// body (a pipelined request) stay in `in_buffer`.
-asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer, std::uint64_t remaining,
-                                            timed_socket& out, clock::duration idle, relay_buffers& scratch,
-                                            bool head_sent) {
-    const auto buffered = static_cast<std::size_t>(std::min<std::uint64_t>(in_buffer.size(), remaining));
-    if (!head_sent || buffered > 0) {
-        std::array<asio::const_buffer, 2> pieces;
-        std::size_t count = 0;
-        if (!head_sent) pieces[count++] = asio::buffer(scratch.head);
-        if (buffered > 0) pieces[count++] = asio::buffer(in_buffer.data().data(), buffered);
-        const std::span<const asio::const_buffer> parts(pieces.data(), count);
-        out.expires_after(idle);
-        if (const auto ec = co_await write_parts(out, parts, scratch.joined); ec)
-            co_return relay_status{relay_end::write_failed, ec};
-        in_buffer.consume(buffered);
-        remaining -= buffered;
-    }
+        std::tie(ec, std::ignore) = co_await asio::async_write(out, first, use_tuple);
+    if (ec) co_return relay_status{relay_end::write_failed, ec};
+    in_buffer.consume(buffered);
+    remaining -= buffered;
     while (remaining > 0) {
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, relay_buffers::chunk_size));
         in.expires_after(idle);
@@ -152,31 +143,22 @@ asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer
     co_return relay_status{relay_end::done, {}};
 }
 
-}  // namespace
-
+// A chunked body, or one delimited by the origin's close, or one re-framed: Beast's
+// parser finds the body's end and hands over its bytes; they go out framed as the
+// outgoing header says.
 template <bool isRequest>
-asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer,
-                                    http::parser<isRequest, http::buffer_body, wire_allocator>& p, timed_socket& out,
-                                    clock::duration idle, relay_buffers& scratch, std::string_view added_fields) {
+asio::awaitable<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer,
+                                           http::parser<isRequest, http::buffer_body, wire_allocator>& p,
+                                           timed_socket& out, clock::duration idle, relay_buffers& scratch) {
     auto& message = p.get();
     const bool chunked = message.chunked();
-    scratch.head.clear();
-    serialize_head(message.base(), added_fields, scratch.head);
     bool head_sent = false;
-    if (p.is_done() || in_buffer.size() == 0) {
+    if (in_buffer.size() == 0) {  // the body is not here yet: the header goes now
         out.expires_after(idle);
         if (auto [ec, n] = co_await asio::async_write(out, asio::buffer(scratch.head), use_tuple); ec)
             co_return relay_status{relay_end::write_failed, ec};
-        if (p.is_done()) {
-            out.expires_never();
-            co_return relay_status{relay_end::done, {}};
-        }
         head_sent = true;
     }
-    if (const auto length = p.content_length_remaining(); length && !chunked)
-        co_return co_await relay_counted(in, in_buffer, *length, out, idle, scratch, head_sent);
-
-    // Chunked, or delimited by the origin's close: Beast's parser finds the body's end.
     // Beast reads as much as the buffer has room for: give it room, or a body arrives
     // in 512-byte reads.
     if (in_buffer.capacity() < relay_buffers::read_room) in_buffer.reserve(relay_buffers::read_room);
@@ -211,14 +193,33 @@ asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buf
         if (last && chunked) pieces[count++] = asio::buffer(last_chunk);
         const std::span<const asio::const_buffer> message_part(pieces.data(), count);
         out.expires_after(idle);
-        if (const auto wec = co_await write_parts(out, message_part, scratch.joined); wec)
-            co_return relay_status{relay_end::write_failed, wec};
+        boost::system::error_code wec;
+        if (const auto one = join_if_small(message_part, scratch.joined); one.size() > 0)
+            std::tie(wec, std::ignore) = co_await asio::async_write(out, one, use_tuple);
+        else
+            std::tie(wec, std::ignore) = co_await asio::async_write(out, message_part, use_tuple);
+        if (wec) co_return relay_status{relay_end::write_failed, wec};
         head_sent = true;
         if (last) break;
     }
     in.expires_never();
     out.expires_never();
     co_return relay_status{relay_end::done, {}};
+}
+
+}  // namespace
+
+// Not a coroutine itself: it picks one, so a message costs one coroutine frame.
+template <bool isRequest>
+asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer,
+                                    http::parser<isRequest, http::buffer_body, wire_allocator>& p, timed_socket& out,
+                                    clock::duration idle, relay_buffers& scratch, std::string_view added_fields) {
+    scratch.head.clear();
+    serialize_head(p.get().base(), added_fields, scratch.head);
+    if (p.is_done()) return relay_counted(in, in_buffer, 0, out, idle, scratch);  // no body: the header alone
+    if (const auto length = p.content_length_remaining(); length && !p.get().chunked())
+        return relay_counted(in, in_buffer, *length, out, idle, scratch);
+    return relay_parsed(in, in_buffer, p, out, idle, scratch);
 }
 
 template asio::awaitable<relay_status> relay<true>(timed_socket&, beast::flat_buffer&,

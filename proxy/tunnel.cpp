@@ -98,9 +98,13 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, timed_socket& client, beast
         co_return;
     }
 
-    auto admitted = co_await admit(ctx, client, host_key(host), false);
-    if (!admitted.granted) co_return;
-    permit slot = std::move(admitted.granted);
+    const std::string key = host_key(host);
+    permit slot = admit_at_once(ctx, key);
+    if (!slot) {
+        auto admitted = co_await admit(ctx, client, key, false);
+        if (!admitted.granted) co_return;
+        slot = std::move(admitted.granted);
+    }
     const host_policy& policy = slot.policy();
 
     timed_socket origin(co_await asio::this_coro::executor);

@@ -29,6 +29,11 @@ struct admission {
     bool keep = false;  ///< without a permit: whether the client connection may go on
 };
 
+/// A permit at once when the request would not wait at all (most do), without the
+/// parking machinery (the client watch costs a coroutine pair and epoll changes) or a
+/// coroutine frame; empty otherwise: then admit().
+permit admit_at_once(proxy_context& ctx, const std::string& key);
+
 /// park(), then answers a refusal (queue full, waited too long, shutting down) with
 /// 503 and Retry-After. `keep_alive`: whether an answer may leave the connection open.
 boost::asio::awaitable<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <memory>
+#include <memory_resource>
 #include <string>
 
 namespace politeproxy {
@@ -28,6 +29,9 @@ struct proxy_context {
     session_set& sessions;
     dns_resolver& resolver;
     const logger& log;
+    /// Where this worker's field arenas take their blocks (see field_arena); used only
+    /// on the worker's own thread.
+    std::pmr::memory_resource& field_blocks;
     /// The field line the proxy adds to every message it forwards: "Via: <via>\r\n"
     /// (last, so the positional initialisation above leaves it to its default).
     std::string via_line = "Via: " + via + "\r\n";

@@ -13,12 +13,13 @@ using wire_allocator = std::pmr::polymorphic_allocator<char>;
 using wire_fields = boost::beast::http::basic_fields<wire_allocator>;
 
 /// The arena of one request: hands out memory by bumping a pointer in blocks taken from
-/// the heap (the first, 1 KiB, when the first field arrives; each next one larger) and
-/// frees them all at once when the request ends. Everything allocated from it must be
-/// gone before it is.
+/// `blocks` (the first, 1 KiB, when the first field arrives; each next one larger) and
+/// gives them all back at once when the request ends. `blocks` is the worker's pool of
+/// such blocks, which keeps them for the next request instead of returning them to
+/// malloc. Everything allocated from the arena must be gone before it is.
 class field_arena {
 public:
-    field_arena() : resource_(first_block) {}
+    explicit field_arena(std::pmr::memory_resource& blocks) : resource_(first_block, &blocks) {}
     field_arena(const field_arena&) = delete;
     field_arena& operator=(const field_arena&) = delete;
 
