@@ -7,9 +7,10 @@
 #include "politeproxy/use_tuple.hpp"
 
 #include <boost/beast/http/field.hpp>
-#include <charconv>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/http/status.hpp>
+
+#include <charconv>
 
 
 namespace politeproxy {

@@ -30,8 +30,8 @@ bool always_hop_by_hop(http::field f) {
 }  // namespace
 
 void strip_hop_by_hop(wire_fields& fields) {
-    // The names Connection lists (views into its value, which stays put until the
-    // pass below reaches it: erasing other fields does not move it).
+    // The names Connection lists: views into its value, which stays where it is while
+    // the pass below erases other fields (it skips Connection, erased last).
     boost::container::small_vector<std::string_view, 8> named;
     for (const auto& f : fields)
         if (f.name() == http::field::connection)
@@ -42,17 +42,14 @@ void strip_hop_by_hop(wire_fields& fields) {
             }
     // One pass: a field goes when its name is one of the fixed set (compared as an
     // enum) or one Connection listed; Connection itself is erased last of all.
+    const auto listed = [&](std::string_view name) {
+        return std::any_of(named.begin(), named.end(), [&](std::string_view n) { return beast::iequals(n, name); });
+    };
     for (auto it = fields.begin(); it != fields.end();) {
-        const bool listed = !named.empty() && std::any_of(named.begin(), named.end(), [&](std::string_view n) {
-            return beast::iequals(n, it->name_string());
-        });
-        if (it->name() == http::field::connection) {
-            ++it;  // after the pass
-        } else if (always_hop_by_hop(it->name()) || listed) {
+        if (it->name() != http::field::connection && (always_hop_by_hop(it->name()) || listed(it->name_string())))
             it = fields.erase(it);
-        } else {
+        else
             ++it;
-        }
     }
     fields.erase(http::field::connection);
 }

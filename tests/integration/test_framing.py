@@ -4,7 +4,8 @@
 byte it saw). Each case runs on a client keep-alive connection to the proxy, mostly with
 a second request behind the first, so a framing error shows up as stray bytes or a
 corrupted second response:
-1. HEAD answered 200 with Transfer-Encoding: chunked and no body: header only.
+1. HEAD answered 200 with Transfer-Encoding: chunked, and with Content-Length: 5000,
+   and no body: header only.
 2. 204 and 304 with Transfer-Encoding: chunked and no body: header only.
 3. A close-delimited origin body: re-framed as chunked for an HTTP/1.1 client (which
    keeps its connection); raw, then close, for an HTTP/1.0 client.
@@ -15,9 +16,10 @@ corrupted second response:
    removed, Via added, end-to-end headers kept.
 7. Expect: 100-continue: the proxy answers 100 Continue, the origin gets the whole body
    and no Expect header, the client gets the final response.
-8. Pipelined: a POST with a 70000-byte Content-Length body and a GET behind it in one
-   write: the origin gets exactly the body, then the GET; the client gets the two
-   responses in order, the second a 100000-byte Content-Length body, byte for byte."""
+8. Pipelined: a POST with a 10-byte body and a GET behind it in one write (both arrive
+   with the header, so the body is cut from the buffered bytes), then the same with a
+   70000-byte body: the origin gets exactly each body, then the GET; the client gets
+   the responses in order, each GET's a 100000-byte Content-Length body, byte for byte."""
 import os
 import socket
 import sys
@@ -239,10 +241,12 @@ def case_head_chunked(t):
     host = "head." + DOMAIN
     head_resp = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                  b"Transfer-Encoding: chunked\r\n\r\n")
+    head_length_resp = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                        b"Content-Length: 5000\r\n\r\n")
 
     def handler(req):
         if req["method"] == "HEAD":
-            return head_resp, "keep"
+            return (head_length_resp if req["target"] == "/length" else head_resp), "keep"
         return ok(b"second response"), "keep"
     o = RawOrigin("head", handler)
     t.origins.append(o)
@@ -254,9 +258,17 @@ def case_head_chunked(t):
                 "HEAD: the proxy sent a chunk terminator after the header: %r" % raw[:600])
         expect_quiet(c, "HEAD answered 200 with Transfer-Encoding: chunked, no body")
         check_second(c, o, host, "after HEAD")
+        # Content-Length names the size of the body a GET would get: none follows
+        r, raw = exchange(c, req_bytes("HEAD", host, o.port, "/length"), "HEAD (length)",
+                          head=True, timeout=5)
+        H.check(r.status == 200 and r.header("Content-Length") == "5000",
+                "HEAD with Content-Length: status %d, raw %r" % (r.status, raw[:600]))
+        expect_quiet(c, "HEAD answered 200 with Content-Length: 5000, no body")
+        check_second(c, o, host, "after HEAD with Content-Length")
     finally:
         c.close()
-    H.log("HEAD with a chunked 200: header only, second request clean (%s)" % o.summary())
+    H.log("HEAD with a chunked 200 and with Content-Length: header only, second request"
+          " clean (%s)" % o.summary())
 
 
 def case_204_304_chunked(t):
@@ -533,33 +545,36 @@ def case_pipelined(t):
         ok(("got %d bytes" % len(req["body"])).encode()) if req["method"] == "POST"
         else ok(big), "keep"))
     t.origins.append(o)
-    upload = bytes((i * 7 + 1) % 256 for i in range(70000))
+    uploads = [b"0123456789", bytes((i * 7 + 1) % 256 for i in range(70000))]
     c = Client(t.p.port)
     try:
-        what = "pipelined POST + GET"
-        m = c.mark()
-        c.send(req_bytes("POST", host, o.port, "/upload", headers=(
-            "Content-Length: %d\r\n" % len(upload))) + upload
-            + req_bytes("GET", host, o.port, "/big"))
-        first = c.read_response(timeout=10)
-        H.check(first is not None and first.status == 200 and first.body == b"got 70000 bytes",
-                "%s: first response %r body %r; received %r; %s"
-                % (what, first, first and first.body[:100], c.since(m)[:400], o.summary()))
-        second = c.read_response(timeout=10)
-        H.check(second is not None and second.status == 200 and second.body == big,
-                "%s: second response %r, body of %s bytes (equal: %s); %s"
-                % (what, second, second and len(second.body), second and second.body == big,
-                   o.summary()))
-        expect_quiet(c, what)
+        for upload in uploads:
+            what = "pipelined POST (%d-byte body) + GET" % len(upload)
+            m = c.mark()
+            c.send(req_bytes("POST", host, o.port, "/upload", headers=(
+                "Content-Length: %d\r\n" % len(upload))) + upload
+                + req_bytes("GET", host, o.port, "/big"))
+            first = c.read_response(timeout=10)
+            want = ("got %d bytes" % len(upload)).encode()
+            H.check(first is not None and first.status == 200 and first.body == want,
+                    "%s: first response %r body %r; received %r; %s"
+                    % (what, first, first and first.body[:100], c.since(m)[:400], o.summary()))
+            second = c.read_response(timeout=10)
+            H.check(second is not None and second.status == 200 and second.body == big,
+                    "%s: second response %r, body of %s bytes (equal: %s); %s"
+                    % (what, second, second and len(second.body),
+                       second and second.body == big, o.summary()))
+            expect_quiet(c, what)
     finally:
         c.close()
     reqs = o.reqs()
-    H.check([r["method"] for r in reqs] == ["POST", "GET"] and reqs[0]["body"] == upload,
-            "pipelined: origin saw %s; POST body %d bytes (equal: %s)"
-            % ([(r["method"], r["target"]) for r in reqs], len(reqs[0]["body"]) if reqs else 0,
-               bool(reqs) and reqs[0]["body"] == upload))
-    H.log("pipelined: origin got the 70000-byte body then the GET; client got both"
-          " responses, the second 100000 bytes exact")
+    H.check([r["method"] for r in reqs] == ["POST", "GET"] * 2
+            and [r["body"] for r in reqs[::2]] == uploads,
+            "pipelined: origin saw %s; POST bodies %s bytes (equal: %s)"
+            % ([(r["method"], r["target"]) for r in reqs], [len(r["body"]) for r in reqs[::2]],
+               [r["body"] for r in reqs[::2]] == uploads))
+    H.log("pipelined: origin got each body exactly, then the GET; client got both"
+          " responses each time, the GET's 100000 bytes exact")
 
 
 CASES = [
