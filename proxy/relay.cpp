@@ -40,7 +40,7 @@ void append_fields(const wire_fields& fields, std::string_view added_fields, std
     out += crlf;
 }
 
-constexpr std::size_t kept_per_thread = 32;
+constexpr std::size_t kept_per_thread = 256;
 
 // Each worker runs on one thread: its sessions lend and give back on it, lock-free.
 thread_local std::vector<std::unique_ptr<relay_buffers>> free_buffers;
@@ -110,7 +110,7 @@ asio::const_buffer join_if_small(std::span<const asio::const_buffer> parts, std:
 
 // A body of known length (or none) that goes out with the same framing needs no parser:
 // the header with the bytes already buffered (the header alone when none are, so a slow
-// body does not hold it back), then reads straight into the chunk buffer, each written
+// body does not hold it back), then reads straight into the body buffer, each written
 // as it arrives, until `remaining` is 0. Bytes past the body (a pipelined request)
 // stay in `in_buffer`.
 asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer, std::uint64_t remaining,
@@ -131,11 +131,11 @@ asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer
     while (remaining > 0) {
         const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, relay_buffers::chunk_size));
         in.expires_after(idle);
-        auto [rec, n] = co_await in.async_read_some(asio::buffer(scratch.chunk.get(), want), use_tuple);
+        auto [rec, n] = co_await in.async_read_some(asio::buffer(scratch.body_buffer(), want), use_tuple);
         if (rec) co_return relay_status{relay_end::read_failed, rec};  // EOF here is a truncated body
         remaining -= n;
         out.expires_after(idle);
-        if (auto [wec, wn] = co_await asio::async_write(out, asio::buffer(scratch.chunk.get(), n), use_tuple); wec)
+        if (auto [wec, wn] = co_await asio::async_write(out, asio::buffer(scratch.body_buffer(), n), use_tuple); wec)
             co_return relay_status{relay_end::write_failed, wec};
     }
     in.expires_never();
@@ -164,7 +164,7 @@ asio::awaitable<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer&
     if (in_buffer.capacity() < relay_buffers::read_room) in_buffer.reserve(relay_buffers::read_room);
     auto& body = message.body();
     for (;;) {
-        body.data = scratch.chunk.get();
+        body.data = scratch.body_buffer();
         body.size = relay_buffers::chunk_size;
         in.expires_after(idle);
         // read_some: pass on what has arrived, do not wait for a full chunk (streaming
@@ -187,7 +187,7 @@ asio::awaitable<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer&
                 *end++ = '\n';
                 pieces[count++] = asio::buffer(size_line, static_cast<std::size_t>(end - size_line));
             }
-            pieces[count++] = asio::buffer(scratch.chunk.get(), got);
+            pieces[count++] = asio::buffer(scratch.body_buffer(), got);
             if (chunked) pieces[count++] = asio::buffer(crlf);
         }
         if (last && chunked) pieces[count++] = asio::buffer(last_chunk);

@@ -14,9 +14,11 @@
 
 namespace politeproxy {
 
-/// Scratch space for relaying one request and its response (about 80 KiB). Lent by
-/// the worker thread for as long as the request is forwarded (see lend()), so an idle
-/// or parked client connection holds none, and a busy one allocates none.
+/// Scratch space for relaying one request and its response: 16 KiB of read room, and a
+/// 64 KiB body buffer once a body has to be streamed (one that came with its header
+/// does not). Lent by the worker thread for as long as the request is forwarded (see
+/// lend()), so an idle or parked client connection holds none, and a busy one
+/// allocates none.
 struct relay_buffers {
     /// Body bytes read at once: large bodies cost a few big reads and writes, not many
     /// small ones (the kernel's cost is per call and per segment more than per byte).
@@ -29,13 +31,20 @@ struct relay_buffers {
     };
     using loan = std::unique_ptr<relay_buffers, give_back>;
 
-    /// Buffers from this thread's free list (kept up to a few dozen), or new ones.
+    /// Buffers from this thread's free list, or new ones. The list keeps up to 256 sets
+    /// given back (enough for that many requests at once without a malloc).
     static loan lend();
+
+    /// The body buffer (chunk_size bytes), allocated on first use.
+    char* body_buffer() {
+        if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(chunk_size);
+        return chunk.get();
+    }
 
     std::string head;    ///< the outgoing start line and header fields
     std::string joined;  ///< small message parts copied together for one write
     std::string added;   ///< fields the proxy adds to a response
-    std::unique_ptr<char[]> chunk = std::make_unique_for_overwrite<char[]>(chunk_size);  ///< body bytes in transit
+    std::unique_ptr<char[]> chunk;  ///< body bytes in transit; see body_buffer()
     boost::beast::flat_buffer from_origin;  ///< what was read from the origin and not yet parsed
 };
 
