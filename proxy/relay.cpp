@@ -97,15 +97,15 @@ void serialize_head(const http::response_header<wire_fields>& header, std::strin
 
 namespace {
 
-// Small parts go out joined: one send() costs the kernel less than a sendmsg() of
-// several pieces, and copying a few KiB is cheaper still. Returns the joined buffer, or
-// an empty one when the parts should go out as they are. (Callers write either; a
-// helper coroutine for it would cost a frame per write.)
-asio::const_buffer join_if_small(std::span<const asio::const_buffer> parts, std::string& joined) {
-    if (parts.size() < 2 || asio::buffer_size(parts) > coalesce_limit) return {};
+// Writes `parts`; small ones joined first: one send() costs the kernel less than a
+// sendmsg() of several pieces, and copying a few KiB is cheaper still. Not a coroutine
+// (no frame of its own): it hands back the write for the caller to co_await at once.
+asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> write_parts(
+    timed_socket& out, std::span<const asio::const_buffer> parts, std::string& joined) {
+    if (parts.size() < 2 || asio::buffer_size(parts) > coalesce_limit) return asio::async_write(out, parts, use_tuple);
     joined.clear();
     for (const auto& part : parts) joined.append(static_cast<const char*>(part.data()), part.size());
-    return asio::buffer(joined);
+    return asio::async_write(out, asio::buffer(joined), use_tuple);
 }
 
 // A body of known length (or none) that goes out with the same framing needs no parser:
@@ -120,12 +120,8 @@ asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer
                                              asio::buffer(in_buffer.data().data(), buffered)};
     const std::span<const asio::const_buffer> first(pieces.data(), buffered > 0 ? 2 : 1);
     out.expires_after(idle);
-    boost::system::error_code ec;
-    if (const auto one = join_if_small(first, scratch.joined); one.size() > 0)
-        std::tie(ec, std::ignore) = co_await asio::async_write(out, one, use_tuple);
-    else
-        std::tie(ec, std::ignore) = co_await asio::async_write(out, first, use_tuple);
-    if (ec) co_return relay_status{relay_end::write_failed, ec};
+    if (auto [ec, n] = co_await write_parts(out, first, scratch.joined); ec)
+        co_return relay_status{relay_end::write_failed, ec};
     in_buffer.consume(buffered);
     remaining -= buffered;
     while (remaining > 0) {
@@ -193,12 +189,8 @@ asio::awaitable<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer&
         if (last && chunked) pieces[count++] = asio::buffer(last_chunk);
         const std::span<const asio::const_buffer> message_part(pieces.data(), count);
         out.expires_after(idle);
-        boost::system::error_code wec;
-        if (const auto one = join_if_small(message_part, scratch.joined); one.size() > 0)
-            std::tie(wec, std::ignore) = co_await asio::async_write(out, one, use_tuple);
-        else
-            std::tie(wec, std::ignore) = co_await asio::async_write(out, message_part, use_tuple);
-        if (wec) co_return relay_status{relay_end::write_failed, wec};
+        if (auto [wec, wn] = co_await write_parts(out, message_part, scratch.joined); wec)
+            co_return relay_status{relay_end::write_failed, wec};
         head_sent = true;
         if (last) break;
     }
