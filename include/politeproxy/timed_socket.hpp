@@ -21,18 +21,18 @@ namespace politeproxy {
 /// `expires_after`/`expires_at` set the deadline for the operations that follow; when
 /// it passes with an operation pending, the socket is closed and the operation fails
 /// with beast::error::timeout (as does one started after it passed, unless it can
-/// complete at once). Operations started on
-/// socket() directly (a wait for readability) are not timed, and not cancelled by a
-/// deadline that passes while none of this object's operations is pending. One watchdog timer
-/// per socket fires no later than the deadline; when the deadline has moved on (it
-/// usually has: every request pushes it forward), it goes back to sleep until the new
-/// one. So a busy connection costs one timer wake-up per timeout period, not two timer
-/// operations per read or write.
+/// complete at once). Operations started on socket() directly (a wait for readability)
+/// are not timed, and not cancelled by a deadline that passes while none of this
+/// object's operations is pending. One watchdog timer per socket fires no later than
+/// the deadline; when the deadline has moved on (it usually has: every request pushes
+/// it forward), it goes back to sleep until the new one. So a busy connection costs one
+/// timer wake-up per timeout period, not two timer operations per read or write.
 ///
 /// Reads and writes go to the socket with the caller's buffers unchanged, so a single
 /// buffer is one send()/recv(). Models Asio's AsyncReadStream and AsyncWriteStream.
 ///
-/// Thread safety: as a socket; use it from its executor (a single-threaded loop).
+/// Thread safety: as a socket; use it from its executor (a single-threaded loop). Like
+/// any Asio I/O object it must outlive the handlers of its pending operations.
 class timed_socket {
     struct state;
 
