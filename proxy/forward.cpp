@@ -132,7 +132,12 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
     out.target(target.path);
     out.set(http::field::host, target.host_header);
     out.version(11);
-    const std::string pool_key = key + ":" + std::to_string(target.port);
+    // "host:port", in lent storage (no allocation once warm)
+    std::string& pool_key = scratch.pool_key;
+    pool_key.assign(key);
+    pool_key += ':';
+    char port_digits[8];
+    pool_key.append(port_digits, std::to_chars(port_digits, port_digits + sizeof port_digits, target.port).ptr);
 
     // A pooled connection the origin closed meanwhile fails before any response byte.
     // An idempotent request without a body is then sent once more, on a new connection.

@@ -43,7 +43,8 @@ struct relay_buffers {
 
     std::string head;    ///< the outgoing start line and header fields
     std::string joined;  ///< small message parts copied together for one write
-    std::string added;   ///< fields the proxy adds to a response
+    std::string added;     ///< fields the proxy adds to a response
+    std::string pool_key;  ///< the origin's key in the connection pool ("host:port")
     std::unique_ptr<char[]> chunk;  ///< body bytes in transit; see body_buffer()
     boost::beast::flat_buffer from_origin;  ///< what was read from the origin and not yet parsed
 };
