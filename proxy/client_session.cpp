@@ -83,10 +83,10 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
             const std::string details = "client " + peer.address().to_string() + " is not in security.allow_clients";
             co_await send_answer(ctx, client, errc::client_denied, details, false);
         } else if (header.get().method() == http::verb::connect) {
-            co_await run_tunnel(ctx, client, buffer, header);
+            co_await run_tunnel(ctx, *cfg, client, buffer, header);
             break;  // a refusal must still reach the client (see close_gracefully)
         } else {
-            keep = co_await forward_request(ctx, client, buffer, header);
+            keep = co_await forward_request(ctx, *cfg, client, buffer, header);
         }
         if (!keep) break;
     }

@@ -95,7 +95,7 @@ std::variant<origin_target, target_error> parse_target(std::string_view target) 
 
 }  // namespace
 
-asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
+asio::awaitable<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
                                       request_header_parser& header) {
     const auto& req = header.get();
     const unsigned client_version = req.version();
@@ -146,7 +146,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
         const bool reused = origin.has_value();
         if (!reused) {
             origin.emplace(co_await asio::this_coro::executor);
-            if (auto failure = co_await connect_origin(*ctx.gates.current_config(), ctx.resolver, *origin, target.host,
+            if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, target.host,
                                                        target.port, policy.timeouts.connect)) {
                 slot.set_outcome(outcome_of(failure->why));
                 if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
@@ -176,7 +176,6 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
         origin_buffer.clear();  // whatever a previous connection left is not ours
         std::optional<http::response_parser<http::buffer_body, wire_allocator>> response;
         boost::system::error_code ec;
-        const auto limits = ctx.gates.current_config()->limits;
         // Interim (1xx) responses are dropped; a bounded number of them, as each takes
         // its own header memory from the request's arena.
         int interim = 0;
@@ -186,7 +185,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client, 
                 break;
             }
             response.emplace(std::piecewise_construct, std::make_tuple(), std::make_tuple(out.get_allocator()));
-            response->header_limit(static_cast<std::uint32_t>(limits.response_header_bytes));
+            response->header_limit(static_cast<std::uint32_t>(cfg.limits.response_header_bytes));
             response->body_limit(boost::none);
             if (method == http::verb::head) response->skip(true);
             origin->expires_after(policy.timeouts.response_headers);

@@ -72,7 +72,7 @@ asio::awaitable<void> idle_watch(tunnel_state& t, clock::duration idle) {
 
 }  // namespace
 
-asio::awaitable<void> run_tunnel(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
+asio::awaitable<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
                                  request_header_parser& header) {
     const auto authority = boost::urls::parse_authority(header.get().target());
     if (!authority || !authority->has_port() || authority->port_number() == 0 || authority->has_userinfo()) {
@@ -87,8 +87,7 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, timed_socket& client, beast
     }
     const std::string host = authority->host_address();
     const std::uint16_t port = authority->port_number();
-    const auto cfg = ctx.gates.current_config();
-    if (!cfg->connect_port_allowed(port)) {
+    if (!cfg.connect_port_allowed(port)) {
         const std::string details = "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports";
         co_await send_answer(ctx, client, errc::connect_port_denied, details, false);
         co_return;
@@ -108,7 +107,7 @@ asio::awaitable<void> run_tunnel(proxy_context& ctx, timed_socket& client, beast
     const host_policy& policy = slot.policy();
 
     timed_socket origin(co_await asio::this_coro::executor);
-    if (auto failure = co_await connect_origin(*cfg, ctx.resolver, origin, host, port, policy.timeouts.connect)) {
+    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, host, port, policy.timeouts.connect)) {
         slot.set_outcome(outcome_of(failure->why));
         if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
         co_await send_answer(ctx, client, failure->why, failure->details, false);

@@ -17,8 +17,9 @@ using request_header_parser = boost::beast::http::request_parser<boost::beast::h
 /// has been read: parks it at its host's gate, sends it to the origin over a pooled
 /// keep-alive connection, and streams both bodies. Answers the client exactly once,
 /// either with the origin's response or with one of the proxy's own answers.
-/// Returns true when the client connection may carry another request.
-boost::asio::awaitable<bool> forward_request(proxy_context& ctx, timed_socket& client,
+/// Returns true when the client connection may carry another request. `cfg` is the
+/// config the session read this request under (it outlives the call).
+boost::asio::awaitable<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client,
                                              boost::beast::flat_buffer& buffer,
                                              request_header_parser& header);
 

@@ -9,8 +9,9 @@ namespace politeproxy {
 
 /// Opens a CONNECT tunnel for a request whose header has been read. The tunnel holds one
 /// slot of its host's gate while it is open, forwards half-close both ways, and closes
-/// after timeouts.idle without traffic. The client connection ends with it.
-boost::asio::awaitable<void> run_tunnel(proxy_context& ctx, timed_socket& client,
+/// after timeouts.idle without traffic. The client connection ends with it. `cfg` is
+/// the config the session read this request under (it outlives the call).
+boost::asio::awaitable<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client,
                                         boost::beast::flat_buffer& buffer, request_header_parser& header);
 
 }  // namespace politeproxy
