@@ -8,11 +8,11 @@
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_connect.hpp"
+#include "politeproxy/read_header.hpp"
 #include "politeproxy/session_set.hpp"
 
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/http/read.hpp>
 
 #include <array>
 
@@ -67,7 +67,7 @@ asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket)
         header.body_limit(boost::none);
         client.expires_after(cfg->defaults.timeouts.idle);
         registered.get().idle = buffer.size() == 0;  // a drain may close us while we wait
-        auto [rec, n] = co_await http::async_read_header(client, buffer, header, use_tuple);
+        const auto rec = co_await read_header(client, buffer, header);
         registered.get().idle = false;
         if (rec == http::error::end_of_stream || rec == beast::error::timeout ||
             rec == asio::error::connection_reset || rec == asio::error::operation_aborted)

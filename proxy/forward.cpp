@@ -10,6 +10,7 @@
 #include "politeproxy/origin_connect.hpp"
 #include "politeproxy/origin_pool.hpp"
 #include "politeproxy/park.hpp"
+#include "politeproxy/read_header.hpp"
 #include "politeproxy/relay.hpp"
 #include "politeproxy/retry_after.hpp"
 #include "politeproxy/use_tuple.hpp"
@@ -18,7 +19,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/url/parse.hpp>
 
 #include <charconv>
@@ -189,7 +189,7 @@ asio::awaitable<bool> forward_request(proxy_context& ctx, const config& cfg, tim
             response->body_limit(boost::none);
             if (method == http::verb::head) response->skip(true);
             origin->expires_after(policy.timeouts.response_headers);
-            std::tie(ec, std::ignore) = co_await http::async_read_header(*origin, origin_buffer, *response, use_tuple);
+            ec = co_await read_header(*origin, origin_buffer, *response);
         } while (!ec && is_interim(response->get().result_int()));
         if (ec) {
             const bool timed_out = ec == beast::error::timeout;
