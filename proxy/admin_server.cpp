@@ -1,5 +1,5 @@
 #include "politeproxy/admin_server.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/hosts_view.hpp"
@@ -7,10 +7,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
@@ -60,7 +57,7 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
     return res;
 }
 
-asio::awaitable<void> serve(tcp::socket socket, admin_view view) {
+task<void> serve(tcp_socket socket, admin_view view) {
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     for (;;) {
@@ -75,13 +72,13 @@ asio::awaitable<void> serve(tcp::socket socket, admin_view view) {
         if (wec || !keep) break;
     }
     boost::system::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream.socket().shutdown(tcp_socket::shutdown_send, ignored);
 }
 
 }  // namespace
 
-asio::awaitable<void> run_admin_listener(tcp::acceptor& acceptor, admin_view view) {
-    asio::steady_timer pause(co_await asio::this_coro::executor);
+task<void> run_admin_listener(tcp_acceptor& acceptor, admin_view view) {
+    steady_timer pause(co_await asio::this_coro::executor);
     for (;;) {
         auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
         if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
@@ -90,8 +87,7 @@ asio::awaitable<void> run_admin_listener(tcp::acceptor& acceptor, admin_view vie
             co_await pause.async_wait(use_tuple);
             continue;
         }
-        auto ex = asio::make_strand(acceptor.get_executor());
-        asio::co_spawn(ex, serve(std::move(socket), view), asio::detached);
+        asio::co_spawn(acceptor.get_executor(), serve(std::move(socket), view), asio::detached);
     }
 }
 

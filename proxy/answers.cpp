@@ -4,7 +4,7 @@
 #include "politeproxy/log.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/proxy_context.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/write.hpp>
@@ -81,7 +81,7 @@ answer make_answer(errc why, std::string_view details, bool keep_alive,
     return res;
 }
 
-asio::awaitable<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::string_view details,
+task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::string_view details,
                                   bool keep_alive, std::optional<clock::duration> retry_after) {
     ctx.metrics.rejected(why);
     if (ctx.log.enabled(log_level::debug))

@@ -1,5 +1,5 @@
 #include "politeproxy/client_session.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include "politeproxy/address_filter.hpp"
 #include "politeproxy/answers.hpp"
@@ -12,7 +12,6 @@
 #include "politeproxy/session_set.hpp"
 
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <array>
 
@@ -32,9 +31,9 @@ bool client_allowed(const config& cfg, const tcp::endpoint& peer) {
 
 // Closing with unread request bytes makes the kernel send a reset that can destroy the
 // answer just written; half-close first and drain briefly (RFC 9112 section 9.6).
-asio::awaitable<void> close_gracefully(timed_socket& client) {
+task<void> close_gracefully(timed_socket& client) {
     boost::system::error_code ec;
-    client.socket().shutdown(tcp::socket::shutdown_send, ec);
+    client.socket().shutdown(tcp_socket::shutdown_send, ec);
     if (ec) co_return;
     client.expires_after(lingering_close);
     std::array<char, 4096> sink;
@@ -46,7 +45,7 @@ asio::awaitable<void> close_gracefully(timed_socket& client) {
 
 }  // namespace
 
-asio::awaitable<void> run_client_session(proxy_context& ctx, tcp::socket socket) {
+task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
     connection_tracker tracked(ctx.metrics, connection_side::client, connection_protocol::http1);
     boost::system::error_code ec;
     socket.set_option(tcp::no_delay(true), ec);

@@ -1,8 +1,7 @@
 #include "politeproxy/dns_resolver.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 
 #include <netdb.h>
@@ -45,8 +44,8 @@ dns_resolver::result lookup(const std::string& host, std::uint16_t port) {
 // Shared by the waiting coroutine and the look-up thread; the timer is only touched on
 // the coroutine's executor.
 struct pending_lookup {
-    explicit pending_lookup(asio::any_io_executor ex) : timer(std::move(ex)) {}
-    asio::steady_timer timer;
+    explicit pending_lookup(executor ex) : timer(std::move(ex)) {}
+    steady_timer timer;
     std::mutex mutex;
     bool done = false;
     dns_resolver::result r;
@@ -61,7 +60,7 @@ dns_resolver::~dns_resolver() {
     pool_.join();
 }
 
-asio::awaitable<dns_resolver::result> dns_resolver::resolve(std::string host, std::uint16_t port,
+task<dns_resolver::result> dns_resolver::resolve(std::string host, std::uint16_t port,
                                                             clock::time_point deadline) {
     auto p = std::make_shared<pending_lookup>(co_await asio::this_coro::executor);
     p->timer.expires_at(deadline);

@@ -13,7 +13,7 @@
 #include "politeproxy/read_header.hpp"
 #include "politeproxy/relay.hpp"
 #include "politeproxy/retry_after.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/write.hpp>
@@ -95,7 +95,7 @@ std::variant<origin_target, target_error> parse_target(std::string_view target) 
 
 }  // namespace
 
-asio::awaitable<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
+task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
                                       request_header_parser& header) {
     const auto& req = header.get();
     const unsigned client_version = req.version();

@@ -2,11 +2,8 @@
 
 #include "politeproxy/error.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -23,8 +20,8 @@ std::size_t shard_of(const std::string& key, std::size_t count) {
 
 // A parked request: the gate's intrusive node plus the timer its coroutine sleeps on.
 struct async_waiter : gate::waiter, std::enable_shared_from_this<async_waiter> {
-    explicit async_waiter(asio::any_io_executor ex) : timer(std::move(ex)) {}
-    asio::steady_timer timer;
+    explicit async_waiter(executor ex) : timer(std::move(ex)) {}
+    steady_timer timer;
 };
 
 using wake_list = std::vector<std::shared_ptr<async_waiter>>;
@@ -112,7 +109,7 @@ permit host_gates::try_acquire(const std::string& key) {
     return permit(this, std::move(entry), std::move(policy), {}, epoch);
 }
 
-asio::awaitable<acquire_result> host_gates::acquire(std::string key) {
+task<acquire_result> host_gates::acquire(std::string key) {
     if (permit p = try_acquire(key)) co_return acquire_result{std::move(p), {}, {}};
     shard& s = shards_[shard_of(key, shard_count)];
     std::shared_ptr<host_entry> entry;
@@ -171,7 +168,7 @@ asio::awaitable<acquire_result> host_gates::acquire(std::string key) {
             wake_at = std::min(deadline, w->wake_at());
         }
         w->timer.expires_at(wake_at);
-        auto [ec] = co_await w->timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        auto [ec] = co_await w->timer.async_wait(use_tuple);
         if (ec) {
             // A poke cancels the timer too; only the coroutine's own cancellation state
             // says the caller gave up.

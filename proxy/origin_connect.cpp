@@ -3,7 +3,7 @@
 #include "politeproxy/config.hpp"
 #include "politeproxy/dns_resolver.hpp"
 #include "politeproxy/host_key.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -22,7 +22,7 @@ ip_bytes bytes_of(const asio::ip::address& a) {
     return b;
 }
 
-asio::awaitable<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resolver& resolver,
+task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resolver& resolver,
                                                                timed_socket& stream, std::string_view host,
                                                                std::uint16_t port, clock::duration timeout) {
     const auto deadline = clock::now() + timeout;

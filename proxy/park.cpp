@@ -1,5 +1,5 @@
 #include "politeproxy/park.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include "politeproxy/answers.hpp"
 #include "politeproxy/error.hpp"
@@ -7,7 +7,6 @@
 #include "politeproxy/proxy_context.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <sys/socket.h>
 
@@ -22,19 +21,19 @@ namespace {
 
 
 // Completes when the client has gone, or when cancelled.
-asio::awaitable<void> client_gone(tcp::socket& client) {
-    auto [ec] = co_await client.async_wait(tcp::socket::wait_read, use_tuple);
+task<void> client_gone(tcp_socket& client) {
+    auto [ec] = co_await client.async_wait(tcp_socket::wait_read, use_tuple);
     if (ec) co_return;
     char byte;
     const ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) co_return;
     // Bytes are waiting (a body): an orderly close hides behind them; errors do not.
-    co_await client.async_wait(tcp::socket::wait_error, use_tuple);
+    co_await client.async_wait(tcp_socket::wait_error, use_tuple);
 }
 
 }  // namespace
 
-asio::awaitable<acquire_result> park(host_gates& gates, std::string key, tcp::socket& client) {
+task<acquire_result> park(host_gates& gates, std::string key, tcp_socket& client) {
     auto result = co_await (gates.acquire(std::move(key)) || client_gone(client));
     if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
     co_return std::move(std::get<0>(result));
@@ -46,7 +45,7 @@ permit admit_at_once(proxy_context& ctx, const std::string& key) {
     return now;
 }
 
-asio::awaitable<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
+task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
                                  bool keep_alive) {
     auto r = co_await park(ctx.gates, std::move(key), client.socket());
     if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer

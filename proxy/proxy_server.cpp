@@ -1,5 +1,5 @@
 #include "politeproxy/proxy_server.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include "politeproxy/admin_server.hpp"
 #include "politeproxy/client_session.hpp"
@@ -15,8 +15,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <malloc.h>
 
@@ -48,11 +46,11 @@ std::string make_via() {
     return std::string("1.1 politeproxy-") + id;
 }
 
-tcp::acceptor bind(asio::io_context& ioc, const listen_address& where) {
+tcp_acceptor bind(asio::io_context& ioc, const listen_address& where) {
     const tcp::endpoint endpoint(asio::ip::make_address(where.host), where.port);
-    tcp::acceptor acceptor(ioc);
+    tcp_acceptor acceptor(ioc);
     acceptor.open(endpoint.protocol());
-    acceptor.set_option(tcp::acceptor::reuse_address(true));
+    acceptor.set_option(tcp_acceptor::reuse_address(true));
     acceptor.bind(endpoint);
     acceptor.listen(asio::socket_base::max_listen_connections);
     return acceptor;
@@ -103,16 +101,16 @@ int proxy_server::run() {
 
     // Accepting, signals, the admin listener and shutdown run on the first worker.
     asio::io_context& control = workers.front()->ioc;
-    tcp::acceptor proxy_acceptor = bind(control, cfg_->listen);
-    tcp::acceptor admin_acceptor = bind(control, cfg_->admin_listen);
+    tcp_acceptor proxy_acceptor = bind(control, cfg_->listen);
+    tcp_acceptor admin_acceptor = bind(control, cfg_->admin_listen);
 
     // The line tests and scripts wait for: both listeners are bound.
     std::fprintf(stderr, "politeproxy: listening proxy=%s admin=%s\n", text_of(proxy_acceptor.local_endpoint()).c_str(),
                  text_of(admin_acceptor.local_endpoint()).c_str());
     std::fflush(stderr);
 
-    asio::co_spawn(control, [&]() -> asio::awaitable<void> {
-        asio::steady_timer pause(control);
+    asio::co_spawn(control, [&]() -> task<void> {
+        steady_timer pause(control);
         for (std::size_t next = 0;; next = (next + 1) % workers.size()) {
             worker& target = *workers[next];
             auto [ec, socket] = co_await proxy_acceptor.async_accept(target.ioc, use_tuple);
@@ -144,11 +142,11 @@ int proxy_server::run() {
                    asio::detached);
 
     // Each worker sweeps its own pool; the first also evicts idle gates.
-    std::vector<std::unique_ptr<asio::steady_timer>> housekeeping;
+    std::vector<std::unique_ptr<steady_timer>> housekeeping;
     for (auto& w : workers) {
-        auto& timer = *housekeeping.emplace_back(std::make_unique<asio::steady_timer>(w->ioc));
+        auto& timer = *housekeeping.emplace_back(std::make_unique<steady_timer>(w->ioc));
         const bool evicts = w == workers.front();
-        asio::co_spawn(w->ioc, [&, evicts, pool = &w->pool]() -> asio::awaitable<void> {
+        asio::co_spawn(w->ioc, [&, evicts, pool = &w->pool]() -> task<void> {
             for (;;) {
                 timer.expires_after(housekeeping_period);
                 if (auto [ec] = co_await timer.async_wait(use_tuple); ec) co_return;
@@ -161,7 +159,7 @@ int proxy_server::run() {
     }
 
     asio::signal_set reload_signal(control, SIGHUP);
-    asio::co_spawn(control, [&]() -> asio::awaitable<void> {
+    asio::co_spawn(control, [&]() -> task<void> {
         for (;;) {
             auto [ec, signo] = co_await reload_signal.async_wait(use_tuple);
             if (ec) co_return;
@@ -170,7 +168,7 @@ int proxy_server::run() {
     }, asio::detached);
 
     asio::signal_set stop_signals(control, SIGINT, SIGTERM);
-    asio::co_spawn(control, [&]() -> asio::awaitable<void> {
+    asio::co_spawn(control, [&]() -> task<void> {
         auto [ec, signo] = co_await stop_signals.async_wait(use_tuple);
         if (ec) co_return;
         log_.write(log_level::info, "server", "signal " + std::to_string(signo) + ": draining");
@@ -186,7 +184,7 @@ int proxy_server::run() {
         proxy_acceptor.close(ignored);
         gates.close();
         sessions.close_idle();
-        asio::steady_timer drain(control);
+        steady_timer drain(control);
         const auto deadline = clock::now() + gates.current_config()->drain_timeout;
         while (sessions.size() > 0 && clock::now() < deadline) {
             drain.expires_after(drain_poll);

@@ -1,5 +1,5 @@
 #include "politeproxy/read_header.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include <boost/beast/http/error.hpp>
 
@@ -18,7 +18,7 @@ constexpr std::size_t most_read = 64 * 1024;
 }  // namespace
 
 template <bool isRequest>
-asio::awaitable<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat_buffer& buffer,
+task<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat_buffer& buffer,
                                                       http::basic_parser<isRequest>& parser) {
     boost::system::error_code ec;
     for (;;) {
@@ -41,9 +41,9 @@ asio::awaitable<boost::system::error_code> read_header(timed_socket& in, boost::
     }
 }
 
-template asio::awaitable<boost::system::error_code> read_header<true>(timed_socket&, boost::beast::flat_buffer&,
+template task<boost::system::error_code> read_header<true>(timed_socket&, boost::beast::flat_buffer&,
                                                                      http::basic_parser<true>&);
-template asio::awaitable<boost::system::error_code> read_header<false>(timed_socket&, boost::beast::flat_buffer&,
+template task<boost::system::error_code> read_header<false>(timed_socket&, boost::beast::flat_buffer&,
                                                                       http::basic_parser<false>&);
 
 }  // namespace politeproxy

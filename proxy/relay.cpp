@@ -1,5 +1,5 @@
 #include "politeproxy/relay.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
@@ -100,9 +100,11 @@ namespace {
 // Writes `parts`; small ones joined first: one send() costs the kernel less than a
 // sendmsg() of several pieces, and copying a few KiB is cheaper still. Not a coroutine
 // (no frame of its own): it hands back the write for the caller to co_await at once.
-asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> write_parts(
+task<std::tuple<boost::system::error_code, std::size_t>> write_parts(
     timed_socket& out, std::span<const asio::const_buffer> parts, std::string& joined) {
-    if (parts.size() < 2 || asio::buffer_size(parts) > coalesce_limit) return asio::async_write(out, parts, use_tuple);
+    // One buffer as such (not as a sequence of one): it goes out as send(), not sendmsg().
+    if (parts.size() == 1) return asio::async_write(out, parts.front(), use_tuple);
+    if (asio::buffer_size(parts) > coalesce_limit) return asio::async_write(out, parts, use_tuple);
     joined.clear();
     for (const auto& part : parts) joined.append(static_cast<const char*>(part.data()), part.size());
     return asio::async_write(out, asio::buffer(joined), use_tuple);
@@ -113,7 +115,7 @@ asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> write_parts(
 // body does not hold it back), then reads straight into the body buffer, each written
 // as it arrives, until `remaining` is 0. Bytes past the body (a pipelined request)
 // stay in `in_buffer`.
-asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer, std::uint64_t remaining,
+task<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer, std::uint64_t remaining,
                                             timed_socket& out, clock::duration idle, relay_buffers& scratch) {
     const auto buffered = static_cast<std::size_t>(std::min<std::uint64_t>(in_buffer.size(), remaining));
     std::array<asio::const_buffer, 2> pieces{asio::buffer(scratch.head),
@@ -143,7 +145,7 @@ asio::awaitable<relay_status> relay_counted(timed_socket& in, beast::flat_buffer
 // parser finds the body's end and hands over its bytes; they go out framed as the
 // outgoing header says.
 template <bool isRequest>
-asio::awaitable<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer,
+task<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer,
                                            http::parser<isRequest, http::buffer_body, wire_allocator>& p,
                                            timed_socket& out, clock::duration idle, relay_buffers& scratch) {
     auto& message = p.get();
@@ -203,7 +205,7 @@ asio::awaitable<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer&
 
 // Not a coroutine itself: it picks one, so a message costs one coroutine frame.
 template <bool isRequest>
-asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer,
+task<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer,
                                     http::parser<isRequest, http::buffer_body, wire_allocator>& p, timed_socket& out,
                                     clock::duration idle, relay_buffers& scratch, std::string_view added_fields) {
     scratch.head.clear();
@@ -214,10 +216,10 @@ asio::awaitable<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buf
     return relay_parsed(in, in_buffer, p, out, idle, scratch);
 }
 
-template asio::awaitable<relay_status> relay<true>(timed_socket&, beast::flat_buffer&,
+template task<relay_status> relay<true>(timed_socket&, beast::flat_buffer&,
                                                    http::parser<true, http::buffer_body, wire_allocator>&, timed_socket&,
                                                    clock::duration, relay_buffers&, std::string_view);
-template asio::awaitable<relay_status> relay<false>(timed_socket&, beast::flat_buffer&,
+template task<relay_status> relay<false>(timed_socket&, beast::flat_buffer&,
                                                     http::parser<false, http::buffer_body, wire_allocator>&, timed_socket&,
                                                     clock::duration, relay_buffers&, std::string_view);
 

@@ -6,7 +6,7 @@
 
 namespace politeproxy {
 
-std::shared_ptr<session_set::handle> session_set::add(boost::asio::any_io_executor executor,
+std::shared_ptr<session_set::handle> session_set::add(politeproxy::executor executor,
                                                       timed_socket& stream) {
     auto h = std::make_shared<handle>(handle{std::move(executor), &stream, false});
     std::lock_guard lock(mutex_);

@@ -7,12 +7,10 @@
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_connect.hpp"
 #include "politeproxy/park.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/url/parse.hpp>
 
@@ -31,20 +29,20 @@ constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\
 
 // Both directions of one tunnel; all of it runs on the session's worker loop.
 struct tunnel_state {
-    tcp::socket& client;
-    tcp::socket& origin;
+    tcp_socket& client;
+    tcp_socket& origin;
     clock::time_point last_activity = clock::now();
 };
 
 // Copies until `from` reaches EOF, then half-closes `to`: the other direction goes on
 // (a client may finish sending long before the response ends). An error ends both.
-asio::awaitable<void> pump(tunnel_state& t, tcp::socket& from, tcp::socket& to) {
+task<void> pump(tunnel_state& t, tcp_socket& from, tcp_socket& to) {
     std::array<char, tunnel_chunk_size> chunk;
     for (;;) {
         auto [rec, n] = co_await from.async_read_some(asio::buffer(chunk), use_tuple);
         if (rec == asio::error::eof) {
             boost::system::error_code ignored;
-            to.shutdown(tcp::socket::shutdown_send, ignored);
+            to.shutdown(tcp_socket::shutdown_send, ignored);
             co_return;
         }
         if (!rec) {
@@ -60,8 +58,8 @@ asio::awaitable<void> pump(tunnel_state& t, tcp::socket& from, tcp::socket& to) 
 }
 
 // Ends the tunnel once neither direction has carried a byte for `idle`.
-asio::awaitable<void> idle_watch(tunnel_state& t, clock::duration idle) {
-    asio::steady_timer timer(co_await asio::this_coro::executor);
+task<void> idle_watch(tunnel_state& t, clock::duration idle) {
+    steady_timer timer(co_await asio::this_coro::executor);
     for (;;) {
         timer.expires_at(t.last_activity + idle);
         auto [ec] = co_await timer.async_wait(use_tuple);
@@ -72,7 +70,7 @@ asio::awaitable<void> idle_watch(tunnel_state& t, clock::duration idle) {
 
 }  // namespace
 
-asio::awaitable<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
+task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
                                  request_header_parser& header) {
     const auto authority = boost::urls::parse_authority(header.get().target());
     if (!authority || !authority->has_port() || authority->port_number() == 0 || authority->has_userinfo()) {

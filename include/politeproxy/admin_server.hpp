@@ -1,5 +1,5 @@
 #pragma once
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/asio/ip/tcp.hpp>
 
 #include <functional>
@@ -20,6 +20,6 @@ struct admin_view {
 
 /// Serves GET /metrics (Prometheus text format), /hosts (JSON, see hosts_view.hpp),
 /// /healthz and /readyz until the acceptor is closed.
-boost::asio::awaitable<void> run_admin_listener(boost::asio::ip::tcp::acceptor& acceptor, admin_view view);
+task<void> run_admin_listener(tcp_acceptor& acceptor, admin_view view);
 
 }  // namespace politeproxy

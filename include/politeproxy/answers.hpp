@@ -5,7 +5,7 @@
 #include "politeproxy/error.hpp"
 #include "politeproxy/outcome.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include "politeproxy/timed_socket.hpp"
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -26,7 +26,7 @@ answer make_answer(errc why, std::string_view details, bool keep_alive,
 
 /// Writes one of the proxy's own answers (counting refusals in rejected_total);
 /// returns whether the connection may go on.
-boost::asio::awaitable<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why,
+task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why,
                                          std::string_view details, bool keep_alive,
                                          std::optional<clock::duration> retry_after = std::nullopt);
 

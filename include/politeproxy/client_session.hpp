@@ -1,7 +1,7 @@
 #pragma once
 #include "politeproxy/proxy_context.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/asio/ip/tcp.hpp>
 
 namespace politeproxy {
@@ -9,8 +9,8 @@ namespace politeproxy {
 /// Serves one client connection: reads requests one after another (keep-alive),
 /// forwards absolute-form requests, opens CONNECT tunnels, and answers bad input per
 /// SPEC.md. Every accepted request gets exactly one response. The coroutine owns the
-/// socket; run it on a single-threaded executor (or a strand): its operations are not
+/// socket; run it on a worker (a single-threaded io_context): its operations are not
 /// synchronised with each other.
-boost::asio::awaitable<void> run_client_session(proxy_context& ctx, boost::asio::ip::tcp::socket socket);
+task<void> run_client_session(proxy_context& ctx, tcp_socket socket);
 
 }  // namespace politeproxy

@@ -1,7 +1,7 @@
 #pragma once
 #include "politeproxy/clock.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/system/error_code.hpp>
@@ -34,7 +34,7 @@ public:
     dns_resolver(const dns_resolver&) = delete;
     dns_resolver& operator=(const dns_resolver&) = delete;
 
-    boost::asio::awaitable<result> resolve(std::string host, std::uint16_t port, clock::time_point deadline);
+    task<result> resolve(std::string host, std::uint16_t port, clock::time_point deadline);
 
 private:
     boost::asio::thread_pool pool_;

@@ -2,7 +2,7 @@
 #include "politeproxy/proxy_context.hpp"
 #include "politeproxy/wire_fields.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/beast/core/flat_buffer.hpp>
 #include "politeproxy/timed_socket.hpp"
 #include <boost/beast/http/empty_body.hpp>
@@ -19,7 +19,7 @@ using request_header_parser = boost::beast::http::request_parser<boost::beast::h
 /// either with the origin's response or with one of the proxy's own answers.
 /// Returns true when the client connection may carry another request. `cfg` is the
 /// config the session read this request under (it outlives the call).
-boost::asio::awaitable<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client,
+task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client,
                                              boost::beast::flat_buffer& buffer,
                                              request_header_parser& header);
 

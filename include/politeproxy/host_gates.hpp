@@ -6,7 +6,7 @@
 #include "politeproxy/outcome.hpp"
 #include "politeproxy/permit.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/system/error_code.hpp>
 
 #include <array>
@@ -88,7 +88,7 @@ public:
     permit try_acquire(const std::string& key);
 
     /// Parks until granted, the host's queue.max_wait passes, shutdown, or cancellation.
-    boost::asio::awaitable<acquire_result> acquire(std::string key);
+    task<acquire_result> acquire(std::string key);
 
     /// A reload: new requests use `cfg`; tracked hosts take their new limits at once,
     /// keeping their in-flight counts and parked requests.

@@ -3,7 +3,7 @@
 #include "politeproxy/clock.hpp"
 #include "politeproxy/error.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/asio/ip/address.hpp>
 #include "politeproxy/timed_socket.hpp"
 
@@ -25,7 +25,7 @@ struct connect_failure {
 /// Resolves `host` (static `resolve:` entries first, then DNS), drops every address that
 /// security.deny_destinations forbids, and connects `stream` to the first permitted one
 /// that answers. Name look-up and connect together are bounded by `timeout`.
-boost::asio::awaitable<std::optional<connect_failure>> connect_origin(
+task<std::optional<connect_failure>> connect_origin(
     const config& cfg, dns_resolver& resolver, timed_socket& stream, std::string_view host,
     std::uint16_t port, clock::duration timeout);
 

@@ -1,7 +1,7 @@
 #pragma once
 #include "politeproxy/host_gates.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/asio/ip/tcp.hpp>
 #include "politeproxy/timed_socket.hpp"
 
@@ -20,8 +20,8 @@ struct proxy_context;
 /// close can no longer be seen behind them; only a reset or error is noticed then. A
 /// client that half-closes (shutdown(SHUT_WR)) right after its request counts as gone,
 /// as with Squid's default half_closed_clients off.
-boost::asio::awaitable<acquire_result> park(host_gates& gates, std::string key,
-                                            boost::asio::ip::tcp::socket& client);
+task<acquire_result> park(host_gates& gates, std::string key,
+                                            tcp_socket& client);
 
 /// What admit() decided.
 struct admission {
@@ -36,7 +36,7 @@ permit admit_at_once(proxy_context& ctx, const std::string& key);
 
 /// park(), then answers a refusal (queue full, waited too long, shutting down) with
 /// 503 and Retry-After. `keep_alive`: whether an answer may leave the connection open.
-boost::asio::awaitable<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
+task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
                                         bool keep_alive);
 
 }  // namespace politeproxy

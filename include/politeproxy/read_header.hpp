@@ -1,7 +1,7 @@
 #pragma once
 #include "politeproxy/timed_socket.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/system/error_code.hpp>
@@ -15,7 +15,7 @@ namespace politeproxy {
 /// plain reads rather than three layers of composed operations. Bytes read past the
 /// header stay in `buffer`, unparsed.
 template <bool isRequest>
-boost::asio::awaitable<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat_buffer& buffer,
+task<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat_buffer& buffer,
                                                              boost::beast::http::basic_parser<isRequest>& parser);
 
 }  // namespace politeproxy

@@ -2,7 +2,7 @@
 #include "politeproxy/clock.hpp"
 #include "politeproxy/wire_fields.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/beast/core/flat_buffer.hpp>
 #include "politeproxy/timed_socket.hpp"
 #include <boost/beast/http/buffer_body.hpp>
@@ -66,7 +66,7 @@ struct relay_status {
 /// body (HEAD, 204, 304, a bodiless request) is its header alone. `done` means the whole
 /// message went through.
 template <bool isRequest>
-boost::asio::awaitable<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer,
+task<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer,
                                            boost::beast::http::parser<isRequest, boost::beast::http::buffer_body, wire_allocator>& p,
                                            timed_socket& out, clock::duration idle, relay_buffers& scratch,
                                            std::string_view added_fields);

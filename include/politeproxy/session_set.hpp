@@ -1,5 +1,5 @@
 #pragma once
-#include <boost/asio/any_io_executor.hpp>
+#include "politeproxy/executor.hpp"
 #include "politeproxy/timed_socket.hpp"
 
 #include <cstddef>
@@ -17,7 +17,7 @@ namespace politeproxy {
 class session_set {
 public:
     struct handle {
-        boost::asio::any_io_executor executor;  ///< the session's worker loop
+        politeproxy::executor executor;  ///< the session's worker loop
         timed_socket* stream = nullptr;
         bool idle = false;  ///< waiting for the next request, nothing read yet
     };
@@ -36,7 +36,7 @@ public:
         std::shared_ptr<handle> handle_;
     };
 
-    std::shared_ptr<handle> add(boost::asio::any_io_executor executor, timed_socket& stream);
+    std::shared_ptr<handle> add(politeproxy::executor executor, timed_socket& stream);
     void remove(const std::shared_ptr<handle>& h);
 
     /// Cancels the pending read of every idle session; busy ones are left alone.

@@ -6,7 +6,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/beast/core/error.hpp>
 
 #include <cstdint>
@@ -37,7 +37,7 @@ class timed_socket {
     struct state;
 
 public:
-    using socket_type = boost::asio::ip::tcp::socket;
+    using socket_type = tcp_socket;
     using executor_type = socket_type::executor_type;
 
     explicit timed_socket(socket_type socket);
@@ -107,7 +107,7 @@ private:
     struct state : std::enable_shared_from_this<state> {
         explicit state(socket_type s);
         socket_type socket;
-        boost::asio::steady_timer watchdog;
+        steady_timer watchdog;
         clock::time_point deadline = clock::time_point::max();
         clock::time_point alarm = clock::time_point::max();  ///< when the watchdog fires; max: not armed
         std::uint64_t generation = 0;                         ///< of the armed wait; older ones are void

@@ -1,7 +1,7 @@
 #pragma once
 #include "politeproxy/forward.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "politeproxy/executor.hpp"
 #include <boost/beast/core/flat_buffer.hpp>
 #include "politeproxy/timed_socket.hpp"
 
@@ -11,7 +11,7 @@ namespace politeproxy {
 /// slot of its host's gate while it is open, forwards half-close both ways, and closes
 /// after timeouts.idle without traffic. The client connection ends with it. `cfg` is
 /// the config the session read this request under (it outlives the call).
-boost::asio::awaitable<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client,
+task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client,
                                         boost::beast::flat_buffer& buffer, request_header_parser& header);
 
 }  // namespace politeproxy

@@ -11,7 +11,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -64,7 +63,7 @@ double bench_host_gates(std::size_t hosts, std::size_t requests) {
     const auto names = host_names(hosts);
     asio::io_context ioc(1);
     std::chrono::steady_clock::duration elapsed{};
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    asio::co_spawn(ioc, [&]() -> task<void> {
         for (const auto& n : names) (co_await gates.acquire(n)).granted.reset();  // create every gate first
         const auto start = std::chrono::steady_clock::now();
         for (std::size_t i = 0; i < requests; ++i) {

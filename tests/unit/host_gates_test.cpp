@@ -5,16 +5,13 @@
 
 #include "politeproxy/config_load.hpp"
 #include "politeproxy/error.hpp"
+#include "politeproxy/executor.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <doctest/doctest.h>
 
@@ -35,15 +32,16 @@ std::shared_ptr<const config> make_config(const std::string& yaml) {
     return std::make_shared<const config>(std::move(*c));
 }
 
-void run_threads(asio::io_context& ioc, int n) {
+// One single-threaded loop per thread, as the proxy's workers run.
+void run_threads(std::vector<asio::io_context>& loops) {
     std::vector<std::thread> threads;
-    for (int i = 0; i < n; ++i) threads.emplace_back([&ioc] { ioc.run(); });
+    for (auto& ioc : loops) threads.emplace_back([&ioc] { ioc.run(); });
     for (auto& t : threads) t.join();
 }
 
-asio::awaitable<void> sleep_for(clock::duration d) {
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(asio::use_awaitable);
+task<void> sleep_for(clock::duration d) {
+    steady_timer t(co_await asio::this_coro::executor, d);
+    co_await t.async_wait(use_tuple);
 }
 
 struct host_counter {
@@ -63,14 +61,14 @@ struct host_counter {
 TEST_CASE("many threads never hold more permits than the limit, and all get one") {
     auto cfg = make_config("defaults: { concurrency: 3, rate: 100000, burst: 100000 }\n");
     host_gates gates(cfg);
-    asio::io_context ioc(4);
+    std::vector<asio::io_context> loops(4);
     const char* keys[] = {"a.test", "b.test", "c.test"};
     host_counter counters[3];
     std::atomic<int> granted{0};
     constexpr int per_key = 60;
     for (int k = 0; k < 3; ++k)
         for (int i = 0; i < per_key; ++i)
-            asio::co_spawn(asio::make_strand(ioc), [&, k]() -> asio::awaitable<void> {
+            asio::co_spawn(loops[(k * per_key + i) % loops.size()], [&, k]() -> task<void> {
                 auto r = co_await gates.acquire(keys[k]);
                 REQUIRE_FALSE(r.ec);
                 counters[k].enter();
@@ -79,7 +77,7 @@ TEST_CASE("many threads never hold more permits than the limit, and all get one"
                 r.granted.set_outcome(outcome::ok);
                 ++granted;
             }, asio::detached);
-    run_threads(ioc, 4);
+    run_threads(loops);
     CHECK(granted == 3 * per_key);
     for (auto& c : counters) CHECK(c.peak == 3);
     for (const auto& h : gates.snapshot(clock::now())) {
@@ -96,11 +94,11 @@ TEST_CASE("requests cancelled while parked leak nothing and are never granted") 
     std::list<asio::cancellation_signal> signals(20);
     std::atomic<int> cancelled{0}, granted_late{0};
 
-    asio::co_spawn(asio::make_strand(ioc), [&]() -> asio::awaitable<void> {
+    asio::co_spawn(ioc, [&]() -> task<void> {
         auto holder = co_await gates.acquire("x.test");
         REQUIRE_FALSE(holder.ec);
         for (auto& s : signals)
-            asio::co_spawn(asio::make_strand(ioc), [&]() -> asio::awaitable<void> {
+            asio::co_spawn(ioc, [&]() -> task<void> {
                 auto r = co_await gates.acquire("x.test");
                 if (r.ec == errc::cancelled) ++cancelled;
             }, asio::bind_cancellation_slot(s.slot(), asio::detached));
@@ -129,7 +127,7 @@ TEST_CASE("a parked request gives up at queue.max_wait with a Retry-After hint")
     asio::io_context ioc(1);
     boost::system::error_code late;
     clock::duration hint{};
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    asio::co_spawn(ioc, [&]() -> task<void> {
         auto holder = co_await gates.acquire("y.test");
         REQUIRE_FALSE(holder.ec);
         auto r = co_await gates.acquire("y.test");
@@ -147,7 +145,7 @@ TEST_CASE("idle gates are evicted, busy ones are kept") {
     host_gates gates(cfg);
     asio::io_context ioc(1);
     permit kept;
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    asio::co_spawn(ioc, [&]() -> task<void> {
         auto a = co_await gates.acquire("idle.test");
         auto b = co_await gates.acquire("busy.test");
         kept = std::move(b.granted);

@@ -3,13 +3,12 @@
 // while none of its operations is pending leaves other waits on the socket alone.
 // Deadlines are tens of milliseconds; every test stops by itself within a second.
 #include "politeproxy/timed_socket.hpp"
-#include "politeproxy/use_tuple.hpp"
+#include "politeproxy/executor.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/write.hpp>
 
 #include <doctest/doctest.h>
@@ -32,7 +31,7 @@ struct connected_pair {
 
     connected_pair() {
         tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-        tcp::socket s(ioc);
+        tcp_socket s(ioc);
         s.connect(acceptor.local_endpoint());
         far = acceptor.accept();
         near.emplace(std::move(s));
@@ -45,7 +44,7 @@ struct connected_pair {
         guard.async_wait([this](boost::system::error_code ec) {
             if (!ec) ioc.stop();
         });
-        asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+        asio::co_spawn(ioc, [&]() -> task<void> {
             co_await body();
             guard.cancel();
         }, asio::detached);
@@ -53,8 +52,8 @@ struct connected_pair {
     }
 };
 
-asio::awaitable<void> pause(clock::duration d) {
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
+task<void> pause(clock::duration d) {
+    steady_timer t(co_await asio::this_coro::executor, d);
     co_await t.async_wait(use_tuple);
 }
 
@@ -64,7 +63,7 @@ TEST_CASE("a read pending at its deadline ends with timeout") {
     connected_pair p;
     boost::system::error_code got;
     clock::duration took{};
-    p.run([&]() -> asio::awaitable<void> {
+    p.run([&]() -> task<void> {
         std::array<char, 16> buf;
         const auto start = clock::now();
         p.near->expires_after(50ms);
@@ -81,9 +80,9 @@ TEST_CASE("a deadline pushed forward before each read does not expire") {
     connected_pair p;
     int reads = 0;
     boost::system::error_code last;
-    p.run([&]() -> asio::awaitable<void> {
+    p.run([&]() -> task<void> {
         // The far end writes a byte every 20 ms for 200 ms; each read gets 60 ms.
-        asio::co_spawn(p.ioc, [&]() -> asio::awaitable<void> {
+        asio::co_spawn(p.ioc, [&]() -> task<void> {
             for (int i = 0; i < 10; ++i) {
                 co_await pause(20ms);
                 co_await asio::async_write(p.far, asio::buffer("x", 1), use_tuple);
@@ -106,9 +105,9 @@ TEST_CASE("a deadline brought closer while a read is pending takes effect") {
     connected_pair p;
     boost::system::error_code got;
     clock::duration took{};
-    p.run([&]() -> asio::awaitable<void> {
+    p.run([&]() -> task<void> {
         const auto start = clock::now();
-        asio::co_spawn(p.ioc, [&]() -> asio::awaitable<void> {
+        asio::co_spawn(p.ioc, [&]() -> task<void> {
             co_await pause(10ms);
             p.near->expires_after(40ms);  // was 10 s
         }, asio::detached);
@@ -126,7 +125,7 @@ TEST_CASE("a deadline brought closer while a read is pending takes effect") {
 TEST_CASE("a read started after the deadline passed times out at once") {
     connected_pair p;
     boost::system::error_code got;
-    p.run([&]() -> asio::awaitable<void> {
+    p.run([&]() -> task<void> {
         p.near->expires_after(10ms);
         co_await pause(30ms);
         std::array<char, 16> buf;
@@ -139,7 +138,7 @@ TEST_CASE("a read started after the deadline passed times out at once") {
 TEST_CASE("a passing deadline leaves a plain wait on the socket alone") {
     connected_pair p;
     boost::system::error_code wait_ec = asio::error::would_block;
-    p.run([&]() -> asio::awaitable<void> {
+    p.run([&]() -> task<void> {
         std::array<char, 1> buf;
         // One timed read completes (the far end writes), which arms the watchdog.
         co_await asio::async_write(p.far, asio::buffer("x", 1), use_tuple);
@@ -147,7 +146,7 @@ TEST_CASE("a passing deadline leaves a plain wait on the socket alone") {
         co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
         // Then a readiness wait (how a parked request watches its client) outlives the
         // deadline; the far end writes after it has passed.
-        asio::co_spawn(p.ioc, [&]() -> asio::awaitable<void> {
+        asio::co_spawn(p.ioc, [&]() -> task<void> {
             co_await pause(80ms);
             co_await asio::async_write(p.far, asio::buffer("y", 1), use_tuple);
         }, asio::detached);
@@ -160,8 +159,8 @@ TEST_CASE("a passing deadline leaves a plain wait on the socket alone") {
 TEST_CASE("expires_never: no deadline") {
     connected_pair p;
     boost::system::error_code got = asio::error::would_block;
-    p.run([&]() -> asio::awaitable<void> {
-        asio::co_spawn(p.ioc, [&]() -> asio::awaitable<void> {
+    p.run([&]() -> task<void> {
+        asio::co_spawn(p.ioc, [&]() -> task<void> {
             co_await pause(60ms);
             co_await asio::async_write(p.far, asio::buffer("z", 1), use_tuple);
         }, asio::detached);
