@@ -9,6 +9,7 @@
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_connect.hpp"
 #include "politeproxy/origin_pool.hpp"
+#include "politeproxy/origin_target.hpp"
 #include "politeproxy/park.hpp"
 #include "politeproxy/read_header.hpp"
 #include "politeproxy/relay.hpp"
@@ -19,7 +20,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/buffer_body.hpp>
-#include <boost/url/parse.hpp>
 
 #include <charconv>
 #include <optional>
@@ -59,40 +59,6 @@ clock::duration pooled_lifetime(const wire_fields& res, clock::duration idle) {
     return std::min(lifetime, idle);
 }
 
-// The parts of an absolute-form target the forwarder needs, copied out of the url view
-// (the target it views is rewritten before the request goes out).
-struct origin_target {
-    std::string host;         ///< for DNS (no brackets)
-    std::uint16_t port = 80;
-    std::string host_header;  ///< authority without userinfo
-    std::string path;         ///< origin-form: path and query
-};
-
-struct target_error {
-    errc why;
-    const char* details;
-};
-
-std::variant<origin_target, target_error> parse_target(std::string_view target) {
-    if (target.starts_with("/") || target == "*")
-        return target_error{errc::origin_form_request, "this is a proxy: send absolute-form requests (http://host/path)"};
-    const auto parsed = boost::urls::parse_absolute_uri(target);
-    if (!parsed) return target_error{errc::bad_request, "request target is not an absolute URI"};
-    const boost::urls::url_view url = *parsed;
-    if (url.scheme_id() != boost::urls::scheme::http)
-        return target_error{errc::unsupported_scheme, "only http:// is forwarded; use CONNECT for https"};
-    origin_target t;
-    t.host = url.host_address();
-    t.port = url.has_port() ? url.port_number() : 80;
-    const auto type = url.host_type();
-    const bool literal = type == boost::urls::host_type::ipv4 || type == boost::urls::host_type::ipv6;
-    if (t.port == 0 || (!literal && (type != boost::urls::host_type::name || !valid_host_name(url.encoded_host()))))
-        return target_error{errc::bad_host, "request target has no valid host name, address or port"};
-    t.host_header = std::string(url.encoded_host_and_port());
-    t.path = url.encoded_target().empty() ? "/" : std::string(url.encoded_target());
-    return t;
-}
-
 }  // namespace
 
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
@@ -106,7 +72,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     // An answer given before the body was read must close: the body is still unread.
     const bool answer_keeps = client_keep_alive && !has_body;
 
-    auto parsed = parse_target(req.target());
+    auto parsed = parse_origin_target(req.target(), req.get_allocator());
     if (auto* e = std::get_if<target_error>(&parsed)) co_return co_await send_answer(ctx, client, e->why, e->details, false);
     const origin_target& target = std::get<origin_target>(parsed);
     if (via_contains(req, ctx.via))

@@ -30,28 +30,34 @@ bool always_hop_by_hop(http::field f) {
 }  // namespace
 
 void strip_hop_by_hop(wire_fields& fields) {
-    // The names Connection lists: views into its value, which stays where it is while
-    // the pass below erases other fields (it skips Connection, erased last).
+    // The names Connection lists beyond the fixed set (usually only "close", or none):
+    // views into its value, which stays where it is until the Connection fields go,
+    // after the pass below.
     boost::container::small_vector<std::string_view, 8> named;
-    for (const auto& f : fields)
-        if (f.name() == http::field::connection)
-            for (auto token : http::token_list{f.value()}) {
-                const auto listed = http::string_to_field(token);
-                if (listed != http::field::content_length && listed != http::field::transfer_encoding)
-                    named.push_back(token);
-            }
+    boost::container::small_vector<wire_fields::const_iterator, 2> connection;
+    for (auto it = fields.begin(); it != fields.end(); ++it) {
+        if (it->name() != http::field::connection) continue;
+        connection.push_back(it);
+        for (auto token : http::token_list{it->value()}) {
+            const auto listed = http::string_to_field(token);
+            if (listed != http::field::content_length && listed != http::field::transfer_encoding &&
+                !always_hop_by_hop(listed))
+                named.push_back(token);
+        }
+    }
     // One pass: a field goes when its name is one of the fixed set (compared as an
-    // enum) or one Connection listed; Connection itself is erased last of all.
+    // enum) or one Connection listed.
     const auto listed = [&](std::string_view name) {
         return std::any_of(named.begin(), named.end(), [&](std::string_view n) { return beast::iequals(n, name); });
     };
     for (auto it = fields.begin(); it != fields.end();) {
-        if (it->name() != http::field::connection && (always_hop_by_hop(it->name()) || listed(it->name_string())))
+        const http::field name = it->name();
+        if (name != http::field::connection && (always_hop_by_hop(name) || (!named.empty() && listed(it->name_string()))))
             it = fields.erase(it);
         else
             ++it;
     }
-    fields.erase(http::field::connection);
+    for (auto it : connection) fields.erase(it);
 }
 
 bool via_contains(const wire_fields& fields, std::string_view via) {
