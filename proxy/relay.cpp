@@ -8,6 +8,7 @@
 #include <array>
 #include <charconv>
 #include <tuple>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -97,17 +98,16 @@ void serialize_head(const http::response_header<wire_fields>& header, std::strin
 
 namespace {
 
-// Writes `parts`; small ones joined first: one send() costs the kernel less than a
-// sendmsg() of several pieces, and copying a few KiB is cheaper still. Not a coroutine
-// (no frame of its own): it hands back the write for the caller to co_await at once.
-task<std::tuple<boost::system::error_code, std::size_t>> write_parts(
-    timed_socket& out, std::span<const asio::const_buffer> parts, std::string& joined) {
-    // One buffer as such (not as a sequence of one): it goes out as send(), not sendmsg().
-    if (parts.size() == 1) return asio::async_write(out, parts.front(), use_tuple);
-    if (asio::buffer_size(parts) > coalesce_limit) return asio::async_write(out, parts, use_tuple);
+// `parts` as one buffer when they are one, or small enough to copy together (see
+// coalesce_limit): one send() costs the kernel less than a sendmsg() of several pieces
+// (or even of one piece in a sequence), and copying a few KiB is cheaper still. Empty
+// when they are big: they go out as they are.
+std::optional<asio::const_buffer> as_one_buffer(std::span<const asio::const_buffer> parts, std::string& joined) {
+    if (parts.size() == 1) return parts.front();
+    if (asio::buffer_size(parts) > coalesce_limit) return std::nullopt;
     joined.clear();
     for (const auto& part : parts) joined.append(static_cast<const char*>(part.data()), part.size());
-    return asio::async_write(out, asio::buffer(joined), use_tuple);
+    return asio::buffer(joined);
 }
 
 // A body of known length (or none) that goes out with the same framing needs no parser:
@@ -122,8 +122,12 @@ task<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer
                                              asio::buffer(in_buffer.data().data(), buffered)};
     const std::span<const asio::const_buffer> first(pieces.data(), buffered > 0 ? 2 : 1);
     out.expires_after(idle);
-    if (auto [ec, n] = co_await write_parts(out, first, scratch.joined); ec)
-        co_return relay_status{relay_end::write_failed, ec};
+    boost::system::error_code ec;
+    if (const auto one = as_one_buffer(first, scratch.joined))
+        std::tie(ec, std::ignore) = co_await asio::async_write(out, *one, use_tuple);
+    else
+        std::tie(ec, std::ignore) = co_await asio::async_write(out, first, use_tuple);
+    if (ec) co_return relay_status{relay_end::write_failed, ec};
     in_buffer.consume(buffered);
     remaining -= buffered;
     while (remaining > 0) {
@@ -191,8 +195,12 @@ task<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer,
         if (last && chunked) pieces[count++] = asio::buffer(last_chunk);
         const std::span<const asio::const_buffer> message_part(pieces.data(), count);
         out.expires_after(idle);
-        if (auto [wec, wn] = co_await write_parts(out, message_part, scratch.joined); wec)
-            co_return relay_status{relay_end::write_failed, wec};
+        boost::system::error_code wec;
+        if (const auto one = as_one_buffer(message_part, scratch.joined))
+            std::tie(wec, std::ignore) = co_await asio::async_write(out, *one, use_tuple);
+        else
+            std::tie(wec, std::ignore) = co_await asio::async_write(out, message_part, use_tuple);
+        if (wec) co_return relay_status{relay_end::write_failed, wec};
         head_sent = true;
         if (last) break;
     }

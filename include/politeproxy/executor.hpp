@@ -5,6 +5,7 @@
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
@@ -26,6 +27,8 @@ using steady_timer = boost::asio::basic_waitable_timer<std::chrono::steady_clock
                                                        boost::asio::wait_traits<std::chrono::steady_clock>, executor>;
 
 /// Expected network events are values: `auto [ec, n] = co_await op(..., use_tuple);`.
-inline constexpr auto use_tuple = boost::asio::as_tuple(boost::asio::use_awaitable_t<executor>{});
+/// A deferred operation, awaited as it is: no coroutine frame of its own per
+/// operation, as use_awaitable would start.
+inline constexpr auto use_tuple = boost::asio::as_tuple(boost::asio::deferred);
 
 }  // namespace politeproxy
