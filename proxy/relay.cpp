@@ -30,15 +30,24 @@ void append_version(unsigned version, std::string& out) {
     out += static_cast<char>('0' + version % 10);
 }
 
+// Sized once, then copied in: four appends per field would check capacity four times.
 void append_fields(const wire_fields& fields, std::string_view added_fields, std::string& out) {
-    for (const auto& f : fields) {
-        out += f.name_string();
-        out += ": ";
-        out += f.value();
-        out += crlf;
-    }
-    out += added_fields;
-    out += crlf;
+    std::size_t size = out.size() + added_fields.size() + crlf.size();
+    for (const auto& f : fields) size += f.name_string().size() + f.value().size() + 4;
+    const std::size_t start = out.size();
+    out.resize_and_overwrite(size, [&](char* p, std::size_t n) {
+        p += start;
+        const auto put = [&p](std::string_view s) { p = std::copy(s.begin(), s.end(), p); };
+        for (const auto& f : fields) {
+            put(f.name_string());
+            put(": ");
+            put(f.value());
+            put(crlf);
+        }
+        put(added_fields);
+        put(crlf);
+        return n;
+    });
 }
 
 constexpr std::size_t kept_per_thread = 256;
