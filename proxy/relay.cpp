@@ -31,23 +31,23 @@ void append_version(unsigned version, std::string& out) {
 }
 
 // Sized once, then copied in: four appends per field would check capacity four times.
+// (resize, not GCC 12's resize_and_overwrite: it hands the operation the capacity as
+// the size.)
 void append_fields(const wire_fields& fields, std::string_view added_fields, std::string& out) {
     std::size_t size = out.size() + added_fields.size() + crlf.size();
     for (const auto& f : fields) size += f.name_string().size() + f.value().size() + 4;
     const std::size_t start = out.size();
-    out.resize_and_overwrite(size, [&](char* p, std::size_t n) {
-        p += start;
-        const auto put = [&p](std::string_view s) { p = std::copy(s.begin(), s.end(), p); };
-        for (const auto& f : fields) {
-            put(f.name_string());
-            put(": ");
-            put(f.value());
-            put(crlf);
-        }
-        put(added_fields);
+    out.resize(size);
+    char* p = out.data() + start;
+    const auto put = [&p](std::string_view s) { p = std::copy(s.begin(), s.end(), p); };
+    for (const auto& f : fields) {
+        put(f.name_string());
+        put(": ");
+        put(f.value());
         put(crlf);
-        return n;
-    });
+    }
+    put(added_fields);
+    put(crlf);
 }
 
 constexpr std::size_t kept_per_thread = 256;
