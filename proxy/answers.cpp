@@ -82,7 +82,7 @@ answer make_answer(errc why, std::string_view details, bool keep_alive,
 }
 
 task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::string_view details,
-                                  bool keep_alive, std::optional<clock::duration> retry_after) {
+                       bool keep_alive, std::optional<clock::duration> retry_after) {
     ctx.metrics.rejected(why);
     if (ctx.log.enabled(log_level::debug))
         ctx.log.write(log_level::debug, "answer", make_error_code(why).message() + ": " + std::string(details));

@@ -61,7 +61,7 @@ dns_resolver::~dns_resolver() {
 }
 
 task<dns_resolver::result> dns_resolver::resolve(std::string host, std::uint16_t port,
-                                                            clock::time_point deadline) {
+                                                 clock::time_point deadline) {
     auto p = std::make_shared<pending_lookup>(co_await asio::this_coro::executor);
     p->timer.expires_at(deadline);
     asio::post(pool_, [p, host = std::move(host), port] {

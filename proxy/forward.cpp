@@ -2,6 +2,7 @@
 
 #include "politeproxy/answers.hpp"
 #include "politeproxy/dns_resolver.hpp"
+#include "politeproxy/executor.hpp"
 #include "politeproxy/hop_by_hop.hpp"
 #include "politeproxy/host_gates.hpp"
 #include "politeproxy/host_key.hpp"
@@ -14,7 +15,6 @@
 #include "politeproxy/read_header.hpp"
 #include "politeproxy/relay.hpp"
 #include "politeproxy/retry_after.hpp"
-#include "politeproxy/executor.hpp"
 
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/write.hpp>
@@ -47,9 +47,8 @@ bool idempotent(http::verb m) {
 }
 
 // The origin's Keep-Alive: timeout=N hint, less a margin, else the common default.
-clock::duration pooled_lifetime(const wire_fields& res, clock::duration idle) {
+clock::duration pooled_lifetime(std::string_view hint, clock::duration idle) {
     clock::duration lifetime = default_origin_keep_alive;
-    const std::string_view hint = res[http::field::keep_alive];
     if (const auto pos = hint.find("timeout="); pos != std::string_view::npos) {
         unsigned seconds = 0;
         const char* first = hint.data() + pos + 8;
@@ -62,7 +61,7 @@ clock::duration pooled_lifetime(const wire_fields& res, clock::duration idle) {
 }  // namespace
 
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
-                                      request_header_parser& header) {
+                           request_header_parser& header) {
     const auto& req = header.get();
     const unsigned client_version = req.version();
     const http::verb method = req.method();
@@ -89,7 +88,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     const relay_buffers::loan buffers = relay_buffers::lend();
     relay_buffers& scratch = *buffers;
 
-    http::request_parser<http::buffer_body, wire_allocator> request{std::move(header)};
+    request_body_parser request{std::move(header)};
     request.body_limit(boost::none);
     auto& out = request.get();
     const bool expect_continue = beast::iequals(out[http::field::expect], "100-continue");
@@ -140,7 +139,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
 
         beast::flat_buffer& origin_buffer = scratch.from_origin;
         origin_buffer.clear();  // whatever a previous connection left is not ours
-        std::optional<http::response_parser<http::buffer_body, wire_allocator>> response;
+        std::optional<origin_response_parser> response;
         boost::system::error_code ec;
         // Interim (1xx) responses are dropped; a bounded number of them, as each takes
         // its own header memory from the request's arena.
@@ -150,13 +149,13 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
                 ec = http::error::bad_status;
                 break;
             }
-            response.emplace(std::piecewise_construct, std::make_tuple(), std::make_tuple(out.get_allocator()));
+            response.emplace(out.get_allocator());
             response->header_limit(static_cast<std::uint32_t>(cfg.limits.response_header_bytes));
             response->body_limit(boost::none);
             if (method == http::verb::head) response->skip(true);
             origin->expires_after(policy.timeouts.response_headers);
             ec = co_await read_header(*origin, origin_buffer, *response);
-        } while (!ec && is_interim(response->get().result_int()));
+        } while (!ec && is_interim(response->status()));
         if (ec) {
             const bool timed_out = ec == beast::error::timeout;
             if (may_retry && !timed_out && !response->got_some()) continue;
@@ -178,8 +177,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         const auto latency = clock::now() - sent_at;
         ctx.metrics.origin_response(latency);
 
-        auto& res = response->get();
-        const unsigned status = res.result_int();
+        const unsigned status = response->status();
         if (ctx.log.enabled(log_level::debug))
             ctx.log.write(log_level::debug, "forward",
                           std::string(http::to_string(method)) + " " + key + " -> " + std::to_string(status) + " in " +
@@ -192,14 +190,14 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         slot.set_outcome(throttled ? outcome::throttled : outcome::ok);
         if (throttled)
             slot.report(health_signal::throttled_by(latency,
-                         parse_retry_after(res[http::field::retry_after], std::chrono::system_clock::now(),
+                         parse_retry_after(response->retry_after(), std::chrono::system_clock::now(),
                                            policy.retry_after_cap)));
         else
             slot.report(health_signal::answered(latency));
         const bool origin_keeps = response->keep_alive();
-        const auto lifetime = pooled_lifetime(res, policy.timeouts.idle);
-        strip_hop_by_hop(res);
-        res.version(11);
+        const auto lifetime = pooled_lifetime(response->keep_alive_hint(), policy.timeouts.idle);
+        // The response goes out as HTTP/1.1 without its hop-by-hop fields (the parser
+        // left them out); what follows adapts its framing and connection to the client.
         std::string& added = scratch.added;
         added = ctx.via_line;
         added += "Proxy-Status: ";
@@ -208,12 +206,12 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         bool keep = client_keep_alive && !ctx.draining;
         if (client_version < 11) {
             // HTTP/1.0 has no chunked coding: send the body raw and mark its end by closing.
-            if (res.chunked()) res.chunked(false);
-            if (!res.has_content_length()) keep = false;
+            if (response->outgoing_chunked()) response->drop_transfer_encoding();
+            if (!response->content_length()) keep = false;
         } else if (response->need_eof() && !response->is_done()) {
-            res.chunked(true);  // the body ends when the origin closes: frame it for the client
+            response->add_chunked();  // the body ends when the origin closes: frame it for the client
         }
-        res.keep_alive(keep);
+        if (!keep) response->add_connection_close();
 
         const auto received = co_await relay(*origin, origin_buffer, *response, client, policy.timeouts.idle, scratch, added);
         if (received.end == relay_end::read_failed) {

@@ -12,8 +12,6 @@ namespace politeproxy {
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-namespace {
-
 bool always_hop_by_hop(http::field f) {
     switch (f) {
     case http::field::connection:
@@ -26,8 +24,6 @@ bool always_hop_by_hop(http::field f) {
     default: return false;
     }
 }
-
-}  // namespace
 
 void strip_hop_by_hop(wire_fields& fields) {
     // The names Connection lists beyond the fixed set (usually only "close", or none):

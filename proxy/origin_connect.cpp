@@ -23,8 +23,8 @@ ip_bytes bytes_of(const asio::ip::address& a) {
 }
 
 task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resolver& resolver,
-                                                               timed_socket& stream, std::string_view host,
-                                                               std::uint16_t port, clock::duration timeout) {
+                                                    timed_socket& stream, std::string_view host,
+                                                    std::uint16_t port, clock::duration timeout) {
     const auto deadline = clock::now() + timeout;
     std::vector<tcp::endpoint> candidates;
     boost::system::error_code ec;

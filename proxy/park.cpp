@@ -46,7 +46,7 @@ permit admit_at_once(proxy_context& ctx, const std::string& key) {
 }
 
 task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
-                                 bool keep_alive) {
+                      bool keep_alive) {
     auto r = co_await park(ctx.gates, std::move(key), client.socket());
     if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer
     if (r.ec) {

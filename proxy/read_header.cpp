@@ -19,7 +19,7 @@ constexpr std::size_t most_read = 64 * 1024;
 
 template <bool isRequest>
 task<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat_buffer& buffer,
-                                                      http::basic_parser<isRequest>& parser) {
+                                            http::basic_parser<isRequest>& parser) {
     boost::system::error_code ec;
     for (;;) {
         if (buffer.size() > 0) {
@@ -42,8 +42,8 @@ task<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat
 }
 
 template task<boost::system::error_code> read_header<true>(timed_socket&, boost::beast::flat_buffer&,
-                                                                     http::basic_parser<true>&);
+                                                           http::basic_parser<true>&);
 template task<boost::system::error_code> read_header<false>(timed_socket&, boost::beast::flat_buffer&,
-                                                                      http::basic_parser<false>&);
+                                                            http::basic_parser<false>&);
 
 }  // namespace politeproxy

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <tuple>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <vector>
 
 namespace politeproxy {
@@ -88,23 +88,6 @@ void serialize_head(const http::request_header<wire_fields>& header, std::string
     append_fields(header, added_fields, out);
 }
 
-void serialize_head(const http::response_header<wire_fields>& header, std::string_view added_fields,
-                    std::string& out) {
-    append_version(header.version(), out);
-    char status[4];
-    const auto code = header.result_int();
-    status[0] = static_cast<char>('0' + code / 100 % 10);
-    status[1] = static_cast<char>('0' + code / 10 % 10);
-    status[2] = static_cast<char>('0' + code % 10);
-    status[3] = ' ';
-    out += ' ';
-    out.append(status, 4);
-    const std::string_view reason = header.reason();
-    out += reason.empty() ? std::string_view(http::obsolete_reason(header.result())) : reason;
-    out += crlf;
-    append_fields(header, added_fields, out);
-}
-
 namespace {
 
 // `parts` as one buffer when they are one, or small enough to copy together (see
@@ -119,13 +102,25 @@ std::optional<asio::const_buffer> as_one_buffer(std::span<const asio::const_buff
     return asio::buffer(joined);
 }
 
+// What relaying needs of each kind of parser: the header as it goes out, whether that
+// header frames the body as chunked, and the room the parser reads the body into.
+void write_head(const request_body_parser& p, std::string_view added, std::string& out) {
+    serialize_head(p.get().base(), added, out);
+}
+bool outgoing_chunked(const request_body_parser& p) { return p.get().chunked(); }
+http::buffer_body::value_type& body_of(request_body_parser& p) { return p.get().body(); }
+
+void write_head(const origin_response_parser& p, std::string_view added, std::string& out) { p.write_head(added, out); }
+bool outgoing_chunked(const origin_response_parser& p) { return p.outgoing_chunked(); }
+http::buffer_body::value_type& body_of(origin_response_parser& p) { return p.body; }
+
 // A body of known length (or none) that goes out with the same framing needs no parser:
 // the header with the bytes already buffered (the header alone when none are, so a slow
 // body does not hold it back), then reads straight into the body buffer, each written
 // as it arrives, until `remaining` is 0. Bytes past the body (a pipelined request)
 // stay in `in_buffer`.
 task<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer, std::uint64_t remaining,
-                                            timed_socket& out, clock::duration idle, relay_buffers& scratch) {
+                                 timed_socket& out, clock::duration idle, relay_buffers& scratch) {
     const auto buffered = static_cast<std::size_t>(std::min<std::uint64_t>(in_buffer.size(), remaining));
     std::array<asio::const_buffer, 2> pieces{asio::buffer(scratch.head),
                                              asio::buffer(in_buffer.data().data(), buffered)};
@@ -157,12 +152,10 @@ task<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer
 // A chunked body, or one delimited by the origin's close, or one re-framed: Beast's
 // parser finds the body's end and hands over its bytes; they go out framed as the
 // outgoing header says.
-template <bool isRequest>
-task<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer,
-                                           http::parser<isRequest, http::buffer_body, wire_allocator>& p,
-                                           timed_socket& out, clock::duration idle, relay_buffers& scratch) {
-    auto& message = p.get();
-    const bool chunked = message.chunked();
+template <class Parser>
+task<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer, Parser& p, timed_socket& out,
+                                clock::duration idle, relay_buffers& scratch) {
+    const bool chunked = outgoing_chunked(p);
     bool head_sent = false;
     if (in_buffer.size() == 0) {  // the body is not here yet: the header goes now
         out.expires_after(idle);
@@ -173,7 +166,7 @@ task<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer,
     // Beast reads as much as the buffer has room for: give it room, or a body arrives
     // in 512-byte reads.
     if (in_buffer.capacity() < relay_buffers::read_room) in_buffer.reserve(relay_buffers::read_room);
-    auto& body = message.body();
+    auto& body = body_of(p);
     for (;;) {
         body.data = scratch.body_buffer();
         body.size = relay_buffers::chunk_size;
@@ -218,26 +211,29 @@ task<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer,
     co_return relay_status{relay_end::done, {}};
 }
 
-}  // namespace
-
 // Not a coroutine itself: it picks one, so a message costs one coroutine frame.
-template <bool isRequest>
-task<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer,
-                                    http::parser<isRequest, http::buffer_body, wire_allocator>& p, timed_socket& out,
-                                    clock::duration idle, relay_buffers& scratch, std::string_view added_fields) {
+template <class Parser>
+task<relay_status> relay_message(timed_socket& in, beast::flat_buffer& in_buffer, Parser& p, timed_socket& out,
+                                 clock::duration idle, relay_buffers& scratch, std::string_view added_fields) {
     scratch.head.clear();
-    serialize_head(p.get().base(), added_fields, scratch.head);
+    write_head(p, added_fields, scratch.head);
     if (p.is_done()) return relay_counted(in, in_buffer, 0, out, idle, scratch);  // no body: the header alone
-    if (const auto length = p.content_length_remaining(); length && !p.get().chunked())
+    if (const auto length = p.content_length_remaining(); length && !outgoing_chunked(p))
         return relay_counted(in, in_buffer, *length, out, idle, scratch);
     return relay_parsed(in, in_buffer, p, out, idle, scratch);
 }
 
-template task<relay_status> relay<true>(timed_socket&, beast::flat_buffer&,
-                                                   http::parser<true, http::buffer_body, wire_allocator>&, timed_socket&,
-                                                   clock::duration, relay_buffers&, std::string_view);
-template task<relay_status> relay<false>(timed_socket&, beast::flat_buffer&,
-                                                    http::parser<false, http::buffer_body, wire_allocator>&, timed_socket&,
-                                                    clock::duration, relay_buffers&, std::string_view);
+}  // namespace
+
+task<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer, request_body_parser& p, timed_socket& out,
+                         clock::duration idle, relay_buffers& scratch, std::string_view added_fields) {
+    return relay_message(in, in_buffer, p, out, idle, scratch, added_fields);
+}
+
+task<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer, origin_response_parser& p,
+                         timed_socket& out, clock::duration idle, relay_buffers& scratch,
+                         std::string_view added_fields) {
+    return relay_message(in, in_buffer, p, out, idle, scratch, added_fields);
+}
 
 }  // namespace politeproxy

@@ -71,7 +71,7 @@ task<void> idle_watch(tunnel_state& t, clock::duration idle) {
 }  // namespace
 
 task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
-                                 request_header_parser& header) {
+                      request_header_parser& header) {
     const auto authority = boost::urls::parse_authority(header.get().target());
     if (!authority || !authority->has_port() || authority->port_number() == 0 || authority->has_userinfo()) {
         co_await send_answer(ctx, client, errc::bad_request, "CONNECT needs host:port", false);

@@ -27,8 +27,8 @@ answer make_answer(errc why, std::string_view details, bool keep_alive,
 /// Writes one of the proxy's own answers (counting refusals in rejected_total);
 /// returns whether the connection may go on.
 task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why,
-                                         std::string_view details, bool keep_alive,
-                                         std::optional<clock::duration> retry_after = std::nullopt);
+                       std::string_view details, bool keep_alive,
+                       std::optional<clock::duration> retry_after = std::nullopt);
 
 /// How a request that failed with `why` counts in requests_total.
 outcome outcome_of(errc why);

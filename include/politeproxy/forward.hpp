@@ -20,7 +20,7 @@ using request_header_parser = boost::beast::http::request_parser<boost::beast::h
 /// Returns true when the client connection may carry another request. `cfg` is the
 /// config the session read this request under (it outlives the call).
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client,
-                                             boost::beast::flat_buffer& buffer,
-                                             request_header_parser& header);
+                           boost::beast::flat_buffer& buffer,
+                           request_header_parser& header);
 
 }  // namespace politeproxy

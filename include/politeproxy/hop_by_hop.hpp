@@ -1,9 +1,15 @@
 #pragma once
 #include "politeproxy/wire_fields.hpp"
 
+#include <boost/beast/http/field.hpp>
+
 #include <string_view>
 
 namespace politeproxy {
+
+/// Connection, Proxy-Connection, Keep-Alive, TE, Upgrade, Proxy-Authorization and
+/// Proxy-Authenticate: they describe one connection, never the message.
+bool always_hop_by_hop(boost::beast::http::field f);
 
 /// Removes the fields that describe one connection rather than the message (RFC 9110
 /// section 7.6.1): Connection and every field it names, Proxy-Connection, Keep-Alive,

@@ -21,7 +21,7 @@ struct proxy_context;
 /// client that half-closes (shutdown(SHUT_WR)) right after its request counts as gone,
 /// as with Squid's default half_closed_clients off.
 task<acquire_result> park(host_gates& gates, std::string key,
-                                            tcp_socket& client);
+                          tcp_socket& client);
 
 /// What admit() decided.
 struct admission {
@@ -37,6 +37,6 @@ permit admit_at_once(proxy_context& ctx, const std::string& key);
 /// park(), then answers a refusal (queue full, waited too long, shutting down) with
 /// 503 and Retry-After. `keep_alive`: whether an answer may leave the connection open.
 task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
-                                        bool keep_alive);
+                      bool keep_alive);
 
 }  // namespace politeproxy

@@ -16,6 +16,6 @@ namespace politeproxy {
 /// header stay in `buffer`, unparsed.
 template <bool isRequest>
 task<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat_buffer& buffer,
-                                                             boost::beast::http::basic_parser<isRequest>& parser);
+                                            boost::beast::http::basic_parser<isRequest>& parser);
 
 }  // namespace politeproxy

@@ -3,6 +3,7 @@
 #include "politeproxy/wire_fields.hpp"
 
 #include "politeproxy/executor.hpp"
+#include "politeproxy/origin_response.hpp"
 #include <boost/beast/core/flat_buffer.hpp>
 #include "politeproxy/timed_socket.hpp"
 #include <boost/beast/http/buffer_body.hpp>
@@ -56,7 +57,7 @@ struct relay_status {
     boost::system::error_code ec;
 };
 
-/// Streams one HTTP/1.1 message from `in` to `out` a chunk at a time, never holding the
+/// Streams one HTTP/1.1 message (a request, or an origin's response) from `in` to `out` a chunk at a time, never holding the
 /// whole body. The header, already parsed into `p` (and rewritten by the caller), plus
 /// `added_fields` ("Name: value\r\n" lines the proxy adds, such as Via), goes
 /// out as one block, together with the first body bytes when they are already
@@ -65,16 +66,18 @@ struct relay_status {
 /// known length kept as such passes through without the parser. A message without a
 /// body (HEAD, 204, 304, a bodiless request) is its header alone. `done` means the whole
 /// message went through.
-template <bool isRequest>
-task<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer,
-                                           boost::beast::http::parser<isRequest, boost::beast::http::buffer_body, wire_allocator>& p,
-                                           timed_socket& out, clock::duration idle, relay_buffers& scratch,
-                                           std::string_view added_fields);
+/// The parser a forwarded request's body is read with.
+using request_body_parser = boost::beast::http::request_parser<boost::beast::http::buffer_body, wire_allocator>;
+
+task<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer, request_body_parser& p,
+                         timed_socket& out, clock::duration idle, relay_buffers& scratch,
+                         std::string_view added_fields);
+task<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer, origin_response_parser& p,
+                         timed_socket& out, clock::duration idle, relay_buffers& scratch,
+                         std::string_view added_fields);
 
 /// Appends `header` as it goes on the wire: start line, fields, `added_fields`, empty line.
 void serialize_head(const boost::beast::http::request_header<wire_fields>& header, std::string_view added_fields,
-                    std::string& out);
-void serialize_head(const boost::beast::http::response_header<wire_fields>& header, std::string_view added_fields,
                     std::string& out);
 
 }  // namespace politeproxy

@@ -12,6 +12,6 @@ namespace politeproxy {
 /// after timeouts.idle without traffic. The client connection ends with it. `cfg` is
 /// the config the session read this request under (it outlives the call).
 task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client,
-                                        boost::beast::flat_buffer& buffer, request_header_parser& header);
+                      boost::beast::flat_buffer& buffer, request_header_parser& header);
 
 }  // namespace politeproxy

@@ -1,0 +1,154 @@
+#include "politeproxy/origin_response.hpp"
+
+#include "politeproxy/hop_by_hop.hpp"
+
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/rfc7230.hpp>
+#include <boost/beast/http/status.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace politeproxy {
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+constexpr std::string_view crlf = "\r\n";
+
+// The transfer codings name chunked last (RFC 9112 section 6.1).
+bool ends_chunked(std::string_view codings) {
+    std::string_view last;
+    for (auto coding : http::token_list{codings}) last = coding;
+    return beast::iequals(last, "chunked");
+}
+
+}  // namespace
+
+origin_response_parser::origin_response_parser(wire_allocator arena)
+    : reason_(arena), fields_(arena), keep_alive_(arena), connection_(arena) {}
+
+std::string_view origin_response_parser::retry_after() const {
+    if (!has_retry_after_) return {};
+    return std::string_view(fields_).substr(retry_after_at_, retry_after_size_);
+}
+
+void origin_response_parser::on_response_impl(int code, beast::string_view reason, int, beast::error_code&) {
+    status_ = static_cast<unsigned>(code);
+    reason_.assign(reason.data(), reason.size());
+}
+
+void origin_response_parser::on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
+                                           beast::error_code&) {
+    if (name == http::field::connection) {
+        if (!connection_.empty()) connection_ += ',';
+        connection_.append(value.data(), value.size());
+        return;
+    }
+    if (name == http::field::keep_alive && keep_alive_.empty()) keep_alive_.assign(value.data(), value.size());
+    if (always_hop_by_hop(name)) return;
+    if (name == http::field::transfer_encoding) outgoing_chunked_ = ends_chunked(value);
+    fields_.append(name_string.data(), name_string.size());
+    fields_ += ": ";
+    if (name == http::field::retry_after && !has_retry_after_) {
+        has_retry_after_ = true;
+        retry_after_at_ = fields_.size();
+        retry_after_size_ = value.size();
+    }
+    fields_.append(value.data(), value.size());
+    fields_ += crlf;
+}
+
+void origin_response_parser::on_header_impl(beast::error_code&) {
+    if (connection_.empty()) return;
+    // The names Connection lists beyond the fixed set ("close" and "keep-alive" name
+    // no forwarded field): usually none.
+    std::pmr::vector<std::string_view> named(fields_.get_allocator());
+    for (auto token : http::token_list{connection_}) {
+        const http::field f = http::string_to_field(token);
+        if (f != http::field::content_length && f != http::field::transfer_encoding && !always_hop_by_hop(f))
+            named.push_back(token);
+    }
+    if (named.empty()) return;
+    remove_fields([&](std::string_view field_name) {
+        return std::any_of(named.begin(), named.end(), [&](std::string_view n) { return beast::iequals(n, field_name); });
+    });
+}
+
+template <class Pred>
+void origin_response_parser::remove_fields(Pred doomed) {
+    std::pmr::string kept(fields_.get_allocator());
+    std::string_view rest = fields_;
+    has_retry_after_ = false;
+    while (!rest.empty()) {
+        const std::size_t end = rest.find(crlf) + crlf.size();
+        const std::string_view line = rest.substr(0, end);
+        rest.remove_prefix(end);
+        const std::string_view name = line.substr(0, line.find(':'));
+        if (doomed(name)) continue;
+        if (beast::iequals(name, "Retry-After") && !has_retry_after_) {
+            has_retry_after_ = true;
+            retry_after_at_ = kept.size() + name.size() + 2;
+            retry_after_size_ = line.size() - name.size() - 2 - crlf.size();
+        }
+        kept += line;
+    }
+    fields_ = std::move(kept);
+}
+
+void origin_response_parser::drop_transfer_encoding() {
+    remove_fields([](std::string_view name) { return beast::iequals(name, "Transfer-Encoding"); });
+    outgoing_chunked_ = false;
+}
+
+void origin_response_parser::add_chunked() {
+    fields_ += "Transfer-Encoding: chunked\r\n";
+    outgoing_chunked_ = true;
+}
+
+void origin_response_parser::add_connection_close() { fields_ += "Connection: close\r\n"; }
+
+void origin_response_parser::write_head(std::string_view added_fields, std::string& out) const {
+    char status[4] = {static_cast<char>('0' + status_ / 100 % 10), static_cast<char>('0' + status_ / 10 % 10),
+                      static_cast<char>('0' + status_ % 10), ' '};
+    const std::string_view reason =
+        reason_.empty() ? std::string_view(http::obsolete_reason(http::int_to_status(status_))) : std::string_view(reason_);
+    out.reserve(out.size() + 13 + reason.size() + fields_.size() + added_fields.size() + 4);
+    out += "HTTP/1.1 ";
+    out.append(status, 4);
+    out += reason;
+    out += crlf;
+    out += fields_;
+    out += added_fields;
+    out += crlf;
+}
+
+namespace {
+
+// As buffer_body's reader: copy what fits, need_buffer when the room is full.
+std::size_t into_body(http::buffer_body::value_type& body, beast::string_view data, beast::error_code& ec) {
+    if (!body.data) {
+        ec = http::error::need_buffer;
+        return 0;
+    }
+    const std::size_t n = std::min(body.size, data.size());
+    std::memcpy(body.data, data.data(), n);
+    body.data = static_cast<char*>(body.data) + n;
+    body.size -= n;
+    if (n < data.size()) ec = http::error::need_buffer;
+    return n;
+}
+
+}  // namespace
+
+std::size_t origin_response_parser::on_body_impl(beast::string_view data, beast::error_code& ec) {
+    return into_body(body, data, ec);
+}
+
+std::size_t origin_response_parser::on_chunk_body_impl(std::uint64_t, beast::string_view data, beast::error_code& ec) {
+    return into_body(body, data, ec);
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,102 @@
+// An origin's response read by origin_response_parser: the header as it is forwarded
+// (hop-by-hop fields out, framing and connection edits), the values the forwarder
+// decides on, and the body read into the caller's room.
+#include "politeproxy/origin_response.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <doctest/doctest.h>
+
+#include <memory_resource>
+#include <string>
+
+using namespace politeproxy;
+namespace http = boost::beast::http;
+
+namespace {
+
+// Feeds `raw` to `p` in one piece; returns the bytes it took.
+std::size_t feed(origin_response_parser& p, std::string_view raw, boost::system::error_code& ec) {
+    return p.put(boost::asio::buffer(raw.data(), raw.size()), ec);
+}
+
+std::string head_of(const origin_response_parser& p, std::string_view added = {}) {
+    std::string out;
+    p.write_head(added, out);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("hop-by-hop fields are left out, the rest forwarded in order, as HTTP/1.1") {
+    std::pmr::monotonic_buffer_resource arena;
+    origin_response_parser p{wire_allocator{&arena}};
+    boost::system::error_code ec;
+    feed(p,
+         "HTTP/1.0 200 Fine\r\nServer: x\r\nConnection: keep-alive, X-Hop\r\nKeep-Alive: timeout=7\r\n"
+         "X-Hop: 1\r\nTE: trailers\r\nUpgrade: h2c\r\nProxy-Authenticate: Basic\r\nContent-Length: 0\r\n"
+         "ETag: \"e\"\r\n\r\n",
+         ec);
+    REQUIRE_FALSE(ec);
+    CHECK(p.is_done());
+    CHECK(p.status() == 200);
+    CHECK(p.keep_alive_hint() == "timeout=7");
+    CHECK(head_of(p, "Via: 1.1 pp\r\n") ==
+          "HTTP/1.1 200 Fine\r\nServer: x\r\nContent-Length: 0\r\nETag: \"e\"\r\nVia: 1.1 pp\r\n\r\n");
+}
+
+TEST_CASE("Retry-After is found, and still found after Connection cut fields before it") {
+    std::pmr::monotonic_buffer_resource arena;
+    origin_response_parser p{wire_allocator{&arena}};
+    boost::system::error_code ec;
+    feed(p, "HTTP/1.1 503 \r\nX-Gone: 1\r\nRetry-After: 120\r\nConnection: x-gone\r\nContent-Length: 0\r\n\r\n", ec);
+    REQUIRE_FALSE(ec);
+    CHECK(p.retry_after() == "120");
+    // An empty reason is given the standard one.
+    CHECK(head_of(p) == "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 120\r\nContent-Length: 0\r\n\r\n");
+}
+
+TEST_CASE("framing edits: chunked dropped for HTTP/1.0 clients, added for a body ending at close") {
+    std::pmr::monotonic_buffer_resource arena;
+    boost::system::error_code ec;
+    origin_response_parser chunked{wire_allocator{&arena}};
+    feed(chunked, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nX: y\r\n\r\n", ec);
+    REQUIRE_FALSE(ec);
+    CHECK(chunked.outgoing_chunked());
+    chunked.drop_transfer_encoding();
+    chunked.add_connection_close();
+    CHECK_FALSE(chunked.outgoing_chunked());
+    CHECK(head_of(chunked) == "HTTP/1.1 200 OK\r\nX: y\r\nConnection: close\r\n\r\n");
+
+    origin_response_parser until_close{wire_allocator{&arena}};
+    feed(until_close, "HTTP/1.1 200 OK\r\nX: y\r\n\r\n", ec);
+    REQUIRE_FALSE(ec);
+    CHECK(until_close.need_eof());
+    CHECK_FALSE(until_close.outgoing_chunked());
+    until_close.add_chunked();
+    CHECK(until_close.outgoing_chunked());
+    CHECK(head_of(until_close) == "HTTP/1.1 200 OK\r\nX: y\r\nTransfer-Encoding: chunked\r\n\r\n");
+}
+
+TEST_CASE("a chunked body is read into the room given, and waits for room when it is full") {
+    std::pmr::monotonic_buffer_resource arena;
+    origin_response_parser p{wire_allocator{&arena}};
+    boost::system::error_code ec;
+    std::string raw = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+    std::size_t used = feed(p, raw, ec);
+    REQUIRE_FALSE(ec);
+    REQUIRE(p.is_header_done());
+    char room[8];
+    std::string got;
+    while (!p.is_done()) {
+        p.body.data = room;
+        p.body.size = sizeof room;
+        used += feed(p, std::string_view(raw).substr(used), ec);
+        if (ec == http::error::need_buffer) ec = {};
+        REQUIRE_FALSE(ec);
+        got.append(room, sizeof room - p.body.size);
+    }
+    CHECK(got == "hello world");
+    CHECK(used == raw.size());
+}
