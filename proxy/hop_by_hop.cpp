@@ -25,6 +25,11 @@ bool always_hop_by_hop(http::field f) {
     }
 }
 
+bool removed_when_listed(http::field listed) {
+    return listed != http::field::content_length && listed != http::field::transfer_encoding &&
+           !always_hop_by_hop(listed);
+}
+
 void strip_hop_by_hop(wire_fields& fields) {
     // The names Connection lists beyond the fixed set (usually only "close", or none):
     // views into its value, which stays where it is until the Connection fields go,
@@ -35,10 +40,7 @@ void strip_hop_by_hop(wire_fields& fields) {
         if (it->name() != http::field::connection) continue;
         connection.push_back(it);
         for (auto token : http::token_list{it->value()}) {
-            const auto listed = http::string_to_field(token);
-            if (listed != http::field::content_length && listed != http::field::transfer_encoding &&
-                !always_hop_by_hop(listed))
-                named.push_back(token);
+            if (removed_when_listed(http::string_to_field(token))) named.push_back(token);
         }
     }
     // One pass: a field goes when its name is one of the fixed set (compared as an

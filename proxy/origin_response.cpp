@@ -66,11 +66,8 @@ void origin_response_parser::on_header_impl(beast::error_code&) {
     // The names Connection lists beyond the fixed set ("close" and "keep-alive" name
     // no forwarded field): usually none.
     std::pmr::vector<std::string_view> named(fields_.get_allocator());
-    for (auto token : http::token_list{connection_}) {
-        const http::field f = http::string_to_field(token);
-        if (f != http::field::content_length && f != http::field::transfer_encoding && !always_hop_by_hop(f))
-            named.push_back(token);
-    }
+    for (auto token : http::token_list{connection_})
+        if (removed_when_listed(http::string_to_field(token))) named.push_back(token);
     if (named.empty()) return;
     remove_fields([&](std::string_view field_name) {
         return std::any_of(named.begin(), named.end(), [&](std::string_view n) { return beast::iequals(n, field_name); });

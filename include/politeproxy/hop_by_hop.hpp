@@ -11,6 +11,11 @@ namespace politeproxy {
 /// Proxy-Authenticate: they describe one connection, never the message.
 bool always_hop_by_hop(boost::beast::http::field f);
 
+/// Whether a field that Connection lists under this name is removed with it: every one
+/// but the framing fields (Content-Length, Transfer-Encoding: the relay frames by them)
+/// and the fixed set above (removed anyway).
+bool removed_when_listed(boost::beast::http::field listed);
+
 /// Removes the fields that describe one connection rather than the message (RFC 9110
 /// section 7.6.1): Connection and every field it names, Proxy-Connection, Keep-Alive,
 /// TE, Upgrade, Proxy-Authorization, Proxy-Authenticate. Framing fields

@@ -3,14 +3,24 @@
 
 #include <doctest/doctest.h>
 
+#include <initializer_list>
 #include <memory_resource>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace politeproxy;
 namespace http = boost::beast::http;
 
 namespace {
+
+// Fields in the order given, from `arena`.
+wire_fields fields_of(std::pmr::memory_resource& arena,
+                      std::initializer_list<std::pair<std::string_view, std::string_view>> list) {
+    wire_fields f(wire_allocator{&arena});
+    for (const auto& [name, value] : list) f.insert(name, value);
+    return f;
+}
 
 std::vector<std::string> names(const wire_fields& fields) {
     std::vector<std::string> out;
@@ -22,41 +32,44 @@ std::vector<std::string> names(const wire_fields& fields) {
 
 TEST_CASE("the fixed hop-by-hop fields go, end-to-end ones and framing stay in order") {
     std::pmr::monotonic_buffer_resource arena;
-    wire_fields f(wire_allocator{&arena});
-    f.insert("Server", "nginx");
-    f.insert("Connection", "keep-alive");
-    f.insert("Keep-Alive", "timeout=5");
-    f.insert("Content-Length", "10");
-    f.insert("Proxy-Connection", "keep-alive");
-    f.insert("TE", "trailers");
-    f.insert("Upgrade", "h2c");
-    f.insert("Proxy-Authorization", "Basic eA==");
-    f.insert("Proxy-Authenticate", "Basic");
-    f.insert("ETag", "\"x\"");
+    auto f = fields_of(arena, {
+        {"Server", "nginx"},
+        {"Connection", "keep-alive"},
+        {"Keep-Alive", "timeout=5"},
+        {"Content-Length", "10"},
+        {"Proxy-Connection", "keep-alive"},
+        {"TE", "trailers"},
+        {"Upgrade", "h2c"},
+        {"Proxy-Authorization", "Basic eA=="},
+        {"Proxy-Authenticate", "Basic"},
+        {"ETag", "\"x\""},
+    });
     strip_hop_by_hop(f);
     CHECK(names(f) == std::vector<std::string>{"Server", "Content-Length", "ETag"});
 }
 
 TEST_CASE("fields that Connection names go, from every Connection field, but never framing") {
     std::pmr::monotonic_buffer_resource arena;
-    wire_fields f(wire_allocator{&arena});
-    f.insert("X-Before", "1");  // named after it appears
-    f.insert("Connection", "x-before, close");
-    f.insert("Transfer-Encoding", "chunked");
-    f.insert("Close", "odd but named");
-    f.insert("Connection", "X-After , Content-Length, Transfer-Encoding");
-    f.insert("x-after", "2");
-    f.insert("Content-Length", "3");
-    f.insert("X-Kept", "4");
+    auto f = fields_of(arena, {
+        {"X-Before", "1"},  // named after it appears
+        {"Connection", "x-before, close"},
+        {"Transfer-Encoding", "chunked"},
+        {"Close", "odd but named"},
+        {"Connection", "X-After , Content-Length, Transfer-Encoding"},
+        {"x-after", "2"},
+        {"Content-Length", "3"},
+        {"X-Kept", "4"},
+    });
     strip_hop_by_hop(f);
     CHECK(names(f) == std::vector<std::string>{"Transfer-Encoding", "Content-Length", "X-Kept"});
 }
 
 TEST_CASE("a message without hop-by-hop fields is left as it was") {
     std::pmr::monotonic_buffer_resource arena;
-    wire_fields f(wire_allocator{&arena});
-    f.insert("Host", "a.test");
-    f.insert("Accept", "*/*");
+    auto f = fields_of(arena, {
+        {"Host", "a.test"},
+        {"Accept", "*/*"},
+    });
     strip_hop_by_hop(f);
     CHECK(names(f) == std::vector<std::string>{"Host", "Accept"});
 }
