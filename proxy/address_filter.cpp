@@ -12,11 +12,47 @@ namespace {
 constexpr unsigned ipv4_mapped_prefix = 96;
 
 // Named classes of destination that crawlers have no business reaching by default.
-constexpr std::string_view private_networks[] = {"10.0.0.0/8",    "172.16.0.0/12", "192.168.0.0/16",
-                                                 "100.64.0.0/10", "192.0.0.0/24",  "198.18.0.0/15",
-                                                 "240.0.0.0/4",   "fc00::/7"};
+// "!" marks a globally reachable hole in a wider range (IANA special-purpose registries).
+constexpr std::string_view private_networks[] = {
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10",   // private-use, shared
+    "192.0.0.0/24", "!192.0.0.9/32", "!192.0.0.10/32",                 // IETF protocol assignments
+    "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24",               // documentation
+    "198.18.0.0/15", "192.88.99.0/24", "240.0.0.0/4", "224.0.0.0/4",   // benchmarking, 6to4 relay, reserved, multicast
+    "fc00::/7", "fec0::/10", "ff00::/8", "100::/64", "::/96",           // ULA, site-local, multicast, discard, IPv4-compatible
+    "64:ff9b:1::/48", "2001:db8::/32", "3fff::/20", "5f00::/16",        // NAT64 local-use, documentation, SRv6
+    "2001::/23", "!2001:1::1/128", "!2001:1::2/128", "!2001:1::3/128",  // IETF assignments (TEREDO 2001::/32 within)
+    "!2001:3::/32", "!2001:4:112::/48", "!2001:20::/28", "!2001:30::/28"};
 constexpr std::string_view loopback_networks[] = {"127.0.0.0/8", "0.0.0.0/8", "::1/128", "::/128"};
 constexpr std::string_view link_local_networks[] = {"169.254.0.0/16", "fe80::/10"};
+
+// The IPv4 destination an IPv6 address carries, if it is one of the forms that do.
+std::optional<ip_bytes> embedded_ipv4(const ip_bytes& a) {
+    static const ip_network nat64 = *parse_network("64:ff9b::/96");
+    static const ip_network six_to_four = *parse_network("2002::/16");
+    static const ip_network compatible = *parse_network("::/96");
+    std::size_t at;
+    if (nat64.contains(a) || compatible.contains(a)) at = 12;
+    else if (six_to_four.contains(a)) at = 2;
+    else return std::nullopt;
+    ip_bytes v4 = ipv4_bytes(0);
+    std::copy(a.begin() + static_cast<std::ptrdiff_t>(at), a.begin() + static_cast<std::ptrdiff_t>(at) + 4, v4.begin() + 12);
+    return v4;
+}
+
+// The most specific entry containing the address decides; on a tie, deny.
+bool denied_by(const std::vector<ip_network>& rules, const ip_bytes& address) {
+    int best = -1;
+    bool deny = false;
+    for (const auto& n : rules) {
+        if (!n.contains(address)) continue;
+        const int prefix = static_cast<int>(n.prefix);
+        if (prefix > best || (prefix == best && !n.exception)) {
+            best = prefix;
+            deny = !n.exception;
+        }
+    }
+    return deny;
+}
 
 }  // namespace
 
@@ -74,7 +110,11 @@ std::optional<ip_network> parse_network(std::string_view text) {
 std::optional<std::string> address_filter::expand(std::string_view entry,
                                                   std::vector<ip_network>& out) {
     auto add_all = [&out](auto const& list) {
-        for (std::string_view n : list) out.push_back(*parse_network(n));
+        for (std::string_view n : list) {
+            const bool hole = n.starts_with('!');
+            out.push_back(*parse_network(hole ? n.substr(1) : n));
+            out.back().exception = hole;
+        }
     };
     if (entry == "private") add_all(private_networks);
     else if (entry == "loopback") add_all(loopback_networks);
@@ -91,14 +131,10 @@ bool any_contains(const std::vector<ip_network>& networks, const ip_bytes& addre
 }
 
 bool address_filter::permitted(const ip_bytes& address) const {
-    // NAT64 (64:ff9b::/96) reaches the IPv4 address in its last four bytes: judge that.
-    static const ip_network nat64 = *parse_network("64:ff9b::/96");
-    if (nat64.contains(address)) {
-        ip_bytes v4 = ipv4_bytes(0);
-        std::copy(address.begin() + 12, address.end(), v4.begin() + 12);
-        if (!permitted(v4)) return false;
-    }
-    return !any_contains(deny, address) || any_contains(allow, address);
+    const auto denied = [this](const ip_bytes& a) { return denied_by(deny, a) && !any_contains(allow, a); };
+    if (denied(address)) return false;
+    const auto carried = embedded_ipv4(address);
+    return !carried || !denied(*carried);
 }
 
 }  // namespace politeproxy

@@ -4,6 +4,7 @@
 #include "politeproxy/log.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/proxy_context.hpp"
+#include "politeproxy/request_head.hpp"
 #include "politeproxy/executor.hpp"
 
 #include <boost/beast/http/field.hpp>
@@ -34,6 +35,11 @@ answer_kind kind_of(errc why) {
     case errc::connect_port_denied: return {http::status::forbidden, "http_request_denied"};
     case errc::destination_denied: return {http::status::forbidden, "destination_ip_prohibited"};
     case errc::header_too_large: return {http::status::request_header_fields_too_large, "http_request_error"};
+    case errc::request_line_too_long: return {http::status::uri_too_long, "http_request_error"};
+    case errc::unsupported_transfer_coding: return {http::status::not_implemented, "http_request_error"};
+    case errc::version_not_supported: return {http::status::http_version_not_supported, "http_request_error"};
+    case errc::method_not_allowed: return {http::status::method_not_allowed, "http_request_denied"};
+    case errc::request_timeout: return {http::status::request_timeout, "http_request_error"};
     case errc::loop_detected: return {http::status::loop_detected, "proxy_loop_detected"};
     case errc::dns_failure: return {http::status::bad_gateway, "dns_error"};
     case errc::dns_timeout: return {http::status::gateway_timeout, "dns_timeout"};
@@ -43,6 +49,7 @@ answer_kind kind_of(errc why) {
     case errc::origin_response_timeout: return {http::status::gateway_timeout, "http_response_timeout"};
     case errc::origin_bad_response: return {http::status::bad_gateway, "http_protocol_error"};
     case errc::bad_request:
+    case errc::bad_framing:
     case errc::bad_host:
     case errc::unsupported_scheme:
     case errc::origin_form_request:
@@ -76,6 +83,7 @@ answer make_answer(errc why, std::string_view details, bool keep_alive,
     }
     res.body() = std::to_string(static_cast<unsigned>(kind.status)) + " " +
                  std::string(http::obsolete_reason(kind.status)) + ": " + std::string(details) + "\n";
+    if (why == errc::method_not_allowed) res.set(http::field::allow, forwarded_methods);
     res.keep_alive(keep_alive);
     res.prepare_payload();
     return res;
@@ -87,6 +95,17 @@ task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::
     if (ctx.log.enabled(log_level::debug))
         ctx.log.write(log_level::debug, "answer", make_error_code(why).message() + ": " + std::string(details));
     auto res = make_answer(why, details, keep_alive, retry_after);
+    client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
+    auto [ec, n] = co_await http::async_write(client, res, use_tuple);
+    co_return !ec && keep_alive;
+}
+
+task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool keep_alive) {
+    answer res{http::status::ok, 11};
+    res.set(http::field::allow, forwarded_methods);
+    res.set("Proxy-Status", "politeproxy; details=\"Max-Forwards: 0 answered by the proxy\"");
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
     client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
     auto [ec, n] = co_await http::async_write(client, res, use_tuple);
     co_return !ec && keep_alive;

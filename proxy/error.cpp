@@ -15,6 +15,12 @@ public:
         case errc::bad_request: return "malformed request";
         case errc::bad_host: return "invalid host in the request target";
         case errc::header_too_large: return "request header section too large";
+        case errc::request_line_too_long: return "request line too long";
+        case errc::bad_framing: return "bad request body framing";
+        case errc::unsupported_transfer_coding: return "transfer coding not implemented";
+        case errc::version_not_supported: return "HTTP version not supported";
+        case errc::method_not_allowed: return "method not allowed";
+        case errc::request_timeout: return "the client stopped sending its request";
         case errc::unsupported_scheme: return "unsupported scheme";
         case errc::origin_form_request: return "origin-form request sent to a proxy";
         case errc::client_denied: return "client address not allowed";

@@ -5,11 +5,11 @@
 #include "politeproxy/executor.hpp"
 #include "politeproxy/hop_by_hop.hpp"
 #include "politeproxy/host_gates.hpp"
-#include "politeproxy/host_key.hpp"
 #include "politeproxy/log.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_connect.hpp"
 #include "politeproxy/origin_pool.hpp"
+#include "politeproxy/origin_response.hpp"
 #include "politeproxy/origin_target.hpp"
 #include "politeproxy/park.hpp"
 #include "politeproxy/read_header.hpp"
@@ -19,7 +19,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 
 #include <charconv>
 #include <optional>
@@ -58,26 +57,39 @@ clock::duration pooled_lifetime(std::string_view hint, clock::duration idle) {
     return std::min(lifetime, idle);
 }
 
+// The proxy's answer to a request body that could not be read whole, when no response
+// has begun: the client hears why; the connection closes (the rest of the body is unread).
+task<bool> answer_broken_upload(proxy_context& ctx, timed_socket& client, const relay_status& sent) {
+    if (sent.end == relay_end::malformed) {
+        const std::string details = std::string("malformed chunked body: ") + sent.details;
+        co_await send_answer(ctx, client, errc::bad_framing, details, false);
+    } else if (sent.ec == beast::error::timeout)
+        co_await send_answer(ctx, client, errc::request_timeout, "the request body stalled for timeouts.idle", false);
+    co_return false;  // otherwise the client broke off its body: nobody to answer
+}
+
 }  // namespace
 
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
-                           request_header_parser& header) {
-    const auto& req = header.get();
-    const unsigned client_version = req.version();
-    const http::verb method = req.method();
-    const bool client_keep_alive = req.keep_alive();
-    const bool has_body = header.chunked() || header.content_length().value_or(0) > 0;
+                           request_header_parser& header, const request_verdict& verdict) {
+    auto& out = header.get();
+    const unsigned client_version = out.version();
+    const http::verb method = out.method();
+    const bool client_keep_alive = out.keep_alive();
+    const bool has_body = verdict.body.kind == body_kind::chunked || verdict.body.length > 0;
     const bool retryable = !has_body && idempotent(method);  // on a fresh connection, if a pooled one fails
     // An answer given before the body was read must close: the body is still unread.
     const bool answer_keeps = client_keep_alive && !has_body;
 
-    auto parsed = parse_origin_target(req.target(), req.get_allocator());
+    auto parsed = parse_origin_target(out.target(), out.get_allocator());
     if (auto* e = std::get_if<target_error>(&parsed)) co_return co_await send_answer(ctx, client, e->why, e->details, false);
     const origin_target& target = std::get<origin_target>(parsed);
-    if (via_contains(req, ctx.via))
+    if (via_contains(out, ctx.via))
         co_return co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", false);
+    if (auto denied = check_known_destination(cfg, target.key))
+        co_return co_await send_answer(ctx, client, denied->why, denied->details, answer_keeps);
 
-    const std::string key = host_key(target.host);
+    const std::string& key = target.key;
     permit slot = admit_at_once(ctx, key);
     if (!slot) {
         auto admitted = co_await admit(ctx, client, key, answer_keeps);
@@ -88,15 +100,31 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     const relay_buffers::loan buffers = relay_buffers::lend();
     relay_buffers& scratch = *buffers;
 
-    request_body_parser request{std::move(header)};
-    request.body_limit(boost::none);
-    auto& out = request.get();
+    // The forwarded header: the client's end-to-end fields; the target, Host, framing
+    // and Max-Forwards written from what the proxy decided, never the client's text.
     const bool expect_continue = beast::iequals(out[http::field::expect], "100-continue");
     strip_hop_by_hop(out);
     if (expect_continue) out.erase(http::field::expect);
+    out.erase(http::field::transfer_encoding);
+    out.erase(http::field::content_length);
     out.target(target.path);
-    out.set(http::field::host, target.host_header);
     out.version(11);
+    std::string& added = scratch.added;
+    added.clear();
+    target.append_host(added);
+    out.set(http::field::host, added);
+    std::string_view request_added = ctx.via_line;
+    if (verdict.body.kind != body_kind::none || verdict.max_forwards >= 0) {
+        added = ctx.via_line;
+        append_framing(verdict.body.kind, verdict.body.length, {}, added);
+        if (verdict.max_forwards >= 0) {
+            out.erase(http::field::max_forwards);
+            added += "Max-Forwards: " + std::to_string(verdict.max_forwards) + "\r\n";
+        }
+        request_added = added;
+    }
+    scratch.head.clear();
+    serialize_head(out, request_added, scratch.head);
     // "host:port", in lent storage (no allocation once warm)
     std::string& pool_key = scratch.pool_key;
     pool_key.assign(key);
@@ -111,8 +139,8 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         const bool reused = origin.has_value();
         if (!reused) {
             origin.emplace(co_await asio::this_coro::executor);
-            if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, target.host,
-                                                       target.port, policy.timeouts.connect)) {
+            if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, key, target.port,
+                                                       policy.timeouts.connect)) {
                 slot.set_outcome(outcome_of(failure->why));
                 if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
                 co_return co_await send_answer(ctx, client, failure->why, failure->details, answer_keeps);
@@ -127,8 +155,12 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
                 co_return false;
         }
         const auto sent_at = clock::now();
-        const auto sent = co_await relay(client, buffer, request, *origin, policy.timeouts.idle, scratch, ctx.via_line);
-        if (sent.end == relay_end::read_failed) co_return false;  // client broke off its body
+        const auto sent = co_await relay(client, buffer, verdict.body, verdict.body.kind == body_kind::chunked, *origin,
+                                         policy.timeouts.idle, scratch);
+        if (sent.end == relay_end::read_failed || sent.end == relay_end::malformed) {
+            slot.set_outcome(outcome::error);  // the client's doing: no health signal
+            co_return co_await answer_broken_upload(ctx, client, sent);
+        }
         if (sent.end == relay_end::write_failed) {
             if (may_retry) continue;
             slot.set_outcome(outcome::refused);
@@ -151,7 +183,6 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
             }
             response.emplace(out.get_allocator());
             response->header_limit(static_cast<std::uint32_t>(cfg.limits.response_header_bytes));
-            response->body_limit(boost::none);
             if (method == http::verb::head) response->skip(true);
             origin->expires_after(policy.timeouts.response_headers);
             ec = co_await read_header(*origin, origin_buffer, *response);
@@ -194,27 +225,39 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
                                            policy.retry_after_cap)));
         else
             slot.report(health_signal::answered(latency));
-        const bool origin_keeps = response->keep_alive();
+
+        // The response's framing: as the origin declared it, except that HEAD, 204 and
+        // 304 have no body (RFC 9112 section 6.3). The client is told the framing the
+        // proxy writes: a body that ends at the origin's close goes chunked to an
+        // HTTP/1.1 client; HTTP/1.0 has no chunked coding, so its body goes raw and its
+        // end is the close.
+        const bool bodiless = method == http::verb::head || status == 204 || status == 304;
+        const body_framing declared = response->framing();
+        const body_kind told = bodiless && declared.kind == body_kind::until_close ? body_kind::none : declared.kind;
+        const body_framing from_origin = bodiless ? body_framing{} : declared;
+        const bool origin_keeps = response->keep_alive() && from_origin.kind != body_kind::until_close;
         const auto lifetime = pooled_lifetime(response->keep_alive_hint(), policy.timeouts.idle);
-        // The response goes out as HTTP/1.1 without its hop-by-hop fields (the parser
-        // left them out); what follows adapts its framing and connection to the client.
-        std::string& added = scratch.added;
+        bool keep = client_keep_alive && !ctx.draining;
+        bool out_chunked = false;
         added = ctx.via_line;
         added += "Proxy-Status: ";
         append_queue_wait_status(slot.queue_wait(), added);
         added += "\r\n";
-        bool keep = client_keep_alive && !ctx.draining;
         if (client_version < 11) {
-            // HTTP/1.0 has no chunked coding: send the body raw and mark its end by closing.
-            if (response->outgoing_chunked()) response->drop_transfer_encoding();
-            if (!response->content_length()) keep = false;
-        } else if (response->need_eof() && !response->is_done()) {
-            response->add_chunked();  // the body ends when the origin closes: frame it for the client
+            if (told == body_kind::length) append_framing(told, declared.length, {}, added);
+            else keep = false;
+        } else {
+            out_chunked = !bodiless && told != body_kind::length;
+            append_framing(told == body_kind::until_close ? body_kind::chunked : told, declared.length,
+                           response->other_codings(), added);
         }
-        if (!keep) response->add_connection_close();
+        if (!keep) added += "Connection: close\r\n";
+        scratch.head.clear();
+        response->write_head(added, scratch.head);
 
-        const auto received = co_await relay(*origin, origin_buffer, *response, client, policy.timeouts.idle, scratch, added);
-        if (received.end == relay_end::read_failed) {
+        const auto received = co_await relay(*origin, origin_buffer, from_origin, out_chunked, client,
+                                             policy.timeouts.idle, scratch);
+        if (received.end == relay_end::read_failed || received.end == relay_end::malformed) {
             slot.set_outcome(received.ec == beast::error::timeout ? outcome::timeout : outcome::error);
             co_return false;  // the client saw a truncated body: closing tells it so
         }

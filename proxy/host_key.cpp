@@ -1,11 +1,122 @@
 #include "politeproxy/host_key.hpp"
 
+#include <arpa/inet.h>
+
+#include <cstring>
+
 namespace politeproxy {
 
-std::string host_key(std::string_view host) {
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
+namespace {
+
+std::string_view strip_brackets(std::string_view host) {
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    return host;
+}
+
+std::string_view strip_trailing_dots(std::string_view host) {
     while (!host.empty() && host.back() == '.') host.remove_suffix(1);
+    return host;
+}
+
+// One part of an inet_aton address: "0x" hex, "0" octal, or decimal; no sign, no
+// empty part, at most 32 bits.
+std::optional<std::uint64_t> aton_part(std::string_view s) {
+    unsigned base = 10;
+    if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s.remove_prefix(2);
+    } else if (s.size() > 1 && s[0] == '0') {
+        base = 8;
+        s.remove_prefix(1);
+    }
+    if (s.empty() || s.size() > 32) return std::nullopt;
+    std::uint64_t v = 0;
+    for (char c : s) {
+        unsigned d;
+        if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
+        else if (c >= 'a' && c <= 'f') d = static_cast<unsigned>(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') d = static_cast<unsigned>(c - 'A' + 10);
+        else return std::nullopt;
+        if (d >= base) return std::nullopt;
+        v = v * base + d;
+        if (v > 0xffffffffu) return std::nullopt;
+    }
+    return v;
+}
+
+std::optional<std::uint32_t> parse_ipv4_any(std::string_view s) {
+    std::uint64_t parts[4];
+    std::size_t n = 0;
+    for (;;) {
+        const std::size_t dot = s.find('.');
+        if (n == 4) return std::nullopt;
+        const auto v = aton_part(s.substr(0, dot));
+        if (!v) return std::nullopt;
+        parts[n++] = *v;
+        if (dot == std::string_view::npos) break;
+        s.remove_prefix(dot + 1);
+    }
+    // Every part but the last is one byte; the last fills the bytes left.
+    std::uint64_t address = 0;
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+        if (parts[i] > 0xff) return std::nullopt;
+        address |= parts[i] << (8 * (3 - i));
+    }
+    const unsigned last_bits = 8 * static_cast<unsigned>(5 - n);
+    if (parts[n - 1] >> last_bits) return std::nullopt;
+    return static_cast<std::uint32_t>(address | parts[n - 1]);
+}
+
+bool numeric_label(std::string_view label) {
+    if (label.size() > 1 && label[0] == '0' && (label[1] == 'x' || label[1] == 'X')) {
+        label.remove_prefix(2);
+        for (char c : label)
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
+        return true;
+    }
+    for (char c : label)
+        if (c < '0' || c > '9') return false;
+    return !label.empty();
+}
+
+}  // namespace
+
+std::optional<ip_bytes> parse_host_address(std::string_view host) {
+    host = strip_brackets(host);
+    if (host.find(':') == std::string_view::npos) {
+        const auto v4 = parse_ipv4_any(strip_trailing_dots(host));
+        if (!v4) return std::nullopt;
+        return ipv4_bytes(*v4);
+    }
+    if (host.size() >= INET6_ADDRSTRLEN) return std::nullopt;
+    char text[INET6_ADDRSTRLEN];
+    std::memcpy(text, host.data(), host.size());
+    text[host.size()] = '\0';
+    in6_addr v6{};
+    if (inet_pton(AF_INET6, text, &v6) != 1) return std::nullopt;
+    ip_bytes b;
+    std::memcpy(b.data(), &v6, b.size());
+    return b;
+}
+
+std::string address_text(const ip_bytes& address) {
+    static const ip_network mapped = *parse_network("::ffff:0:0/96");
+    char text[INET6_ADDRSTRLEN];
+    if (mapped.contains(address)) {
+        in_addr v4;
+        std::memcpy(&v4, address.data() + 12, 4);
+        inet_ntop(AF_INET, &v4, text, sizeof text);
+    } else {
+        in6_addr v6;
+        std::memcpy(&v6, address.data(), address.size());
+        inet_ntop(AF_INET6, &v6, text, sizeof text);
+    }
+    return text;
+}
+
+std::string host_key(std::string_view host) {
+    if (const auto address = parse_host_address(host)) return address_text(*address);
+    host = strip_trailing_dots(strip_brackets(host));
     std::string key(host);
     for (char& c : key)
         if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -25,7 +136,9 @@ bool valid_host_name(std::string_view host) {
         const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
         if (!ok || ++label > 63) return false;
     }
-    return label > 0;
+    if (label == 0) return false;
+    // A numeric last label makes it an address or nothing (as WHATWG URL hosts).
+    return !numeric_label(host.substr(host.size() - label)) || parse_host_address(host).has_value();
 }
 
 bool host_matches(std::string_view pattern, std::string_view host) {

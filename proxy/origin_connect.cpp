@@ -22,13 +22,19 @@ ip_bytes bytes_of(const asio::ip::address& a) {
     return b;
 }
 
+std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key) {
+    const std::string_view literal = cfg.static_address(key).value_or(key);
+    const auto address = parse_host_address(literal);
+    if (!address || cfg.security.destinations.permitted(*address)) return std::nullopt;
+    return connect_failure{errc::destination_denied, "destination " + std::string(literal) + " is denied"};
+}
+
 task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resolver& resolver,
-                                                    timed_socket& stream, std::string_view host,
+                                                    timed_socket& stream, const std::string& key,
                                                     std::uint16_t port, clock::duration timeout) {
     const auto deadline = clock::now() + timeout;
     std::vector<tcp::endpoint> candidates;
     boost::system::error_code ec;
-    const std::string key = host_key(host);
     const std::string_view literal = cfg.static_address(key).value_or(key);
     if (const auto address = asio::ip::make_address(literal, ec); !ec) {
         candidates.emplace_back(address, port);

@@ -18,13 +18,6 @@ namespace {
 
 constexpr std::string_view crlf = "\r\n";
 
-// The transfer codings name chunked last (RFC 9112 section 6.1).
-bool ends_chunked(std::string_view codings) {
-    std::string_view last;
-    for (auto coding : http::token_list{codings}) last = coding;
-    return beast::iequals(last, "chunked");
-}
-
 }  // namespace
 
 origin_response_parser::origin_response_parser(wire_allocator arena)
@@ -35,8 +28,9 @@ std::string_view origin_response_parser::retry_after() const {
     return std::string_view(fields_).substr(retry_after_at_, retry_after_size_);
 }
 
-void origin_response_parser::on_response_impl(int code, beast::string_view reason, int, beast::error_code&) {
+void origin_response_parser::on_response_impl(int code, beast::string_view reason, int version, beast::error_code&) {
     status_ = static_cast<unsigned>(code);
+    version_ = static_cast<unsigned>(version);
     reason_.assign(reason.data(), reason.size());
 }
 
@@ -49,7 +43,8 @@ void origin_response_parser::on_field_impl(http::field name, beast::string_view 
     }
     if (name == http::field::keep_alive && keep_alive_.empty()) keep_alive_.assign(value.data(), value.size());
     if (always_hop_by_hop(name)) return;
-    if (name == http::field::transfer_encoding) outgoing_chunked_ = ends_chunked(value);
+    if (name == http::field::transfer_encoding) return framing_fields_.transfer_encoding(value);
+    if (name == http::field::content_length) return framing_fields_.content_length(value);
     fields_.append(name_string.data(), name_string.size());
     fields_ += ": ";
     if (name == http::field::retry_after && !has_retry_after_) {
@@ -61,7 +56,12 @@ void origin_response_parser::on_field_impl(http::field name, beast::string_view 
     fields_ += crlf;
 }
 
-void origin_response_parser::on_header_impl(beast::error_code&) {
+void origin_response_parser::on_header_impl(beast::error_code& ec) {
+    if (const auto fault = framing_fields_.response(version_, framing_); fault != framing_fault::none) {
+        ec = fault == framing_fault::bad_content_length ? http::error::bad_content_length
+                                                        : http::error::bad_transfer_encoding;
+        return;
+    }
     if (connection_.empty()) return;
     // The names Connection lists beyond the fixed set ("close" and "keep-alive" name
     // no forwarded field): usually none.
@@ -95,18 +95,6 @@ void origin_response_parser::remove_fields(Pred doomed) {
     fields_ = std::move(kept);
 }
 
-void origin_response_parser::drop_transfer_encoding() {
-    remove_fields([](std::string_view name) { return beast::iequals(name, "Transfer-Encoding"); });
-    outgoing_chunked_ = false;
-}
-
-void origin_response_parser::add_chunked() {
-    fields_ += "Transfer-Encoding: chunked\r\n";
-    outgoing_chunked_ = true;
-}
-
-void origin_response_parser::add_connection_close() { fields_ += "Connection: close\r\n"; }
-
 void origin_response_parser::write_head(std::string_view added_fields, std::string& out) const {
     char status[4] = {static_cast<char>('0' + status_ / 100 % 10), static_cast<char>('0' + status_ / 10 % 10),
                       static_cast<char>('0' + status_ % 10), ' '};
@@ -120,32 +108,6 @@ void origin_response_parser::write_head(std::string_view added_fields, std::stri
     out += fields_;
     out += added_fields;
     out += crlf;
-}
-
-namespace {
-
-// As buffer_body's reader: copy what fits, need_buffer when the room is full.
-std::size_t into_body(http::buffer_body::value_type& body, beast::string_view data, beast::error_code& ec) {
-    if (!body.data) {
-        ec = http::error::need_buffer;
-        return 0;
-    }
-    const std::size_t n = std::min(body.size, data.size());
-    std::memcpy(body.data, data.data(), n);
-    body.data = static_cast<char*>(body.data) + n;
-    body.size -= n;
-    if (n < data.size()) ec = http::error::need_buffer;
-    return n;
-}
-
-}  // namespace
-
-std::size_t origin_response_parser::on_body_impl(beast::string_view data, beast::error_code& ec) {
-    return into_body(body, data, ec);
-}
-
-std::size_t origin_response_parser::on_chunk_body_impl(std::uint64_t, beast::string_view data, beast::error_code& ec) {
-    return into_body(body, data, ec);
 }
 
 }  // namespace politeproxy

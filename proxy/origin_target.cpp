@@ -8,11 +8,11 @@
 #include <charconv>
 
 namespace politeproxy {
-namespace detail {
 
 namespace {
 
 constexpr std::string_view http_prefix = "http://";
+constexpr std::uint16_t default_http_port = 80;
 
 // Characters a path or query may hold as they are (RFC 3986 section 3.3 and 3.4:
 // unreserved, sub-delims, ':', '@', '/', '?'); '%' only with two hex digits after it.
@@ -42,7 +42,33 @@ void set_path(origin_target& t, std::string_view path_and_query) {
     t.path += path_and_query;
 }
 
+constexpr target_error bad_host_error{errc::bad_host, "request target has no valid host name, address or port"};
+
 }  // namespace
+
+std::optional<std::uint16_t> parse_port(std::string_view digits) {
+    unsigned port = 0;
+    if (digits.empty() || digits.size() > 5) return std::nullopt;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (ec != std::errc{} || end != digits.data() + digits.size() || digits.front() == '+' || port == 0 ||
+        port > 65535)
+        return std::nullopt;
+    return static_cast<std::uint16_t>(port);
+}
+
+void origin_target::append_host(std::string& out) const {
+    const bool ipv6 = key.find(':') != std::string::npos;
+    if (ipv6) out += '[';
+    out += key;
+    if (ipv6) out += ']';
+    if (port != default_http_port) {
+        char digits[8];
+        out += ':';
+        out.append(digits, std::to_chars(digits, digits + sizeof digits, port).ptr);
+    }
+}
+
+namespace detail {
 
 std::optional<origin_target> parse_plain_target(std::string_view target, wire_allocator arena) {
     if (!target.starts_with(http_prefix)) return std::nullopt;
@@ -52,20 +78,19 @@ std::optional<origin_target> parse_plain_target(std::string_view target, wire_al
     const std::string_view path_and_query = authority_end == std::string_view::npos ? "" : rest.substr(authority_end);
     const std::size_t colon = authority.find(':');
     const std::string_view host = authority.substr(0, colon);
-    std::uint16_t port = 80;
+    std::uint16_t port = default_http_port;
     if (colon != std::string_view::npos) {
-        const std::string_view digits = authority.substr(colon + 1);
-        if (digits.empty() || digits.size() > 5 || digits.front() == '0') return std::nullopt;
-        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-        if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
+        const auto parsed = parse_port(authority.substr(colon + 1));
+        if (!parsed) return std::nullopt;
+        port = *parsed;
     }
     // valid_host_name allows letters, digits, '-', '_' and dots between labels, and
-    // reads a dotted quad as a name (the full parse calls it an address: same result).
+    // numeric forms of IPv4 addresses (the full parse calls some of them addresses,
+    // some names: same key).
     if (!valid_host_name(host) || !plain_path(path_and_query)) return std::nullopt;
     origin_target t(arena);
-    t.host = host;
+    t.key = host_key(host);
     t.port = port;
-    t.host_header = authority;
     set_path(t, path_and_query);
     return t;
 }
@@ -76,16 +101,24 @@ std::variant<origin_target, target_error> parse_any_target(std::string_view targ
     const auto parsed = boost::urls::parse_absolute_uri(target);
     if (!parsed) return target_error{errc::bad_request, "request target is not an absolute URI"};
     const boost::urls::url_view url = *parsed;
+    // Boost.URL 1.81 reads "http://1.2.3.4.evil.test/x" as host 1.2.3.4 and path
+    // ".evil.test/x": an authority is followed by "/", "?" or nothing.
+    if (const auto path = url.encoded_path(); !path.empty() && !path.starts_with('/'))
+        return target_error{errc::bad_host, "request target's host is followed by something that is not a path"};
     if (url.scheme_id() != boost::urls::scheme::http)
         return target_error{errc::unsupported_scheme, "only http:// is forwarded; use CONNECT for https"};
+    if (url.has_userinfo()) return target_error{errc::bad_request, "request target carries userinfo"};
     origin_target t(arena);
-    url.host_address(boost::urls::string_token::assign_to(t.host));
-    t.port = url.has_port() ? url.port_number() : 80;
+    if (url.has_port()) {
+        const auto port = parse_port(url.port());
+        if (!port) return bad_host_error;
+        t.port = *port;
+    }
     const auto type = url.host_type();
     const bool literal = type == boost::urls::host_type::ipv4 || type == boost::urls::host_type::ipv6;
-    if (t.port == 0 || (!literal && (type != boost::urls::host_type::name || !valid_host_name(url.encoded_host()))))
-        return target_error{errc::bad_host, "request target has no valid host name, address or port"};
-    t.host_header = url.encoded_host_and_port();
+    if (!literal && (type != boost::urls::host_type::name || !valid_host_name(url.encoded_host())))
+        return bad_host_error;
+    t.key = host_key(url.host_address());
     set_path(t, url.encoded_target());
     return t;
 }
@@ -95,6 +128,30 @@ std::variant<origin_target, target_error> parse_any_target(std::string_view targ
 std::variant<origin_target, target_error> parse_origin_target(std::string_view target, wire_allocator arena) {
     if (auto plain = detail::parse_plain_target(target, arena)) return std::move(*plain);
     return detail::parse_any_target(target, arena);
+}
+
+std::variant<connect_target, target_error> parse_connect_target(std::string_view authority) {
+    constexpr target_error bad{errc::bad_request, "CONNECT needs host:port, the port 1 to 65535"};
+    std::string_view host;
+    std::string_view port;
+    if (authority.starts_with('[')) {
+        const std::size_t close = authority.find(']');
+        if (close == std::string_view::npos || authority.substr(close + 1, 1) != ":") return bad;
+        host = authority.substr(0, close + 1);
+        port = authority.substr(close + 2);
+        const auto address = parse_host_address(host);
+        if (!address || host.find(':') == std::string_view::npos) return bad;  // brackets hold IPv6 only
+    } else {
+        const std::size_t colon = authority.rfind(':');
+        if (colon == std::string_view::npos) return bad;
+        host = authority.substr(0, colon);
+        port = authority.substr(colon + 1);
+        if (!valid_host_name(host))
+            return target_error{errc::bad_host, "CONNECT target has no valid host name or address"};
+    }
+    const auto number = parse_port(port);
+    if (!number) return bad;
+    return connect_target{host_key(host), *number};
 }
 
 }  // namespace politeproxy

@@ -1,12 +1,14 @@
 #include "politeproxy/relay.hpp"
 #include "politeproxy/executor.hpp"
 
+#include "politeproxy/chunked_decoder.hpp"
+
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/read.hpp>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <tuple>
@@ -102,19 +104,7 @@ std::optional<asio::const_buffer> as_one_buffer(std::span<const asio::const_buff
     return asio::buffer(joined);
 }
 
-// What relaying needs of each kind of parser: the header as it goes out, whether that
-// header frames the body as chunked, and the room the parser reads the body into.
-void write_head(const request_body_parser& p, std::string_view added, std::string& out) {
-    serialize_head(p.get().base(), added, out);
-}
-bool outgoing_chunked(const request_body_parser& p) { return p.get().chunked(); }
-http::buffer_body::value_type& body_of(request_body_parser& p) { return p.get().body(); }
-
-void write_head(const origin_response_parser& p, std::string_view added, std::string& out) { p.write_head(added, out); }
-bool outgoing_chunked(const origin_response_parser& p) { return p.outgoing_chunked(); }
-http::buffer_body::value_type& body_of(origin_response_parser& p) { return p.body; }
-
-// A body of known length (or none) that goes out with the same framing needs no parser:
+// A body of known length (or none) needs no parsing:
 // the header with the bytes already buffered (the header alone when none are, so a slow
 // body does not hold it back), then reads straight into the body buffer, each written
 // as it arrives, until `remaining` is 0. Bytes past the body (a pipelined request)
@@ -149,13 +139,33 @@ task<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer
     co_return relay_status{relay_end::done, {}};
 }
 
-// A chunked body, or one delimited by the origin's close, or one re-framed: Beast's
-// parser finds the body's end and hands over its bytes; they go out framed as the
-// outgoing header says.
-template <class Parser>
-task<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer, Parser& p, timed_socket& out,
-                                clock::duration idle, relay_buffers& scratch) {
-    const bool chunked = outgoing_chunked(p);
+// Moves what `in_buffer` holds of the body into `room`: decoded when the body is
+// chunked, as it is when it ends at the close. Returns the bytes moved.
+std::size_t take_body(beast::flat_buffer& in_buffer, chunked_decoder* decoder, std::span<char> room) {
+    if (!decoder) {
+        const std::size_t n = std::min(in_buffer.size(), room.size());
+        std::memcpy(room.data(), in_buffer.data().data(), n);
+        in_buffer.consume(n);
+        return n;
+    }
+    std::size_t got = 0;
+    while (in_buffer.size() > 0 && got < room.size() && !decoder->done() && !decoder->failed()) {
+        const auto data = in_buffer.data();
+        const auto r = decoder->decode(std::string_view(static_cast<const char*>(data.data()), data.size()),
+                                       room.subspan(got));
+        in_buffer.consume(r.consumed);
+        got += r.written;
+    }
+    return got;
+}
+
+// A chunked body (decoded, so its end is found and its framing checked) or one that
+// ends when `in` closes: the bytes go out as they arrive, re-chunked when `out_chunked`.
+task<relay_status> relay_delimited(timed_socket& in, beast::flat_buffer& in_buffer, bool chunked_in,
+                                   bool out_chunked, timed_socket& out, clock::duration idle,
+                                   relay_buffers& scratch) {
+    std::optional<chunked_decoder> decoder;
+    if (chunked_in) decoder.emplace();
     bool head_sent = false;
     if (in_buffer.size() == 0) {  // the body is not here yet: the header goes now
         out.expires_after(idle);
@@ -163,77 +173,61 @@ task<relay_status> relay_parsed(timed_socket& in, beast::flat_buffer& in_buffer,
             co_return relay_status{relay_end::write_failed, ec};
         head_sent = true;
     }
-    // Beast reads as much as the buffer has room for: give it room, or a body arrives
-    // in 512-byte reads.
-    if (in_buffer.capacity() < relay_buffers::read_room) in_buffer.reserve(relay_buffers::read_room);
-    auto& body = body_of(p);
+    const std::span<char> room(scratch.body_buffer(), relay_buffers::chunk_size);
+    bool ended = false;
     for (;;) {
-        body.data = scratch.body_buffer();
-        body.size = relay_buffers::chunk_size;
-        in.expires_after(idle);
-        // read_some: pass on what has arrived, do not wait for a full chunk (streaming
-        // and long-poll responses must flow).
-        auto [rec, rn] = co_await http::async_read_some(in, in_buffer, p, use_tuple);
-        if (rec == http::error::need_buffer) rec = {};
-        if (rec) co_return relay_status{relay_end::read_failed, rec};
-        const std::size_t got = relay_buffers::chunk_size - body.size;
-        const bool last = p.is_done();
-        if (got == 0 && !last && head_sent) continue;  // a chunk header, say: nothing to pass on
-
-        std::array<asio::const_buffer, 5> pieces;
-        std::size_t count = 0;
-        if (!head_sent) pieces[count++] = asio::buffer(scratch.head);
-        char size_line[sizeof(std::size_t) * 2 + 2];
-        if (got > 0) {
-            if (chunked) {
+        const std::size_t got = take_body(in_buffer, decoder ? &*decoder : nullptr, room);
+        if (decoder && decoder->failed()) co_return relay_status{relay_end::malformed, {}, decoder->error()};
+        ended = ended || (decoder && decoder->done());
+        if (got > 0 || ended || !head_sent) {
+            std::array<asio::const_buffer, 5> pieces;
+            std::size_t count = 0;
+            if (!head_sent) pieces[count++] = asio::buffer(scratch.head);
+            char size_line[sizeof(std::size_t) * 2 + 2];
+            if (got > 0 && out_chunked) {
                 auto [end, ec] = std::to_chars(size_line, size_line + sizeof size_line - 2, got, 16);
                 *end++ = '\r';
                 *end++ = '\n';
                 pieces[count++] = asio::buffer(size_line, static_cast<std::size_t>(end - size_line));
             }
-            pieces[count++] = asio::buffer(scratch.body_buffer(), got);
-            if (chunked) pieces[count++] = asio::buffer(crlf);
+            if (got > 0) pieces[count++] = asio::buffer(room.data(), got);
+            if (got > 0 && out_chunked) pieces[count++] = asio::buffer(crlf);
+            if (ended && out_chunked) pieces[count++] = asio::buffer(last_chunk);
+            const std::span<const asio::const_buffer> message_part(pieces.data(), count);
+            out.expires_after(idle);
+            boost::system::error_code wec;
+            if (const auto one = as_one_buffer(message_part, scratch.joined))
+                std::tie(wec, std::ignore) = co_await asio::async_write(out, *one, use_tuple);
+            else
+                std::tie(wec, std::ignore) = co_await asio::async_write(out, message_part, use_tuple);
+            if (wec) co_return relay_status{relay_end::write_failed, wec};
+            head_sent = true;
         }
-        if (last && chunked) pieces[count++] = asio::buffer(last_chunk);
-        const std::span<const asio::const_buffer> message_part(pieces.data(), count);
-        out.expires_after(idle);
-        boost::system::error_code wec;
-        if (const auto one = as_one_buffer(message_part, scratch.joined))
-            std::tie(wec, std::ignore) = co_await asio::async_write(out, *one, use_tuple);
-        else
-            std::tie(wec, std::ignore) = co_await asio::async_write(out, message_part, use_tuple);
-        if (wec) co_return relay_status{relay_end::write_failed, wec};
-        head_sent = true;
-        if (last) break;
+        if (ended) break;
+        if (in_buffer.size() > 0) continue;  // the room was full
+        in.expires_after(idle);
+        auto [rec, n] = co_await in.async_read_some(in_buffer.prepare(relay_buffers::read_room), use_tuple);
+        if (rec == asio::error::eof && !decoder) {
+            ended = true;  // the close is this body's end
+            continue;
+        }
+        if (rec) co_return relay_status{relay_end::read_failed, rec};  // a chunked body cut short
+        in_buffer.commit(n);
     }
     in.expires_never();
     out.expires_never();
     co_return relay_status{relay_end::done, {}};
 }
 
-// Not a coroutine itself: it picks one, so a message costs one coroutine frame.
-template <class Parser>
-task<relay_status> relay_message(timed_socket& in, beast::flat_buffer& in_buffer, Parser& p, timed_socket& out,
-                                 clock::duration idle, relay_buffers& scratch, std::string_view added_fields) {
-    scratch.head.clear();
-    write_head(p, added_fields, scratch.head);
-    if (p.is_done()) return relay_counted(in, in_buffer, 0, out, idle, scratch);  // no body: the header alone
-    if (const auto length = p.content_length_remaining(); length && !outgoing_chunked(p))
-        return relay_counted(in, in_buffer, *length, out, idle, scratch);
-    return relay_parsed(in, in_buffer, p, out, idle, scratch);
-}
-
 }  // namespace
 
-task<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer, request_body_parser& p, timed_socket& out,
-                         clock::duration idle, relay_buffers& scratch, std::string_view added_fields) {
-    return relay_message(in, in_buffer, p, out, idle, scratch, added_fields);
-}
-
-task<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer, origin_response_parser& p,
-                         timed_socket& out, clock::duration idle, relay_buffers& scratch,
-                         std::string_view added_fields) {
-    return relay_message(in, in_buffer, p, out, idle, scratch, added_fields);
+// Not a coroutine itself: it picks one, so a message costs one coroutine frame.
+task<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer, body_framing body, bool out_chunked,
+                         timed_socket& out, clock::duration idle, relay_buffers& scratch) {
+    if (body.kind == body_kind::none) return relay_counted(in, in_buffer, 0, out, idle, scratch);  // the header alone
+    if (body.kind == body_kind::length && !out_chunked)
+        return relay_counted(in, in_buffer, body.length, out, idle, scratch);
+    return relay_delimited(in, in_buffer, body.kind == body_kind::chunked, out_chunked, out, idle, scratch);
 }
 
 }  // namespace politeproxy

@@ -3,7 +3,7 @@
 #include "politeproxy/answers.hpp"
 #include "politeproxy/hop_by_hop.hpp"
 #include "politeproxy/host_gates.hpp"
-#include "politeproxy/host_key.hpp"
+#include "politeproxy/origin_target.hpp"
 #include "politeproxy/metrics.hpp"
 #include "politeproxy/origin_connect.hpp"
 #include "politeproxy/park.hpp"
@@ -12,7 +12,6 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/url/parse.hpp>
 
 #include <array>
 
@@ -72,19 +71,14 @@ task<void> idle_watch(tunnel_state& t, clock::duration idle) {
 
 task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
                       request_header_parser& header) {
-    const auto authority = boost::urls::parse_authority(header.get().target());
-    if (!authority || !authority->has_port() || authority->port_number() == 0 || authority->has_userinfo()) {
-        co_await send_answer(ctx, client, errc::bad_request, "CONNECT needs host:port", false);
+    auto parsed = parse_connect_target(header.get().target());
+    if (auto* e = std::get_if<target_error>(&parsed)) {
+        co_await send_answer(ctx, client, e->why, e->details, false);
         co_return;
     }
-    const auto type = authority->host_type();
-    const bool literal = type == boost::urls::host_type::ipv4 || type == boost::urls::host_type::ipv6;
-    if (!literal && (type != boost::urls::host_type::name || !valid_host_name(authority->encoded_host()))) {
-        co_await send_answer(ctx, client, errc::bad_host, "CONNECT target has no valid host name or address", false);
-        co_return;
-    }
-    const std::string host = authority->host_address();
-    const std::uint16_t port = authority->port_number();
+    const connect_target& target = std::get<connect_target>(parsed);
+    const std::string& key = target.key;
+    const std::uint16_t port = target.port;
     if (!cfg.connect_port_allowed(port)) {
         const std::string details = "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports";
         co_await send_answer(ctx, client, errc::connect_port_denied, details, false);
@@ -95,7 +89,10 @@ task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& clien
         co_return;
     }
 
-    const std::string key = host_key(host);
+    if (auto denied = check_known_destination(cfg, key)) {
+        co_await send_answer(ctx, client, denied->why, denied->details, false);
+        co_return;
+    }
     permit slot = admit_at_once(ctx, key);
     if (!slot) {
         auto admitted = co_await admit(ctx, client, key, false);
@@ -105,7 +102,7 @@ task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& clien
     const host_policy& policy = slot.policy();
 
     timed_socket origin(co_await asio::this_coro::executor);
-    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, host, port, policy.timeouts.connect)) {
+    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect)) {
         slot.set_outcome(outcome_of(failure->why));
         if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
         co_await send_answer(ctx, client, failure->why, failure->details, false);

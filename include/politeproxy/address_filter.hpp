@@ -18,14 +18,29 @@ ip_bytes ipv4_bytes(std::uint32_t host_order);
 struct ip_network {
     ip_bytes base{};
     unsigned prefix = 0;  ///< in bits of the 128-bit form
+    /// In a deny list: a hole in a wider entry (a named class's globally reachable part).
+    bool exception = false;
     bool contains(const ip_bytes& address) const;
 };
 
 /// "10.0.0.0/8", "::1/128", or a single address.
 std::optional<ip_network> parse_network(std::string_view text);
 
-/// The SSRF guard: an address is permitted unless a deny entry contains it and no allow
-/// entry does. Deny entries are networks or the names `private`, `loopback`, `link_local`.
+/// The SSRF guard: an address is permitted unless the deny list denies it and no allow
+/// entry contains it. In the deny list the most specific entry that contains the address
+/// decides (a named class's exceptions are holes in its wider ranges; on a tie, deny).
+/// An IPv6 address that carries an IPv4 destination (NAT64 64:ff9b::/96, 6to4
+/// 2002::/16, IPv4-compatible ::/96; IPv4-mapped is the IPv4 address itself) is judged
+/// as that IPv4 address too, and denied when either is.
+///
+/// Deny entries are networks or class names:
+/// - `loopback`: 127.0.0.0/8, 0.0.0.0/8, ::1/128, ::/128;
+/// - `link_local`: 169.254.0.0/16, fe80::/10;
+/// - `private`: every other range of the IANA IPv4 and IPv6 special-purpose address
+///   registries that is not globally reachable (private-use, shared, benchmarking,
+///   documentation, reserved, limited broadcast, ULA, discard-only, IPv4-compatible,
+///   NAT64 local-use, TEREDO and the rest of 2001::/23 but its global parts, SRv6,
+///   deprecated site-local), the 6to4 relay anycast, and IPv4 and IPv6 multicast.
 class address_filter {
 public:
     /// Returns the offending entry's text on error.

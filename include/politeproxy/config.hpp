@@ -77,7 +77,9 @@ struct resolve_entry {
 
 /// Size and lifetime bounds that are not per host (`limits:`).
 struct limits_config {
+    std::size_t request_line_bytes = 16 * 1024;     ///< a longer request line -> 414
     std::size_t request_header_bytes = 64 * 1024;   ///< larger -> 431
+    std::size_t request_header_fields = 100;        ///< more field lines -> 431
     std::size_t response_header_bytes = 64 * 1024;  ///< larger -> 502
     clock::duration host_idle_ttl = 60s;             ///< an idle host's gate is forgotten after this
 };

@@ -17,8 +17,22 @@ enum class errc {
     bad_request,
     /// The request target's host is not a valid host name or address.
     bad_host,
-    /// The request's header section is larger than the parser's limit.
+    /// The request's header section is larger than limits.request_header_bytes, or has
+    /// more field lines than limits.request_header_fields.
     header_too_large,
+    /// The request line is longer than limits.request_line_bytes.
+    request_line_too_long,
+    /// The request's body framing is refused: Transfer-Encoding whose final coding is not
+    /// chunked, an invalid Content-Length, both, or a malformed chunked body.
+    bad_framing,
+    /// The request names a transfer coding other than chunked.
+    unsupported_transfer_coding,
+    /// The request's HTTP version is not 1.0 or 1.1.
+    version_not_supported,
+    /// The method is not forwarded (TRACE).
+    method_not_allowed,
+    /// The client stopped sending its request (header or body) before it was complete.
+    request_timeout,
     /// The request's scheme is not one the proxy forwards.
     unsupported_scheme,
     /// An origin-form request was sent to the proxy port.

@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/proxy_context.hpp"
+#include "politeproxy/request_head.hpp"
 #include "politeproxy/wire_fields.hpp"
 
 #include "politeproxy/executor.hpp"
@@ -18,9 +19,10 @@ using request_header_parser = boost::beast::http::request_parser<boost::beast::h
 /// keep-alive connection, and streams both bodies. Answers the client exactly once,
 /// either with the origin's response or with one of the proxy's own answers.
 /// Returns true when the client connection may carry another request. `cfg` is the
-/// config the session read this request under (it outlives the call).
+/// config the session read this request under (it outlives the call); `verdict` is
+/// check_request_head's (not a refusal): the body is read and forwarded as it says.
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client,
                            boost::beast::flat_buffer& buffer,
-                           request_header_parser& header);
+                           request_header_parser& header, const request_verdict& verdict);
 
 }  // namespace politeproxy

@@ -22,12 +22,17 @@ struct connect_failure {
     std::string details;
 };
 
-/// Resolves `host` (static `resolve:` entries first, then DNS), drops every address that
-/// security.deny_destinations forbids, and connects `stream` to the first permitted one
-/// that answers. Name look-up and connect together are bounded by `timeout`.
+/// Resolves the host `key` (static `resolve:` entries first, then DNS), drops every
+/// address that security.deny_destinations forbids, and connects `stream` to the first
+/// permitted one that answers. Name look-up and connect together are bounded by `timeout`.
 task<std::optional<connect_failure>> connect_origin(
-    const config& cfg, dns_resolver& resolver, timed_socket& stream, std::string_view host,
+    const config& cfg, dns_resolver& resolver, timed_socket& stream, const std::string& key,
     std::uint16_t port, clock::duration timeout);
+
+/// The deny list's answer for a host `key` whose address is known without a look-up
+/// (an address, or a static `resolve:` entry): checked before the request takes a slot.
+/// nullopt when permitted or when only DNS can tell (connect_origin checks those).
+std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key);
 
 /// The address in the form the address filters use.
 ip_bytes bytes_of(const boost::asio::ip::address& a);

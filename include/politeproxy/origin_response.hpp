@@ -1,8 +1,8 @@
 #pragma once
+#include "politeproxy/framing.hpp"
 #include "politeproxy/wire_fields.hpp"
 
 #include <boost/beast/http/basic_parser.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 
 #include <string>
 #include <string_view>
@@ -14,12 +14,14 @@ namespace politeproxy {
 /// the request's arena. Hop-by-hop fields (RFC 9110 section 7.6.1: Connection,
 /// Proxy-Connection, Keep-Alive, TE, Upgrade, Proxy-Authorization, Proxy-Authenticate)
 /// are left out as they arrive; fields that Connection names are cut when the header is
-/// complete (never Content-Length or Transfer-Encoding: the relay frames by them). So
-/// a response header costs one copy and no per-field set, unlike Beast's
+/// complete. So a response header costs one copy and no per-field set, unlike Beast's
 /// http::parser, whose field set is built, searched and walked again to forward it.
 ///
-/// The body is read as Beast's buffer_body reads it: into `body.data`, `body.size` bytes
-/// of room at a time (need_buffer when it is full).
+/// The framing fields (Transfer-Encoding, Content-Length) are never copied: they go to a
+/// framing_reader, which decides the body's framing when the header is complete (a
+/// refused framing fails the parse with bad_transfer_encoding or bad_content_length);
+/// the forwarder writes the framing the client gets from that decision. The parser is
+/// for the header only: the relay reads the body as framing() says.
 class origin_response_parser : public boost::beast::http::basic_parser<false> {
 public:
     explicit origin_response_parser(wire_allocator arena);
@@ -30,20 +32,15 @@ public:
     /// The Retry-After field's value, or empty.
     std::string_view retry_after() const;
 
-    /// What goes out, changed before write_head: `Transfer-Encoding` removed (for an
-    /// HTTP/1.0 client: the body goes raw), added as chunked (a body that ends at the
-    /// origin's close), `Connection: close` added.
-    void drop_transfer_encoding();
-    void add_chunked();
-    void add_connection_close();
-    /// Whether the outgoing header names chunked as the last transfer coding.
-    bool outgoing_chunked() const { return outgoing_chunked_; }
+    /// The body's framing as the origin declared it (before bodiless statuses count).
+    const body_framing& framing() const { return framing_; }
+    /// Transfer codings other than chunked that the origin applied ("gzip"), lower-case.
+    const std::string& other_codings() const { return framing_fields_.other_codings(); }
 
-    /// Appends the outgoing header: "HTTP/1.1 <status> <reason>", the fields, then
-    /// `added_fields` ("Name: value\r\n" lines) and the empty line.
+    /// Appends the outgoing header: "HTTP/1.1 <status> <reason>", the fields but the
+    /// framing ones, then `added_fields` ("Name: value\r\n" lines, the framing among
+    /// them) and the empty line.
     void write_head(std::string_view added_fields, std::string& out) const;
-
-    boost::beast::http::buffer_body::value_type body;
 
 private:
     void on_request_impl(boost::beast::http::verb, boost::beast::string_view, boost::beast::string_view, int,
@@ -52,10 +49,13 @@ private:
     void on_field_impl(boost::beast::http::field name, boost::beast::string_view name_string,
                        boost::beast::string_view value, boost::beast::error_code& ec) override;
     void on_header_impl(boost::beast::error_code& ec) override;
+    // The body is not read through the parser (see framing()).
     void on_body_init_impl(const boost::optional<std::uint64_t>&, boost::beast::error_code&) override {}
-    std::size_t on_body_impl(boost::beast::string_view data, boost::beast::error_code& ec) override;
+    std::size_t on_body_impl(boost::beast::string_view, boost::beast::error_code&) override { return 0; }
     void on_chunk_header_impl(std::uint64_t, boost::beast::string_view, boost::beast::error_code&) override {}
-    std::size_t on_chunk_body_impl(std::uint64_t, boost::beast::string_view data, boost::beast::error_code& ec) override;
+    std::size_t on_chunk_body_impl(std::uint64_t, boost::beast::string_view, boost::beast::error_code&) override {
+        return 0;
+    }
     void on_finish_impl(boost::beast::error_code&) override {}
 
     /// Removes the lines of fields_ whose name `doomed` accepts.
@@ -63,13 +63,15 @@ private:
     void remove_fields(Pred doomed);
 
     unsigned status_ = 0;
+    unsigned version_ = 11;
     std::pmr::string reason_;
     std::pmr::string fields_;      ///< forwarded fields, "Name: value\r\n" each
     std::pmr::string keep_alive_;  ///< the first Keep-Alive value
     std::pmr::string connection_;  ///< every Connection value, comma separated
     std::size_t retry_after_at_ = 0, retry_after_size_ = 0;  ///< its value's place in fields_
     bool has_retry_after_ = false;
-    bool outgoing_chunked_ = false;
+    framing_reader framing_fields_;
+    body_framing framing_;
 };
 
 }  // namespace politeproxy

@@ -10,15 +10,22 @@
 
 namespace politeproxy {
 
-/// Where an absolute-form request target (`http://host:port/path?query`) goes: the parts
-/// the forwarder needs, copied into the request's arena (the target they come from is
-/// rewritten before the request goes out).
+/// Where an absolute-form request target (`http://host:port/path?query`) goes.
 struct origin_target {
-    explicit origin_target(wire_allocator a) : host(a), host_header(a), path(a) {}
-    std::pmr::string host;         ///< for DNS: a name, or an address without brackets
+    explicit origin_target(wire_allocator a) : path(a) {}
+    std::string key;  ///< the host key (host_key()): the gate's name and what is connected to
     std::uint16_t port = 80;
-    std::pmr::string host_header;  ///< the authority without userinfo
-    std::pmr::string path;         ///< origin-form: path and query, starting with "/"
+    std::pmr::string path;  ///< origin-form: path and query, starting with "/", in the request's arena
+
+    /// The Host field value sent to the origin, written from the key: "key", or
+    /// "key:port" for another port than 80 (IPv6 in brackets).
+    void append_host(std::string& out) const;
+};
+
+/// Where a CONNECT goes (RFC 9110 section 9.3.6: authority-form, the port required).
+struct connect_target {
+    std::string key;  ///< the host key
+    std::uint16_t port = 0;
 };
 
 /// Why a target cannot be forwarded, as the proxy answers it.
@@ -28,8 +35,17 @@ struct target_error {
 };
 
 /// Parses a request target as RFC 3986 and RFC 9112 section 3.2.2 have it: only http://
-/// URIs with a DNS name or an IP literal and a non-zero port are forwarded.
+/// URIs with a valid host (valid_host_name, or an IP literal), no userinfo (RFC 9110
+/// section 4.2.4), and a port of 1 to 65535 in digits are forwarded.
 std::variant<origin_target, target_error> parse_origin_target(std::string_view target, wire_allocator arena);
+
+/// Parses a CONNECT request target: `host:port`, the host a valid host name, an IPv4
+/// address in any spelling, or an IPv6 literal in brackets; the port 1 to 65535 in
+/// digits only. Nothing else (no userinfo, scheme, path or sign).
+std::variant<connect_target, target_error> parse_connect_target(std::string_view authority);
+
+/// A port as RFC 3986 writes it (digits only), when it is 1 to 65535.
+std::optional<std::uint16_t> parse_port(std::string_view digits);
 
 namespace detail {
 

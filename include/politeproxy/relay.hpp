@@ -3,11 +3,11 @@
 #include "politeproxy/wire_fields.hpp"
 
 #include "politeproxy/executor.hpp"
-#include "politeproxy/origin_response.hpp"
-#include <boost/beast/core/flat_buffer.hpp>
+#include "politeproxy/framing.hpp"
 #include "politeproxy/timed_socket.hpp"
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/message.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <memory>
@@ -50,31 +50,29 @@ struct relay_buffers {
     boost::beast::flat_buffer from_origin;  ///< what was read from the origin and not yet parsed
 };
 
-enum class relay_end { done, read_failed, write_failed };
+enum class relay_end {
+    done,          ///< the whole message went through
+    read_failed,   ///< reading `in` failed (closed early, reset, timed out)
+    write_failed,  ///< writing `out` failed
+    malformed,     ///< the body's chunked coding is broken (see relay_status::details)
+};
 
 struct relay_status {
     relay_end end;
     boost::system::error_code ec;
+    const char* details = nullptr;  ///< why a body is malformed
 };
 
-/// Streams one HTTP/1.1 message (a request, or an origin's response) from `in` to `out` a chunk at a time, never holding the
-/// whole body. The header, already parsed into `p` (and rewritten by the caller), plus
-/// `added_fields` ("Name: value\r\n" lines the proxy adds, such as Via), goes
-/// out as one block, together with the first body bytes when they are already
-/// buffered; otherwise at once, so a slow body does not hold it back. The body is
-/// framed as the header says: chunked when it names chunked, raw otherwise; a body of
-/// known length kept as such passes through without the parser. A message without a
-/// body (HEAD, 204, 304, a bodiless request) is its header alone. `done` means the whole
-/// message went through.
-/// The parser a forwarded request's body is read with.
-using request_body_parser = boost::beast::http::request_parser<boost::beast::http::buffer_body, wire_allocator>;
-
-task<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer, request_body_parser& p,
-                         timed_socket& out, clock::duration idle, relay_buffers& scratch,
-                         std::string_view added_fields);
-task<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer, origin_response_parser& p,
-                         timed_socket& out, clock::duration idle, relay_buffers& scratch,
-                         std::string_view added_fields);
+/// Streams one HTTP/1.1 message from `in` to `out` a chunk at a time, never holding
+/// the whole body: first the header the caller wrote into `scratch.head` (together with
+/// the first body bytes when they are already buffered; at once otherwise, so a slow
+/// body does not hold it back), then the body, read as `body` says and written chunked
+/// when `out_chunked` (else raw: a length kept as such, or a body the client is told
+/// ends at the close). A chunked body is decoded strictly (chunked_decoder) and
+/// re-chunked from its data alone; a body of known length passes through without
+/// parsing. Bytes past the message (a pipelined request) stay in `in_buffer`.
+task<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer, body_framing body, bool out_chunked,
+                         timed_socket& out, clock::duration idle, relay_buffers& scratch);
 
 /// Appends `header` as it goes on the wire: start line, fields, `added_fields`, empty line.
 void serialize_head(const boost::beast::http::request_header<wire_fields>& header, std::string_view added_fields,

@@ -24,10 +24,32 @@ TEST_CASE("the default classes deny private, loopback and link-local addresses")
         CHECK_MESSAGE(ok(f, ip), ip);
 }
 
+TEST_CASE("the default classes deny every special-purpose range that is not globally reachable") {
+    const auto f = filter({"private", "loopback", "link_local"});
+    for (auto ip : {"224.0.0.1", "239.255.255.250", "255.255.255.255", "240.0.0.1", "192.0.2.1", "198.51.100.1",
+                    "203.0.113.1", "192.88.99.1", "192.0.0.8", "ff02::1", "ff0e::1", "2001:db8::1", "3fff::1",
+                    "100::1", "::127.0.0.1", "::a00:1", "64:ff9b:1::1", "2001::1", "2001:2::1", "5f00::1", "fec0::1",
+                    "64:ff9b::a00:1", "2002:a00:1::1", "2002:7f00:1::1", "2002:a9fe:a9fe::1", "::ffff:224.0.0.1"})
+        CHECK_MESSAGE(!ok(f, ip), ip);
+    // Globally reachable parts of wider ranges, and the public addresses they carry.
+    for (auto ip : {"192.0.0.9", "192.0.0.10", "2001:4:112::1", "2001:20::1", "2001:3::1", "2002:808:808::1",
+                    "64:ff9b::808:808", "::ffff:8.8.8.8", "2a00:1450::1"})
+        CHECK_MESSAGE(ok(f, ip), ip);
+}
+
+TEST_CASE("an explicit deny entry beats a class's hole; the more specific entry decides") {
+    const auto f = filter({"private", "192.0.0.9/32"});
+    CHECK_FALSE(ok(f, "192.0.0.9"));
+    CHECK(ok(filter({"private"}), "192.0.0.9"));
+}
+
 TEST_CASE("allow entries punch holes in the deny list") {
     const auto f = filter({"loopback"}, {"127.0.0.0/8"});
     CHECK(ok(f, "127.0.0.1"));
+    CHECK(ok(f, "::ffff:127.0.0.1"));
     CHECK_FALSE(ok(f, "::1"));
+    // The IPv4-compatible form is another address, in a denied range of its own.
+    CHECK_FALSE(ok(filter({"private", "loopback"}, {"127.0.0.0/8"}), "::127.0.0.1"));
 }
 
 TEST_CASE("networks parse strictly") {

@@ -12,7 +12,7 @@ using namespace politeproxy;
 namespace {
 
 struct parsed {
-    std::string host, host_header, path;
+    std::string key, host_header, path;
     std::uint16_t port = 0;
     errc why{};  // none: forwarded
     bool operator==(const parsed&) const = default;
@@ -22,7 +22,9 @@ template <class Variant>
 parsed flatten(const Variant& v) {
     if (const auto* e = std::get_if<target_error>(&v)) return parsed{{}, {}, {}, 0, e->why};
     const auto& t = std::get<origin_target>(v);
-    return parsed{std::string(t.host), std::string(t.host_header), std::string(t.path), t.port};
+    std::string host;
+    t.append_host(host);
+    return parsed{t.key, host, std::string(t.path), t.port};
 }
 
 parsed parse(std::string_view target) {
@@ -32,19 +34,49 @@ parsed parse(std::string_view target) {
 
 }  // namespace
 
-TEST_CASE("a plain target gives host, port, Host header and origin-form path") {
+TEST_CASE("a plain target gives host key, port, Host header and origin-form path") {
     CHECK(parse("http://a.test/x?y=1") == parsed{"a.test", "a.test", "/x?y=1", 80});
     CHECK(parse("http://a.test:8080") == parsed{"a.test", "a.test:8080", "/", 8080});
     CHECK(parse("http://a.test?q") == parsed{"a.test", "a.test", "/?q", 80});
     CHECK(parse("http://127.0.0.1:18080/1k") == parsed{"127.0.0.1", "127.0.0.1:18080", "/1k", 18080});
-    CHECK(parse("http://A.Test./%7Euser/") == parsed{"A.Test.", "A.Test.", "/%7Euser/", 80});
+    CHECK(parse("http://A.Test./%7Euser/") == parsed{"a.test", "a.test", "/%7Euser/", 80});
 }
 
-TEST_CASE("the full parse takes the rest: userinfo, IPv6, upper-case scheme") {
-    CHECK(parse("http://u:p@a.test/x") == parsed{"a.test", "a.test", "/x", 80});
+TEST_CASE("the full parse takes the rest: IPv6, upper-case scheme, zero-padded port") {
     CHECK(parse("http://[::1]:81/") == parsed{"::1", "[::1]:81", "/", 81});
+    CHECK(parse("http://[0:0:0:0:0:0:0:1]:81/") == parsed{"::1", "[::1]:81", "/", 81});
+    CHECK(parse("http://[::ffff:7f00:1]/") == parsed{"127.0.0.1", "127.0.0.1", "/", 80});
     CHECK(parse("HTTP://a.test/") == parsed{"a.test", "a.test", "/", 80});
-    CHECK(parse("http://a.test:080/") == parsed{"a.test", "a.test:080", "/", 80});
+    CHECK(parse("http://a.test:080/") == parsed{"a.test", "a.test", "/", 80});
+}
+
+TEST_CASE("every spelling of an IPv4 address is one host key, and the Host sent is written from it") {
+    for (const char* spelling : {"127.0.0.2", "127.2", "0x7f000002", "2130706434", "0177.0.0.02", "0x7f.0.0x0.2",
+                                 "127.0.2", "127.0.0.2.", "[::ffff:127.0.0.2]", "[::ffff:7f00:2]"}) {
+        CAPTURE(spelling);
+        CHECK(parse(std::string("http://") + spelling + ":8080/x") == parsed{"127.0.0.2", "127.0.0.2:8080", "/x", 8080});
+    }
+}
+
+TEST_CASE("CONNECT targets: host:port and nothing else") {
+    const auto key_port = [](std::string_view authority) -> std::pair<std::string, int> {
+        const auto v = parse_connect_target(authority);
+        if (const auto* e = std::get_if<target_error>(&v)) return {"error", static_cast<int>(e->why)};
+        return {std::get<connect_target>(v).key, std::get<connect_target>(v).port};
+    };
+    CHECK(key_port("A.Test:443") == std::pair<std::string, int>{"a.test", 443});
+    CHECK(key_port("[::1]:8443") == std::pair<std::string, int>{"::1", 8443});
+    CHECK(key_port("[::ffff:127.0.0.1]:443") == std::pair<std::string, int>{"127.0.0.1", 443});
+    CHECK(key_port("2130706433:443") == std::pair<std::string, int>{"127.0.0.1", 443});
+    CHECK(key_port("a.test:0443") == std::pair<std::string, int>{"a.test", 443});
+    for (const char* bad : {"a.test:99999", "a.test:65536", "a.test:0", "a.test:443x", "a.test:", "a.test", ":443",
+                            "a.test:+443", "a.test:-1", "a.test:443/x", "http://a.test:443", "[::1]", "[::1]443",
+                            "[127.0.0.1]:443", "[::1%eth0]:443", "a.test: 443"}) {
+        CAPTURE(bad);
+        CHECK(key_port(bad).first == "error");
+    }
+    CHECK(key_port("u@a.test:443").first == "error");
+    CHECK(key_port("1.2.3.4.5:443").first == "error");
 }
 
 TEST_CASE("targets the proxy refuses, each with its reason") {
@@ -55,6 +87,15 @@ TEST_CASE("targets the proxy refuses, each with its reason") {
     CHECK(parse("http://a.test/#frag").why == errc::bad_request);
     CHECK(parse("not a uri").why == errc::bad_request);
     CHECK(parse("http://a.test:0/").why == errc::bad_host);
+    CHECK(parse("http://a.test:99999/").why == errc::bad_host);
+    CHECK(parse("http://a.test:65536/").why == errc::bad_host);
+    CHECK(parse("http://u:p@a.test/x").why == errc::bad_request);
+    CHECK(parse("http://1.2.3.4.5/").why == errc::bad_host);
+    // The full parse (an upper-case scheme takes it there): Boost.URL 1.81 reads the host as 1.2.3.4.
+    CHECK(parse("HTTP://1.2.3.4.evil.test/x").why == errc::bad_host);
+    CHECK(parse("HTTP://1.2.3.4x/").why == errc::bad_host);
+    CHECK(parse("http://foo.123/").why == errc::bad_host);
+    CHECK(parse("http://a.0x1f/").why == errc::bad_host);
     CHECK(parse("http://a..test/").why == errc::bad_host);
     CHECK(parse("http:///x").why == errc::bad_host);
     CHECK(parse("http://a%2eb/").why == errc::bad_host);
@@ -75,7 +116,9 @@ TEST_CASE("wherever the hand-read path answers, the full parse answers the same"
         const auto plain = detail::parse_plain_target(target, wire_allocator{&arena});
         if (!plain) continue;
         const parsed full = flatten(detail::parse_any_target(target, wire_allocator{&arena}));
-        CHECK(full == parsed{std::string(plain->host), std::string(plain->host_header), std::string(plain->path), plain->port});
+        std::string host;
+        plain->append_host(host);
+        CHECK(full == parsed{plain->key, host, std::string(plain->path), plain->port});
     }
     // The common case does take the hand-read path.
     std::pmr::monotonic_buffer_resource arena;

@@ -1,0 +1,39 @@
+#pragma once
+// What the proxy decides from a client request's header alone, before the request is
+// parked: refuse it (and how), or how its body is framed and what the forwarded header
+// changes. One function, so the HTTP/1.1 request path and its fuzz target see the same
+// rules.
+#include "politeproxy/config.hpp"
+#include "politeproxy/error.hpp"
+#include "politeproxy/framing.hpp"
+#include "politeproxy/wire_fields.hpp"
+
+#include <boost/beast/http/message.hpp>
+
+#include <optional>
+#include <string>
+
+namespace politeproxy {
+
+/// The methods the proxy forwards, for `Allow` (TRACE is refused with 405).
+inline constexpr std::string_view forwarded_methods = "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, CONNECT";
+
+struct request_verdict {
+    std::optional<errc> refusal;  ///< set: answer it and close the connection
+    const char* details = "";     ///< for the answer (static text)
+    body_framing body;            ///< how the request's body arrives (and is forwarded)
+    /// OPTIONS with Max-Forwards: 0 is answered by the proxy itself (RFC 9110 section 7.6.2).
+    bool answer_options = false;
+    /// OPTIONS with Max-Forwards above 0: the value to forward (one less); -1 when absent.
+    long long max_forwards = -1;
+};
+
+/// Checks, in order (the parser has accepted only HTTP/1.0 and 1.1): request line length
+/// (limits.request_line_bytes, request_line_too_long), field count
+/// (limits.request_header_fields, header_too_large), exactly one Host (none allowed
+/// in HTTP/1.0), TRACE (method_not_allowed), the body framing (framing_reader; a
+/// CONNECT has no body), Max-Forwards on OPTIONS.
+request_verdict check_request_head(const boost::beast::http::request_header<wire_fields>& req,
+                                   const limits_config& limits);
+
+}  // namespace politeproxy
