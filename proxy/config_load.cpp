@@ -281,40 +281,49 @@ private:
     std::string source_;
 };
 
+// The failure of a loaded<T>: converts to any of them.
+struct load_failure {
+    std::string message;
+    template <class T>
+    operator loaded<T>() && {
+        return loaded<T>(boost::system::in_place_error, std::move(message));
+    }
+};
+
 }  // namespace
 
-std::expected<config, std::string> load_config_text(std::string_view yaml, std::string source) {
+loaded<config> load_config_text(std::string_view yaml, std::string source) {
     reader r(source);
     try {
         const YAML::Node root = YAML::Load(std::string(yaml));
         return r.load(root);
     } catch (const load_error& e) {
-        return std::unexpected(e.message);
+        return load_failure{e.message};
     } catch (const YAML::Exception& e) {
-        return std::unexpected(source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+        return load_failure{source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
     }
 }
 
-std::expected<listen_address, std::string> parse_listen_address(std::string_view text) {
+loaded<listen_address> parse_listen_address(std::string_view text) {
     const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) return std::unexpected("expected ADDRESS:PORT, got '" + std::string(text) + "'");
+    if (colon == std::string_view::npos) return load_failure{"expected ADDRESS:PORT, got '" + std::string(text) + "'"};
     listen_address a;
     std::string_view host = text.substr(0, colon);
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     a.host = std::string(host);
-    if (!parse_ip(a.host)) return std::unexpected("'" + a.host + "' is not an IP address");
+    if (!parse_ip(a.host)) return load_failure{"'" + a.host + "' is not an IP address"};
     const std::string_view port = text.substr(colon + 1);
     unsigned value = 0;
     const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
     if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || value > 65535)
-        return std::unexpected("invalid port '" + std::string(port) + "'");
+        return load_failure{"invalid port '" + std::string(port) + "'"};
     a.port = static_cast<std::uint16_t>(value);
     return a;
 }
 
-std::expected<config, std::string> load_config_file(const std::string& path) {
+loaded<config> load_config_file(const std::string& path) {
     std::ifstream in(path);
-    if (!in) return std::unexpected(path + ": cannot open the file");
+    if (!in) return load_failure{path + ": cannot open the file"};
     std::ostringstream text;
     text << in.rdbuf();
     return load_config_text(text.str(), path);

@@ -44,6 +44,32 @@ void set_path(origin_target& t, std::string_view path_and_query) {
 
 constexpr target_error bad_host_error{errc::bad_host, "request target has no valid host name, address or port"};
 
+// An authority's host and port text: "[v6]" or "[v6]:port", "host" or "host:port".
+struct authority_parts {
+    std::string_view host;
+    std::optional<std::string_view> port;
+};
+
+std::optional<authority_parts> split_authority(std::string_view authority) {
+    if (authority.starts_with('[')) {
+        const std::size_t close = authority.find(']');
+        if (close == std::string_view::npos) return std::nullopt;
+        const std::string_view after = authority.substr(close + 1);
+        if (!after.empty() && !after.starts_with(':')) return std::nullopt;
+        return authority_parts{authority.substr(0, close + 1),
+                               after.empty() ? std::nullopt : std::optional(after.substr(1))};
+    }
+    const std::size_t colon = authority.rfind(':');
+    if (colon == std::string_view::npos) return authority_parts{authority, std::nullopt};
+    return authority_parts{authority.substr(0, colon), authority.substr(colon + 1)};
+}
+
+// A host as an authority writes it: an IPv6 literal in brackets, or valid_host_name.
+bool valid_authority_host(std::string_view host) {
+    if (host.starts_with('[')) return host.find(':') != std::string_view::npos && parse_host_address(host).has_value();
+    return valid_host_name(host);
+}
+
 }  // namespace
 
 std::optional<std::uint16_t> parse_port(std::string_view digits) {
@@ -98,28 +124,28 @@ std::optional<origin_target> parse_plain_target(std::string_view target, wire_al
 std::variant<origin_target, target_error> parse_any_target(std::string_view target, wire_allocator arena) {
     if (target.starts_with("/") || target == "*")
         return target_error{errc::origin_form_request, "this is a proxy: send absolute-form requests (http://host/path)"};
+    // Boost.URL checks the syntax and the scheme; the authority is read here, as
+    // CONNECT's is (Boost.URL 1.81 reads "http://1.2.3.4.evil.test/x" as host 1.2.3.4
+    // and path ".evil.test/x").
     const auto parsed = boost::urls::parse_absolute_uri(target);
     if (!parsed) return target_error{errc::bad_request, "request target is not an absolute URI"};
-    const boost::urls::url_view url = *parsed;
-    // Boost.URL 1.81 reads "http://1.2.3.4.evil.test/x" as host 1.2.3.4 and path
-    // ".evil.test/x": an authority is followed by "/", "?" or nothing.
-    if (const auto path = url.encoded_path(); !path.empty() && !path.starts_with('/'))
-        return target_error{errc::bad_host, "request target's host is followed by something that is not a path"};
-    if (url.scheme_id() != boost::urls::scheme::http)
+    if (parsed->scheme_id() != boost::urls::scheme::http)
         return target_error{errc::unsupported_scheme, "only http:// is forwarded; use CONNECT for https"};
-    if (url.has_userinfo()) return target_error{errc::bad_request, "request target carries userinfo"};
+    if (!target.substr(4).starts_with("://")) return target_error{errc::bad_request, "request target has no authority"};
+    const std::string_view rest = target.substr(7);
+    const std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
+    if (authority.find('@') != std::string_view::npos)
+        return target_error{errc::bad_request, "request target carries userinfo"};
+    const auto parts = split_authority(authority);
+    if (!parts || !valid_authority_host(parts->host)) return bad_host_error;
     origin_target t(arena);
-    if (url.has_port()) {
-        const auto port = parse_port(url.port());
+    if (parts->port) {
+        const auto port = parse_port(*parts->port);
         if (!port) return bad_host_error;
         t.port = *port;
     }
-    const auto type = url.host_type();
-    const bool literal = type == boost::urls::host_type::ipv4 || type == boost::urls::host_type::ipv6;
-    if (!literal && (type != boost::urls::host_type::name || !valid_host_name(url.encoded_host())))
-        return bad_host_error;
-    t.key = host_key(url.host_address());
-    set_path(t, url.encoded_target());
+    t.key = host_key(parts->host);
+    set_path(t, rest.substr(authority.size()));
     return t;
 }
 
@@ -132,26 +158,13 @@ std::variant<origin_target, target_error> parse_origin_target(std::string_view t
 
 std::variant<connect_target, target_error> parse_connect_target(std::string_view authority) {
     constexpr target_error bad{errc::bad_request, "CONNECT needs host:port, the port 1 to 65535"};
-    std::string_view host;
-    std::string_view port;
-    if (authority.starts_with('[')) {
-        const std::size_t close = authority.find(']');
-        if (close == std::string_view::npos || authority.substr(close + 1, 1) != ":") return bad;
-        host = authority.substr(0, close + 1);
-        port = authority.substr(close + 2);
-        const auto address = parse_host_address(host);
-        if (!address || host.find(':') == std::string_view::npos) return bad;  // brackets hold IPv6 only
-    } else {
-        const std::size_t colon = authority.rfind(':');
-        if (colon == std::string_view::npos) return bad;
-        host = authority.substr(0, colon);
-        port = authority.substr(colon + 1);
-        if (!valid_host_name(host))
-            return target_error{errc::bad_host, "CONNECT target has no valid host name or address"};
-    }
-    const auto number = parse_port(port);
-    if (!number) return bad;
-    return connect_target{host_key(host), *number};
+    const auto parts = split_authority(authority);
+    if (!parts || !parts->port) return bad;
+    const auto port = parse_port(*parts->port);
+    if (!port) return bad;
+    if (!valid_authority_host(parts->host))
+        return target_error{errc::bad_host, "CONNECT target has no valid host name or address"};
+    return connect_target{host_key(parts->host), *port};
 }
 
 }  // namespace politeproxy

@@ -70,10 +70,11 @@ std::optional<clock::duration> parse_retry_after(std::string_view value, std::ch
     }
     const auto date = parse_http_date(value);
     if (!date) return std::nullopt;
-    const auto wait = *date - wall_now;
-    if (wait <= std::chrono::system_clock::duration::zero()) return clock::duration::zero();
-    const auto d = std::chrono::duration_cast<clock::duration>(wait);
-    return d > cap ? cap : d;
+    // In seconds: a date in the year 9999 is out of range for a nanosecond clock.
+    const auto wait = *date - std::chrono::floor<std::chrono::seconds>(wall_now);
+    if (wait <= std::chrono::seconds::zero()) return clock::duration::zero();
+    if (wait >= std::chrono::ceil<std::chrono::seconds>(cap)) return cap;
+    return std::chrono::duration_cast<clock::duration>(wait);
 }
 
 }  // namespace politeproxy

@@ -6,13 +6,8 @@
 #include "politeproxy/executor.hpp"
 #include <boost/beast/core/flat_buffer.hpp>
 #include "politeproxy/timed_socket.hpp"
-#include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/parser.hpp>
 
 namespace politeproxy {
-
-/// The header of a client's request, read before anything else is decided.
-using request_header_parser = boost::beast::http::request_parser<boost::beast::http::empty_body, wire_allocator>;
 
 /// Forwards one absolute-form request (`GET http://host/path HTTP/1.1`) whose header
 /// has been read: parks it at its host's gate, sends it to the origin over a pooled

@@ -8,12 +8,17 @@
 #include "politeproxy/framing.hpp"
 #include "politeproxy/wire_fields.hpp"
 
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
 
 #include <optional>
 #include <string>
 
 namespace politeproxy {
+
+/// The header of a client's request, read before anything else is decided.
+using request_header_parser = boost::beast::http::request_parser<boost::beast::http::empty_body, wire_allocator>;
 
 /// The methods the proxy forwards, for `Allow` (TRACE is refused with 405).
 inline constexpr std::string_view forwarded_methods = "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, CONNECT";

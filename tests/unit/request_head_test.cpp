@@ -2,8 +2,6 @@
 // by the same parser the proxy uses.
 #include "politeproxy/request_head.hpp"
 
-#include "politeproxy/forward.hpp"
-
 #include <boost/asio/buffer.hpp>
 
 #include <doctest/doctest.h>

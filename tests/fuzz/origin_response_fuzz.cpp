@@ -1,0 +1,41 @@
+// An origin's response head as the proxy reads it (origin_response_parser under the
+// proxy's limit). Invariants: the head it forwards is one header section (no CR or LF
+// outside line ends, no empty line before its end) without framing or hop-by-hop
+// fields, and a refused framing never yields a head.
+#include "fuzz_input.hpp"
+
+#include "politeproxy/origin_response.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/core/string.hpp>
+
+#include <memory_resource>
+#include <string>
+
+using namespace politeproxy;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view input = fuzz::text(data, size);
+    std::pmr::monotonic_buffer_resource arena;
+    origin_response_parser p{wire_allocator{&arena}};
+    p.header_limit(64 * 1024);
+    boost::system::error_code ec;
+    p.put(boost::asio::buffer(input.data(), input.size()), ec);
+    if (ec || !p.is_header_done()) return 0;
+    std::string head;
+    p.write_head("Via: 1.1 fuzz\r\n", head);
+    fuzz::require(head.ends_with("\r\n\r\n"), "head not ended by an empty line");
+    fuzz::require(head.find("\r\n\r\n") == head.size() - 4, "an empty line inside the head");
+    std::string_view rest = head;
+    while (!rest.empty()) {
+        const std::size_t end = rest.find("\r\n");
+        const std::string_view line = rest.substr(0, end);
+        for (char c : line) fuzz::require(c != '\r' && c != '\n' && c != '\0', "CR, LF or NUL inside a line");
+        const std::string_view name = line.substr(0, line.find(':'));
+        for (const char* gone : {"Transfer-Encoding", "Content-Length", "Connection", "Keep-Alive"})
+            fuzz::require(!boost::beast::iequals(name, gone), "a framing or hop-by-hop field forwarded as it came");
+        rest.remove_prefix(end + 2);
+    }
+    fuzz::require(p.framing().kind != body_kind::none, "a response framing of none (bodiless is the caller's call)");
+    return 0;
+}

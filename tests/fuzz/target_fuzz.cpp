@@ -1,0 +1,52 @@
+// Request targets and CONNECT authorities, and the host keys made from them.
+// Invariants: a key is canonical (host_key is idempotent on it) and has no byte a
+// gate name or metric label should not; the hand-read common case agrees with the full
+// parse wherever it answers; an accepted CONNECT port is 1 to 65535.
+#include "fuzz_input.hpp"
+
+#include "politeproxy/host_key.hpp"
+#include "politeproxy/origin_target.hpp"
+
+#include <memory_resource>
+#include <string>
+#include <variant>
+
+using namespace politeproxy;
+
+namespace {
+
+void require_clean_key(const std::string& key) {
+    fuzz::require(!key.empty(), "empty host key");
+    fuzz::require(host_key(key) == key, "host key not canonical");
+    for (char c : key)
+        fuzz::require((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == ':',
+                      "host key with a byte outside [a-z0-9-_.:]");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view input = fuzz::text(data, size);
+    std::pmr::monotonic_buffer_resource arena;
+    const auto any = detail::parse_any_target(input, wire_allocator{&arena});
+    if (const auto plain = detail::parse_plain_target(input, wire_allocator{&arena})) {
+        require_clean_key(plain->key);
+        const auto* full = std::get_if<origin_target>(&any);
+        fuzz::require(full != nullptr, "the full parse refuses what the hand-read path takes");
+        fuzz::require(full->key == plain->key && full->port == plain->port && full->path == plain->path,
+                      "the two parses disagree");
+    }
+    if (const auto* t = std::get_if<origin_target>(&any)) {
+        require_clean_key(t->key);
+        fuzz::require(t->port != 0, "port 0 accepted");
+    }
+    const auto c = parse_connect_target(input);
+    if (const auto* t = std::get_if<connect_target>(&c)) {
+        require_clean_key(t->key);
+        fuzz::require(t->port != 0, "CONNECT port 0 accepted");
+    }
+    if (valid_host_name(input)) require_clean_key(host_key(input));
+    if (const auto address = parse_host_address(input))
+        fuzz::require(parse_host_address(address_text(*address)) == address, "address text does not read back");
+    return 0;
+}
