@@ -30,8 +30,9 @@ std::optional<ip_bytes> embedded_ipv4(const ip_bytes& a) {
     static const ip_network nat64 = *parse_network("64:ff9b::/96");
     static const ip_network six_to_four = *parse_network("2002::/16");
     static const ip_network compatible = *parse_network("::/96");
+    static const ip_network unspecified_and_loopback = *parse_network("::/127");  // not IPv4-compatible (RFC 4291)
     std::size_t at;
-    if (nat64.contains(a) || compatible.contains(a)) at = 12;
+    if (nat64.contains(a) || (compatible.contains(a) && !unspecified_and_loopback.contains(a))) at = 12;
     else if (six_to_four.contains(a)) at = 2;
     else return std::nullopt;
     ip_bytes v4 = ipv4_bytes(0);
@@ -131,10 +132,10 @@ bool any_contains(const std::vector<ip_network>& networks, const ip_bytes& addre
 }
 
 bool address_filter::permitted(const ip_bytes& address) const {
-    const auto denied = [this](const ip_bytes& a) { return denied_by(deny, a) && !any_contains(allow, a); };
-    if (denied(address)) return false;
+    if (any_contains(allow, address)) return true;
+    if (denied_by(deny, address)) return false;
     const auto carried = embedded_ipv4(address);
-    return !carried || !denied(*carried);
+    return !carried || any_contains(allow, *carried) || !denied_by(deny, *carried);
 }
 
 }  // namespace politeproxy

@@ -60,7 +60,8 @@ bool chunked_decoder::step(unsigned char c) {
     case state::size: {
         const int v = hex_value(c);
         if (v >= 0) {
-            if (++digits_ > max_size_digits) return fail("chunk size longer than 16 hex digits");
+            // Leading zeros are digits too (1*HEXDIG); what counts is the value's size.
+            if ((remaining_ != 0 || v != 0) && ++digits_ > max_size_digits) return fail("chunk size over 64 bits");
             remaining_ = remaining_ * 16 + static_cast<unsigned>(v);
             state_ = state::size;
             return true;

@@ -72,6 +72,7 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
     if (ec) co_return;
     const bool allowed = client_allowed(*ctx.gates.current_config(), peer);
     timed_socket client(std::move(socket));
+    client.keep_open_on_timeout();  // a request that stalls is answered 408
     beast::flat_buffer buffer;
     session_set::registration registered(ctx.sessions,
                                          ctx.sessions.add(co_await asio::this_coro::executor, client));

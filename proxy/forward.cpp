@@ -107,7 +107,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     if (expect_continue) out.erase(http::field::expect);
     out.erase(http::field::transfer_encoding);
     out.erase(http::field::content_length);
-    out.target(target.path);
+    out.target(method == http::verb::options && target.no_path ? std::string_view("*") : std::string_view(target.path));
     out.version(11);
     std::string& added = scratch.added;
     added.clear();

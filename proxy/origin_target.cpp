@@ -38,6 +38,7 @@ bool plain_path(std::string_view s) {
 }
 
 void set_path(origin_target& t, std::string_view path_and_query) {
+    t.no_path = path_and_query.empty();
     if (!path_and_query.starts_with('/')) t.path = "/";  // "http://a" or "http://a?q"
     t.path += path_and_query;
 }

@@ -45,7 +45,9 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
     }
     if (fields > limits.request_header_fields)
         return refuse(errc::header_too_large, "more header fields than limits.request_header_fields");
-    if (hosts > 1 || (hosts == 0 && req.version() == 11))
+    // RFC 9112 section 3.2; a CONNECT names its authority in the target, and clients
+    // differ on sending Host with it.
+    if (hosts > 1 || (hosts == 0 && req.version() == 11 && req.method() != http::verb::connect))
         return refuse(errc::bad_request, "an HTTP/1.1 request needs exactly one Host field");
     if (req.method() == http::verb::trace) return refuse(errc::method_not_allowed, "TRACE is not forwarded");
 
@@ -55,12 +57,14 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
                       describe(fault));
     if (req.method() == http::verb::connect && (v.body.kind == body_kind::chunked || v.body.length != 0))
         return refuse(errc::bad_framing, "a CONNECT request has no body");
+    // OPTIONS * (RFC 9112 section 3.2.4) addresses the proxy itself.
+    if (req.method() == http::verb::options && req.target() == "*") v.answer_options = true;
     if (has_max_forwards && req.method() == http::verb::options) {
         long long n = 0;
         const auto [end, ec] = std::from_chars(max_forwards.data(), max_forwards.data() + max_forwards.size(), n);
         if (ec != std::errc{} || end != max_forwards.data() + max_forwards.size() || n < 0)
             return refuse(errc::bad_request, "Max-Forwards is not a non-negative number");
-        v.answer_options = n == 0;
+        v.answer_options = v.answer_options || n == 0;
         v.max_forwards = n - 1;
     }
     return v;

@@ -60,9 +60,13 @@ void timed_socket::on_alarm(const std::shared_ptr<state>& self, std::uint64_t ge
     }
     // Closed, as beast::tcp_stream does: a cancelled connect would go on to the next
     // address with no deadline, and a connection that timed out is not used again.
+    // Unless the owner still has something to say on it (keep_open_on_timeout).
     s.timed_out = true;
     boost::system::error_code ignored;
-    s.socket.close(ignored);
+    if (s.close_on_timeout)
+        s.socket.close(ignored);
+    else
+        s.socket.cancel(ignored);
 }
 
 }  // namespace politeproxy

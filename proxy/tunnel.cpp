@@ -24,7 +24,8 @@ using namespace asio::experimental::awaitable_operators;
 namespace {
 
 constexpr std::size_t tunnel_chunk_size = 16 * 1024;
-constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
+constexpr std::string_view established =
+    "HTTP/1.1 200 Connection established\r\nProxy-Status: politeproxy\r\n\r\n";
 
 // Both directions of one tunnel; all of it runs on the session's worker loop.
 struct tunnel_state {

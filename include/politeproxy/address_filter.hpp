@@ -26,12 +26,12 @@ struct ip_network {
 /// "10.0.0.0/8", "::1/128", or a single address.
 std::optional<ip_network> parse_network(std::string_view text);
 
-/// The SSRF guard: an address is permitted unless the deny list denies it and no allow
-/// entry contains it. In the deny list the most specific entry that contains the address
+/// The SSRF guard: an address is permitted when an allow entry contains it, else unless
+/// the deny list denies it. In the deny list the most specific entry that contains the address
 /// decides (a named class's exceptions are holes in its wider ranges; on a tie, deny).
 /// An IPv6 address that carries an IPv4 destination (NAT64 64:ff9b::/96, 6to4
-/// 2002::/16, IPv4-compatible ::/96; IPv4-mapped is the IPv4 address itself) is judged
-/// as that IPv4 address too, and denied when either is.
+/// 2002::/16, IPv4-compatible ::/96 but :: and ::1; IPv4-mapped is the IPv4 address
+/// itself) is judged as that IPv4 address too, and denied when either is.
 ///
 /// Deny entries are networks or class names:
 /// - `loopback`: 127.0.0.0/8, 0.0.0.0/8, ::1/128, ::/128;

@@ -10,7 +10,7 @@ namespace politeproxy {
 /// framing at a time and chunk data in spans, so input may arrive split anywhere.
 /// Sans-io: bytes in, body bytes out; no allocation.
 ///
-/// Refused (failed(), with a reason): a chunk size that is not 1 to 16 hex digits;
+/// Refused (failed(), with a reason): a chunk size that is not hex digits, or over 64 bits;
 /// anything but `;` extensions between the size and its CRLF (whitespace only before
 /// `;`, as BWS); a bare CR or bare LF anywhere a CRLF belongs; chunk data not followed
 /// by CRLF; a chunk line longer than max_line_bytes; trailer fields that are not

@@ -16,6 +16,9 @@ struct origin_target {
     std::string key;  ///< the host key (host_key()): the gate's name and what is connected to
     std::uint16_t port = 80;
     std::pmr::string path;  ///< origin-form: path and query, starting with "/", in the request's arena
+    /// The target had neither path nor query ("http://a.test"): an OPTIONS for it goes
+    /// to the origin as "OPTIONS *" (RFC 9112 section 3.2.4).
+    bool no_path = false;
 
     /// The Host field value sent to the origin, written from the key: "key", or
     /// "key:port" for another port than 80 (IPv6 in brackets).

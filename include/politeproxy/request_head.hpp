@@ -27,7 +27,8 @@ struct request_verdict {
     std::optional<errc> refusal;  ///< set: answer it and close the connection
     const char* details = "";     ///< for the answer (static text)
     body_framing body;            ///< how the request's body arrives (and is forwarded)
-    /// OPTIONS with Max-Forwards: 0 is answered by the proxy itself (RFC 9110 section 7.6.2).
+    /// OPTIONS with Max-Forwards: 0 (RFC 9110 section 7.6.2), or OPTIONS * (RFC 9112
+    /// section 3.2.4), is answered by the proxy itself.
     bool answer_options = false;
     /// OPTIONS with Max-Forwards above 0: the value to forward (one less); -1 when absent.
     long long max_forwards = -1;
@@ -36,7 +37,7 @@ struct request_verdict {
 /// Checks, in order (the parser has accepted only HTTP/1.0 and 1.1): request line length
 /// (limits.request_line_bytes, request_line_too_long), field count
 /// (limits.request_header_fields, header_too_large), exactly one Host (none allowed
-/// in HTTP/1.0), TRACE (method_not_allowed), the body framing (framing_reader; a
+/// in HTTP/1.0 and on CONNECT), TRACE (method_not_allowed), the body framing (framing_reader; a
 /// CONNECT has no body), Max-Forwards on OPTIONS.
 request_verdict check_request_head(const boost::beast::http::request_header<wire_fields>& req,
                                    const limits_config& limits);

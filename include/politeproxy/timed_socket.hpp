@@ -57,6 +57,11 @@ public:
     /// Cancels pending operations (they end with operation_aborted).
     void cancel();
 
+    /// When a deadline passes, cancel the pending operations (they end with
+    /// beast::error::timeout) but keep the connection open, so the caller can still
+    /// answer it (408 to a client that stalled). By default a timed-out socket is closed.
+    void keep_open_on_timeout() { state_->close_on_timeout = false; }
+
     template <class MutableBufferSequence, class ReadToken>
     auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
         return boost::asio::async_initiate<ReadToken, void(boost::system::error_code, std::size_t)>(
@@ -113,6 +118,7 @@ private:
         std::uint64_t generation = 0;                         ///< of the armed wait; older ones are void
         unsigned pending = 0;  ///< operations started through this object, not yet complete
         bool timed_out = false;
+        bool close_on_timeout = true;
     };
 
     template <class Handler>

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""HTTP/1.1 message framing through the proxy, against a raw-socket origin written here
-(it answers with exact bytes and records the connections it accepted and every request
-byte it saw). Each case runs on a client keep-alive connection to the proxy, mostly with
-a second request behind the first, so a framing error shows up as stray bytes or a
-corrupted second response:
+"""HTTP/1.1 message framing through the proxy, against a raw-socket origin
+(raw_origin.py: it answers with exact bytes and records the connections it accepted and
+every request byte it saw). Each case runs on a client keep-alive connection to the
+proxy, mostly with a second request behind the first, so a framing error shows up as
+stray bytes or a corrupted second response:
 1. HEAD answered 200 with Transfer-Encoding: chunked, and with Content-Length: 5000,
    and no body: header only.
 2. 204 and 304 with Transfer-Encoding: chunked and no body: header only.
@@ -21,153 +21,16 @@ corrupted second response:
    70000-byte body: the origin gets exactly each body, then the GET; the client gets
    the responses in order, each GET's a 100000-byte Content-Length body, byte for byte."""
 import os
-import socket
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+from raw_origin import RawOrigin, ok  # noqa: E402
 
 DOMAIN = "framing.test"
 HOP_HEADERS = ("connection", "x-hop", "proxy-connection", "keep-alive", "te", "upgrade",
                "proxy-authorization", "expect")
-
-
-# --------------------------------------------------------------------------------------
-# a raw-socket origin
-# --------------------------------------------------------------------------------------
-def ok(body, extra=""):
-    """A keep-alive 200 with Content-Length."""
-    return ("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n%s\r\n"
-            % (len(body), extra)).encode() + body
-
-
-class RawOrigin(H.RawServer):
-    """Threaded TCP server on 127.0.0.1:0. For every request header (and its
-    Content-Length or chunked body) it calls handler(req) -> (response, after):
-      response  bytes, or a list of bytes and floats (a float = sleep that long)
-      after     "keep" (read the next request), "close" (shutdown + close), or a float:
-                keep the connection idle that many seconds, then close it silently
-    req is a dict: conn (0-based accept index), method, target, version, headers
-    [(name, value)], head (raw bytes of the header section), body."""
-
-    def __init__(self, name, handler):
-        self.name = name
-        self.handler = handler
-        self.received = []   # per connection: every byte read from it
-        self.requests = []
-        self.errors = []
-        H.RawServer.__init__(self, "raw-origin-" + name)
-
-    def _accepted(self, idx):
-        self.received.append(bytearray())
-
-    def _recv(self, s, idx):
-        d = s.recv(65536)
-        if d:
-            with self.lock:
-                self.received[idx] += d
-        return d
-
-    def _serve(self, s, idx):
-        s.settimeout(15)
-        buf = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    d = self._recv(s, idx)
-                    if not d:
-                        return
-                    buf += d
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                parts = lines[0].split(" ", 2)
-                method, target, version = (parts + ["", "", ""])[:3]
-                headers = []
-                for l in lines[1:]:
-                    k, _, v = l.partition(":")
-                    headers.append((k.strip(), v.strip()))
-                hd = {k.lower(): v for k, v in headers}
-                body = b""
-                if "content-length" in hd:
-                    n = int(hd["content-length"])
-                    while len(buf) < n:
-                        d = self._recv(s, idx)
-                        if not d:
-                            raise OSError("EOF after %d of %d body bytes" % (len(buf), n))
-                        buf += d
-                    body, buf = buf[:n], buf[n:]
-                elif "chunked" in hd.get("transfer-encoding", "").lower():
-                    while True:
-                        while b"\r\n" not in buf:
-                            d = self._recv(s, idx)
-                            if not d:
-                                raise OSError("EOF inside a chunked request body")
-                            buf += d
-                        line, _, buf = buf.partition(b"\r\n")
-                        size = int(line.split(b";")[0].strip(), 16)
-                        while len(buf) < size + 2:
-                            d = self._recv(s, idx)
-                            if not d:
-                                raise OSError("EOF inside a chunk")
-                            buf += d
-                        if size == 0:
-                            # no trailers expected: the chunk is "0\r\n\r\n"
-                            buf = buf[2:]
-                            break
-                        body += buf[:size]
-                        buf = buf[size + 2:]
-                req = {"conn": idx, "method": method, "target": target, "version": version,
-                       "headers": headers, "head": head, "body": body}
-                with self.lock:
-                    self.requests.append(req)
-                response, after = self.handler(req)
-                for piece in (response if isinstance(response, list) else [response]):
-                    if isinstance(piece, float):
-                        time.sleep(piece)
-                    else:
-                        s.sendall(piece)
-                if after == "close":
-                    s.shutdown(socket.SHUT_WR)
-                    return
-                if isinstance(after, float):
-                    # idle, then a silent close; whatever arrives meanwhile is recorded
-                    deadline = time.monotonic() + after
-                    while True:
-                        left = deadline - time.monotonic()
-                        if left <= 0:
-                            break
-                        s.settimeout(left)
-                        try:
-                            if not self._recv(s, idx):
-                                break
-                        except socket.timeout:
-                            break
-                    return
-        except (OSError, ValueError) as e:
-            with self.lock:
-                self.errors.append("conn %d: %s: %s" % (idx, type(e).__name__, e))
-        finally:
-            try:
-                s.close()
-            except OSError:
-                pass
-
-    # -- queries --------------------------------------------------------------------
-    def all_received(self):
-        with self.lock:
-            return b"".join(bytes(r) for r in self.received)
-
-    def reqs(self):
-        with self.lock:
-            return list(self.requests)
-
-    def summary(self):
-        with self.lock:
-            return "%s origin: %d connection(s) accepted, requests %s, errors %s" % (
-                self.name, self.accepted,
-                [(r["conn"], r["method"], r["target"]) for r in self.requests], self.errors)
-
 
 
 # --------------------------------------------------------------------------------------

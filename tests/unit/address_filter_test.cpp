@@ -48,6 +48,8 @@ TEST_CASE("allow entries punch holes in the deny list") {
     CHECK(ok(f, "127.0.0.1"));
     CHECK(ok(f, "::ffff:127.0.0.1"));
     CHECK_FALSE(ok(f, "::1"));
+    // :: and ::1 are not IPv4-compatible addresses (RFC 4291): an allowed ::1 carries nothing.
+    CHECK(ok(filter({"private", "loopback"}, {"::1/128"}), "::1"));
     // The IPv4-compatible form is another address, in a denied range of its own.
     CHECK_FALSE(ok(filter({"private", "loopback"}, {"127.0.0.0/8"}), "::127.0.0.1"));
 }

@@ -88,11 +88,13 @@ TEST_CASE("malformed chunked bodies fail at once, without waiting for more bytes
     }
 }
 
-TEST_CASE("a 16-digit size is the most there is; a long chunk line is refused") {
+TEST_CASE("a size over 64 bits is refused, leading zeros are not counted; a long chunk line is refused") {
     chunked_decoder d;
     char room[4];
     d.decode("ffffffffffffffff\r\nab", room);
     CHECK_FALSE(d.failed());
+    const auto padded = decode("00000000000000000005\r\nhello\r\n0\r\n\r\n");
+    CHECK((padded.done && padded.body == "hello"));
     const std::string long_ext = "1;" + std::string(chunked_decoder::max_line_bytes, 'a') + "\r\n";
     CHECK(decode(long_ext).failed);
 }

@@ -76,6 +76,7 @@ TEST_CASE("Max-Forwards on OPTIONS: 0 is answered here, more is forwarded one le
     v = check(head_with("OPTIONS http://a.test/ HTTP/1.1", "Max-Forwards: 5\r\n"));
     CHECK_FALSE(v.answer_options);
     CHECK(v.max_forwards == 4);
+    CHECK(check(head_with("OPTIONS * HTTP/1.1", "")).answer_options);
     v = check(head_with("GET http://a.test/ HTTP/1.1", "Max-Forwards: 0\r\n"));  // only OPTIONS and TRACE
     CHECK_FALSE(v.answer_options);
     CHECK(v.max_forwards == -1);

@@ -76,6 +76,25 @@ TEST_CASE("a read pending at its deadline ends with timeout") {
     CHECK(took < 1s);
 }
 
+TEST_CASE("keep_open_on_timeout: the read times out, and the connection still carries an answer") {
+    connected_pair p;
+    p.near->keep_open_on_timeout();
+    boost::system::error_code read_ec, write_ec;
+    std::array<char, 16> got{};
+    std::size_t received = 0;
+    p.run([&]() -> task<void> {
+        std::array<char, 16> buf;
+        p.near->expires_after(50ms);
+        std::tie(read_ec, std::ignore) = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        p.near->expires_after(1s);
+        std::tie(write_ec, std::ignore) = co_await asio::async_write(*p.near, asio::buffer("408", 3), use_tuple);
+        std::tie(std::ignore, received) = co_await p.far.async_read_some(asio::buffer(got), use_tuple);
+    });
+    CHECK(read_ec == boost::beast::error::timeout);
+    CHECK_FALSE(write_ec);
+    CHECK(std::string_view(got.data(), received) == "408");
+}
+
 TEST_CASE("a deadline pushed forward before each read does not expire") {
     connected_pair p;
     int reads = 0;
