@@ -46,8 +46,11 @@ from origin import Origin, make_cert  # noqa: E402
 
 LISTEN_RE = re.compile(
     r"politeproxy: listening proxy=(?P<ph>[0-9.]+):(?P<pp>\d+) admin=(?P<ah>[0-9.]+):(?P<ap>\d+)")
-STARTUP_TIMEOUT = 15.0
-STOP_GRACE = 5.0
+# Sanitizer builds run slower (scripts/test-sanitizers.sh sets POLITEPROXY_SLOW): the
+# hard per-test timeout and the start-up wait stretch by this factor; assertions do not.
+SLOW = float(os.environ.get("POLITEPROXY_SLOW", "1"))
+STARTUP_TIMEOUT = 15.0 * SLOW
+STOP_GRACE = 5.0 * SLOW
 
 
 class TestFailure(AssertionError):
@@ -752,6 +755,7 @@ def main(test_fn, timeout=45, argv=None):
     3 on timeout. Every proxy started is stopped (by PID) whatever happens."""
     name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
     binary, verbose = find_binary(sys.argv[1:] if argv is None else argv)
+    timeout *= SLOW
     ctx = TestContext(binary, verbose)
 
     def on_timeout():

@@ -128,3 +128,14 @@ security:
     CHECK_FALSE(c.security.destinations.permitted(*parse_ip("::1")));
     CHECK_FALSE(c.security.destinations.permitted(*parse_ip("192.168.1.1")));
 }
+
+TEST_CASE("limits: the request line and field count bounds have SPEC defaults and are read") {
+    const config d = load_ok("");
+    CHECK(d.limits.request_line_bytes == 16384);
+    CHECK(d.limits.request_header_fields == 100);
+    const config c = load_ok("limits: {request_line_bytes: 4096, request_header_fields: 50}\n");
+    CHECK(c.limits.request_line_bytes == 4096);
+    CHECK(c.limits.request_header_fields == 50);
+    CHECK(load_error("limits: {request_header_fields: 0}\n").find("limits.request_header_fields") != std::string::npos);
+    CHECK(load_error("limits: {request_lines: 5}\n").find("request_lines") != std::string::npos);
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds politeproxy with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and
+# with ThreadSanitizer (build-tsan/), and runs the unit and integration tests on each.
+# A sanitizer report anywhere (a test binary or a proxy the integration tests start)
+# fails the run: reports go to files under build-*/sanitizer-logs/, checked at the end.
+#   scripts/test-sanitizers.sh [asan|tsan]...       default: both
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+kinds=("$@")
+[[ ${#kinds[@]} -eq 0 ]] && kinds=(asan tsan)
+status=0
+for kind in "${kinds[@]}"; do
+  case "$kind" in
+    asan) option=POLITEPROXY_ASAN ;;
+    tsan) option=POLITEPROXY_TSAN ;;
+    *) echo "unknown sanitizer build '$kind' (asan or tsan)" >&2; exit 2 ;;
+  esac
+  dir="build-$kind"
+  logs="$PWD/$dir/sanitizer-logs"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -D$option=ON >/dev/null
+  cmake --build "$dir" -j 2
+  rm -rf "$logs" && mkdir -p "$logs"
+  export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0"
+  export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1"
+  export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1"
+  # Sanitized binaries run slower: the per-test limits of ctest (tests/integration's
+  # CMakeLists.txt) and of the harness stretch by the same factor.
+  if ! POLITEPROXY_SLOW=3 ctest --test-dir "$dir" --output-on-failure --timeout 180; then status=1; fi
+  if compgen -G "$logs/*" >/dev/null; then
+    echo "== $kind: sanitizer reports ==" >&2
+    for f in "$logs"/*; do echo "--- $f" >&2; head -60 "$f" >&2; done
+    status=1
+  else
+    echo "== $kind: no sanitizer reports ==" >&2
+  fi
+  unset ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
+done
+exit $status
