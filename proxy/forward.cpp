@@ -68,6 +68,33 @@ task<bool> answer_broken_upload(proxy_context& ctx, timed_socket& client, const 
     co_return false;  // otherwise the client broke off its body: nobody to answer
 }
 
+// The forwarded header, into scratch.head: the client's end-to-end fields; the target,
+// Host, framing and Max-Forwards written from what the proxy decided, never copied from
+// the client's text; then Via.
+void write_request_head(http::request_header<wire_fields>& out, const origin_target& target,
+                        const request_verdict& verdict, std::string_view via_line, relay_buffers& scratch) {
+    strip_hop_by_hop(out);
+    out.erase(http::field::transfer_encoding);
+    out.erase(http::field::content_length);
+    if (verdict.max_forwards >= 0) out.erase(http::field::max_forwards);
+    out.target(out.method() == http::verb::options && target.no_path ? std::string_view("*")
+                                                                       : std::string_view(target.path));
+    out.version(11);
+    std::string& added = scratch.added;
+    added.clear();
+    target.append_host(added);
+    out.set(http::field::host, added);
+    added = via_line;
+    append_framing(verdict.body.kind, verdict.body.length, {}, added);
+    if (verdict.max_forwards >= 0) {
+        added += "Max-Forwards: ";
+        added += std::to_string(verdict.max_forwards);
+        added += "\r\n";
+    }
+    scratch.head.clear();
+    serialize_head(out, added, scratch.head);
+}
+
 }  // namespace
 
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
@@ -100,31 +127,9 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     const relay_buffers::loan buffers = relay_buffers::lend();
     relay_buffers& scratch = *buffers;
 
-    // The forwarded header: the client's end-to-end fields; the target, Host, framing
-    // and Max-Forwards written from what the proxy decided, never the client's text.
     const bool expect_continue = beast::iequals(out[http::field::expect], "100-continue");
-    strip_hop_by_hop(out);
-    if (expect_continue) out.erase(http::field::expect);
-    out.erase(http::field::transfer_encoding);
-    out.erase(http::field::content_length);
-    out.target(method == http::verb::options && target.no_path ? std::string_view("*") : std::string_view(target.path));
-    out.version(11);
-    std::string& added = scratch.added;
-    added.clear();
-    target.append_host(added);
-    out.set(http::field::host, added);
-    std::string_view request_added = ctx.via_line;
-    if (verdict.body.kind != body_kind::none || verdict.max_forwards >= 0) {
-        added = ctx.via_line;
-        append_framing(verdict.body.kind, verdict.body.length, {}, added);
-        if (verdict.max_forwards >= 0) {
-            out.erase(http::field::max_forwards);
-            added += "Max-Forwards: " + std::to_string(verdict.max_forwards) + "\r\n";
-        }
-        request_added = added;
-    }
-    scratch.head.clear();
-    serialize_head(out, request_added, scratch.head);
+    if (expect_continue) out.erase(http::field::expect);  // answered here once the slot is held
+    write_request_head(out, target, verdict, ctx.via_line, scratch);
     // "host:port", in lent storage (no allocation once warm)
     std::string& pool_key = scratch.pool_key;
     pool_key.assign(key);

@@ -54,6 +54,7 @@ LISTEN_RE = re.compile(r"politeproxy: listening proxy=([0-9.]+):(\d+) admin=([0-
 METRIC_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 PROXIES = ["direct", "haproxy", "squid", "tinyproxy", "politeproxy"]
+RUNNABLE = PROXIES + ["baseline"]  # baseline: only with --baseline
 SCENARIOS = ["gate", "passthrough", "politeness", "memory"]
 BODIES = [("1k", 1024), ("100k", 102400)]
 CONNS = [1, 64, 256]
@@ -352,9 +353,9 @@ class Bench:
             res["error"] = why
         return res
 
-    def start_politeproxy(self, name, yaml_text):
+    def start_politeproxy(self, name, yaml_text, binary=None):
         cfg = self.write(name + ".yaml", yaml_text)
-        proc = self.procs.start(name, [self.a.binary, "--config", cfg], PROXY_CPU)
+        proc = self.procs.start(name, [binary or self.a.binary, "--config", cfg], PROXY_CPU)
         m = wait_log_line(proc, LISTEN_RE)
         proc.port, proc.admin = int(m.group(2)), int(m.group(4))
         proc.config = cfg
@@ -422,6 +423,8 @@ class Bench:
             proc = self.procs.start(name, ["tinyproxy", "-d", "-c", cfg], PROXY_CPU)
         elif name == "politeproxy":
             return self.start_politeproxy("politeproxy", render("politeproxy-passthrough.yaml.in"))
+        elif name == "baseline":  # --baseline: another politeproxy binary, for an A/B
+            return self.start_politeproxy("baseline", render("politeproxy-passthrough.yaml.in"), self.a.baseline)
         else:
             raise ValueError(name)
         wait_port(port, proc)
@@ -451,7 +454,7 @@ class Bench:
 
     def scenario_passthrough(self):
         a = self.a
-        names = [p for p in PROXIES if p in a.proxies]
+        names = [p for p in RUNNABLE if p in a.proxies]
         procs = {}
         try:
             for name in names:
@@ -848,7 +851,7 @@ def summarize(bench, info, args, elapsed):
         for body, _ in BODIES:
             for conns in CONNS:
                 agg = {}
-                for name in PROXIES:
+                for name in RUNNABLE:
                     runs = pt.get("%s/%d/%s" % (body, conns, name))
                     if runs is None:
                         continue
@@ -1039,6 +1042,9 @@ def main():
     ap.add_argument("--parked", type=int, default=10000)
     ap.add_argument("--park-hosts", type=int, default=100)
     ap.add_argument("--binary", default=os.path.join(REPO, "build", "politeproxy"))
+    ap.add_argument("--baseline", default=None,
+                    help="another politeproxy binary (the code before a change), run as 'baseline' in the"
+                         " pass-through runs, interleaved with the others: an A/B in the same run")
     ap.add_argument("--gate-bench", default=os.path.join(REPO, "build", "gate_bench"))
     ap.add_argument("--out", default=None, help="report path (default /tmp/politeproxy-bench-DATE.md)")
     ap.add_argument("--no-install", action="store_true", help="skip scripts/install-deps.sh --bench")
@@ -1055,6 +1061,10 @@ def main():
     for s in a.scenarios:
         if s not in SCENARIOS:
             ap.error("unknown scenario %r" % s)
+    if a.baseline:
+        if not os.access(a.baseline, os.X_OK):
+            ap.error("--baseline %s is not an executable" % a.baseline)
+        a.proxies.append("baseline")
     if "politeproxy" not in a.proxies and "passthrough" in a.scenarios:
         log("note: without politeproxy the ratios are empty")
 
