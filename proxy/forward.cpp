@@ -244,6 +244,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         const auto lifetime = pooled_lifetime(response->keep_alive_hint(), policy.timeouts.idle);
         bool keep = client_keep_alive && !ctx.draining;
         bool out_chunked = false;
+        std::string& added = scratch.added;
         added = ctx.via_line;
         added += "Proxy-Status: ";
         append_queue_wait_status(slot.queue_wait(), added);
