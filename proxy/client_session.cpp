@@ -44,24 +44,6 @@ task<void> close_gracefully(timed_socket& client) {
     }
 }
 
-// A header over limits.request_header_bytes whose first line alone is over
-// limits.request_line_bytes (or has no end within it) is answered 414, not 431.
-bool request_line_too_long(const beast::flat_buffer& buffer, std::size_t limit) {
-    const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
-    return seen.substr(0, limit + 2).find("\r\n") == std::string_view::npos;
-}
-
-// A request line that ends in a well-formed version other than 1.0 and 1.1
-// ("HTTP/2.0"): 505, where other bad versions are malformed requests (400).
-bool names_other_version(const beast::flat_buffer& buffer) {
-    const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
-    const std::string_view line = seen.substr(0, seen.find("\r\n"));
-    if (line.size() < 9) return false;
-    const std::string_view v = line.substr(line.size() - 9);
-    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-    return v.starts_with(" HTTP/") && digit(v[6]) && v[7] == '.' && digit(v[8]);
-}
-
 }  // namespace
 
 task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
@@ -89,30 +71,22 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
         const auto rec = co_await read_header(client, buffer, header);
         registered.get().idle = false;
         if (rec == beast::error::timeout && header.got_some()) {
-            co_await send_answer(ctx, client, errc::request_timeout, "the request header stalled for timeouts.idle", false);
+            co_await send_answer(ctx, client, errc::request_timeout, "the request header stalled for timeouts.idle", {});
             co_return;
         }
         if (rec == http::error::end_of_stream || rec == beast::error::timeout ||
             rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
             co_return;
         bool keep = false;
-        if (rec == http::error::header_limit && request_line_too_long(buffer, cfg->limits.request_line_bytes)) {
-            co_await send_answer(ctx, client, errc::request_line_too_long,
-                                 "request line longer than limits.request_line_bytes", false);
-        } else if (rec == http::error::header_limit) {
-            co_await send_answer(ctx, client, errc::header_too_large,
-                                 "request header section exceeds limits.request_header_bytes", false);
-        } else if (rec == http::error::bad_version && names_other_version(buffer)) {
-            co_await send_answer(ctx, client, errc::version_not_supported, "only HTTP/1.0 and HTTP/1.1 are spoken here",
-                                 false);
-        } else if (rec) {
-            const std::string details = "malformed request: " + rec.message();
-            co_await send_answer(ctx, client, errc::bad_request, details, false);
+        if (rec) {
+            const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
+            const auto refusal = refuse_unparsed_head(rec, seen, cfg->limits);
+            co_await send_answer(ctx, client, refusal.why, refusal.details, {});
         } else if (!allowed) {
             const std::string details = "client " + peer.address().to_string() + " is not in security.allow_clients";
-            co_await send_answer(ctx, client, errc::client_denied, details, false);
+            co_await send_answer(ctx, client, errc::client_denied, details, {});
         } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
-            co_await send_answer(ctx, client, *verdict.refusal, verdict.details, false);
+            co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
         } else if (verdict.answer_options) {
             keep = co_await send_options_answer(ctx, client, header.get().keep_alive());
         } else if (header.get().method() == http::verb::connect) {

@@ -62,9 +62,9 @@ clock::duration pooled_lifetime(std::string_view hint, clock::duration idle) {
 task<bool> answer_broken_upload(proxy_context& ctx, timed_socket& client, const relay_status& sent) {
     if (sent.end == relay_end::malformed) {
         const std::string details = std::string("malformed chunked body: ") + sent.details;
-        co_await send_answer(ctx, client, errc::bad_framing, details, false);
+        co_await send_answer(ctx, client, errc::bad_framing, details, {});
     } else if (sent.ec == beast::error::timeout)
-        co_await send_answer(ctx, client, errc::request_timeout, "the request body stalled for timeouts.idle", false);
+        co_await send_answer(ctx, client, errc::request_timeout, "the request body stalled for timeouts.idle", {});
     co_return false;  // otherwise the client broke off its body: nobody to answer
 }
 
@@ -106,20 +106,21 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     const bool has_body = verdict.body.kind == body_kind::chunked || verdict.body.length > 0;
     const bool retryable = !has_body && idempotent(method);  // on a fresh connection, if a pooled one fails
     // An answer given before the body was read must close: the body is still unread.
-    const bool answer_keeps = client_keep_alive && !has_body;
+    const answer_mode keeping{client_keep_alive && !has_body, method == http::verb::head};
+    const answer_mode closing{false, keeping.head};
 
     auto parsed = parse_origin_target(out.target(), out.get_allocator());
-    if (auto* e = std::get_if<target_error>(&parsed)) co_return co_await send_answer(ctx, client, e->why, e->details, false);
+    if (auto* e = std::get_if<target_error>(&parsed)) co_return co_await send_answer(ctx, client, e->why, e->details, closing);
     const origin_target& target = std::get<origin_target>(parsed);
     if (via_contains(out, ctx.via))
-        co_return co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", false);
+        co_return co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", closing);
     if (auto denied = check_known_destination(cfg, target.key))
-        co_return co_await send_answer(ctx, client, denied->why, denied->details, answer_keeps);
+        co_return co_await send_answer(ctx, client, denied->why, denied->details, keeping);
 
     const std::string& key = target.key;
     permit slot = admit_at_once(ctx, key);
     if (!slot) {
-        auto admitted = co_await admit(ctx, client, key, answer_keeps);
+        auto admitted = co_await admit(ctx, client, key, keeping);
         if (!admitted.granted) co_return admitted.keep;
         slot = std::move(admitted.granted);
     }
@@ -148,7 +149,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
                                                        policy.timeouts.connect)) {
                 slot.set_outcome(outcome_of(failure->why));
                 if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
-                co_return co_await send_answer(ctx, client, failure->why, failure->details, answer_keeps);
+                co_return co_await send_answer(ctx, client, failure->why, failure->details, keeping);
             }
         }
         connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::http1);
@@ -171,7 +172,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
             slot.set_outcome(outcome::refused);
             slot.report(health_signal::refused_connection());
             co_return co_await send_answer(ctx, client, errc::origin_closed,
-                                           "origin closed the connection while receiving the request", false);
+                                           "origin closed the connection while receiving the request", closing);
         }
 
         beast::flat_buffer& origin_buffer = scratch.from_origin;
@@ -208,7 +209,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
             // conditional expression inside co_await twice.
             const std::string details = timed_out ? std::string("no response headers within timeouts.response_headers")
                                                   : "origin response unreadable: " + ec.message();
-            co_return co_await send_answer(ctx, client, why, details, false);
+            co_return co_await send_answer(ctx, client, why, details, closing);
         }
         const auto latency = clock::now() - sent_at;
         ctx.metrics.origin_response(latency);

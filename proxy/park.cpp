@@ -45,14 +45,13 @@ permit admit_at_once(proxy_context& ctx, const std::string& key) {
     return now;
 }
 
-task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
-                      bool keep_alive) {
+task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key, answer_mode mode) {
     auto r = co_await park(ctx.gates, std::move(key), client.socket());
     if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer
     if (r.ec) {
         const auto why = static_cast<errc>(r.ec.value());
         const std::string details = r.ec.message();
-        const bool keep = co_await send_answer(ctx, client, why, details, keep_alive, r.retry_after);
+        const bool keep = co_await send_answer(ctx, client, why, details, mode, r.retry_after);
         co_return admission{{}, keep};
     }
     ctx.metrics.queue_wait(r.granted.queue_wait());

@@ -1,5 +1,6 @@
 #include "politeproxy/request_head.hpp"
 
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 
 #include <charconv>
@@ -20,6 +21,21 @@ request_verdict refuse(errc why, const char* details) {
 }
 
 }  // namespace
+
+head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view seen, const limits_config& limits) {
+    const std::string_view line = seen.substr(0, seen.find("\r\n"));
+    if (ec == http::error::header_limit) {
+        if (seen.substr(0, limits.request_line_bytes + 2).find("\r\n") == std::string_view::npos)
+            return {errc::request_line_too_long, "request line longer than limits.request_line_bytes"};
+        return {errc::header_too_large, "request header section exceeds limits.request_header_bytes"};
+    }
+    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    const std::string_view version = line.size() >= 9 ? line.substr(line.size() - 9) : std::string_view();
+    if (ec == http::error::bad_version && version.starts_with(" HTTP/") && digit(version[6]) && version[7] == '.' &&
+        digit(version[8]))
+        return {errc::version_not_supported, "only HTTP/1.0 and HTTP/1.1 are spoken here"};
+    return {errc::bad_request, "malformed request: " + ec.message()};
+}
 
 request_verdict check_request_head(const http::request_header<wire_fields>& req, const limits_config& limits) {
     if (req.method_string().size() + req.target().size() + request_line_overhead > limits.request_line_bytes)

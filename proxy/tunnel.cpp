@@ -74,7 +74,7 @@ task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& clien
                       request_header_parser& header) {
     auto parsed = parse_connect_target(header.get().target());
     if (auto* e = std::get_if<target_error>(&parsed)) {
-        co_await send_answer(ctx, client, e->why, e->details, false);
+        co_await send_answer(ctx, client, e->why, e->details, {});
         co_return;
     }
     const connect_target& target = std::get<connect_target>(parsed);
@@ -82,21 +82,21 @@ task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& clien
     const std::uint16_t port = target.port;
     if (!cfg.connect_port_allowed(port)) {
         const std::string details = "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports";
-        co_await send_answer(ctx, client, errc::connect_port_denied, details, false);
+        co_await send_answer(ctx, client, errc::connect_port_denied, details, {});
         co_return;
     }
     if (via_contains(header.get(), ctx.via)) {
-        co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", false);
+        co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", {});
         co_return;
     }
 
     if (auto denied = check_known_destination(cfg, key)) {
-        co_await send_answer(ctx, client, denied->why, denied->details, false);
+        co_await send_answer(ctx, client, denied->why, denied->details, {});
         co_return;
     }
     permit slot = admit_at_once(ctx, key);
     if (!slot) {
-        auto admitted = co_await admit(ctx, client, key, false);
+        auto admitted = co_await admit(ctx, client, key, {});
         if (!admitted.granted) co_return;
         slot = std::move(admitted.granted);
     }
@@ -106,7 +106,7 @@ task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& clien
     if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect)) {
         slot.set_outcome(outcome_of(failure->why));
         if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
-        co_await send_answer(ctx, client, failure->why, failure->details, false);
+        co_await send_answer(ctx, client, failure->why, failure->details, {});
         co_return;
     }
     connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::tunnel);

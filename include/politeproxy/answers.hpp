@@ -24,10 +24,16 @@ using answer = boost::beast::http::response<boost::beast::http::string_body>;
 answer make_answer(errc why, std::string_view details, bool keep_alive,
                    std::optional<clock::duration> retry_after = std::nullopt);
 
+/// How one of the proxy's answers goes out.
+struct answer_mode {
+    bool keep_alive = false;  ///< the connection may carry another request afterwards
+    bool head = false;        ///< it answers a HEAD: the header alone (RFC 9110 section 9.3.2)
+};
+
 /// Writes one of the proxy's own answers (counting refusals in rejected_total);
 /// returns whether the connection may go on.
 task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why,
-                       std::string_view details, bool keep_alive,
+                       std::string_view details, answer_mode mode,
                        std::optional<clock::duration> retry_after = std::nullopt);
 
 /// The proxy's answer, as the final recipient, to OPTIONS with Max-Forwards: 0 (RFC 9110

@@ -1,4 +1,5 @@
 #pragma once
+#include "politeproxy/answers.hpp"
 #include "politeproxy/host_gates.hpp"
 
 #include "politeproxy/executor.hpp"
@@ -35,8 +36,7 @@ struct admission {
 permit admit_at_once(proxy_context& ctx, const std::string& key);
 
 /// park(), then answers a refusal (queue full, waited too long, shutting down) with
-/// 503 and Retry-After. `keep_alive`: whether an answer may leave the connection open.
-task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key,
-                      bool keep_alive);
+/// 503 and Retry-After, as `mode` says (keep the connection open, a HEAD).
+task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key, answer_mode mode);
 
 }  // namespace politeproxy

@@ -620,6 +620,15 @@ def overlap_peak(records):
     return peak
 
 
+def free_port():
+    """A loopback port with nothing listening: bind, read the number, close."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def raw_get(port, host, origin_port, path="/", extra_headers="", connection="close"):
     """Bytes of an absolute-form GET for the proxy."""
     return ("GET http://%s:%d%s HTTP/1.1\r\nHost: %s:%d\r\n%sConnection: %s\r\n\r\n"

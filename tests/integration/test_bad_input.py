@@ -5,6 +5,8 @@ keeps serving afterwards:
 - CONNECT to a port not in security.connect_ports -> 403
 - destination not allowed (loopback, no allow_destinations) -> 403
 - request header section over 64 KiB -> 431
+- HEAD to a port with nothing listening -> 502 without a body (RFC 9110 9.3.2), on a
+  connection that then carries the next request in step (found by the soak test)
 None of them reaches the origin."""
 import os
 import sys
@@ -65,6 +67,26 @@ def test(t):
                    "70 KiB header section")
     expect(r, 431, "request with a 70 KiB header section")
 
+    # the proxy's own answer to a HEAD is its header alone: the next response on the
+    # connection is read in step
+    closed_port = H.free_port()
+    c = H.RawClient(proxy.port, timeout=5)
+    try:
+        c.send(("HEAD http://%s:%d/head HTTP/1.1\r\nHost: %s:%d\r\n\r\n"
+                % (HOST, closed_port, HOST, closed_port)).encode())
+        head = c.read_response(timeout=5, head_request=True)
+        H.check(head is not None and head.status == 502,
+                "HEAD to a closed port: expected 502, got %r" % head)
+        H.check(int(head.header("Content-Length", "0")) > 0,
+                "HEAD answer without the Content-Length a GET would get: %r" % head)
+        c.send(H.raw_get(proxy.port, HOST, op, "/next?size=3", connection="close"))
+        nxt = c.read_response(timeout=5)
+        H.check(nxt is not None and nxt.status == 200 and nxt.body == b"012",
+                "the request after a HEAD answer was read out of step: %r (buffered %r)"
+                % (nxt, c.buf[:200]))
+    finally:
+        c.close()
+
     # still serving
     ok = H.request(proxy, "http://%s:%d/after?size=3" % (HOST, op), timeout=10)
     H.check(ok.error is None and ok.status == 200 and ok.body == b"012",
@@ -84,7 +106,7 @@ def test(t):
 
     st = origin.stats()
     seen = [(h, r["target"]) for h, s in st.items() for r in s["requests"]]
-    H.check(seen == [(HOST, "/after?size=3")],
+    H.check(seen == [(HOST, "/next?size=3"), (HOST, "/after?size=3")],
             "only the one normal request should have reached the origin, it saw %s" % seen)
     H.check(proxy.alive() and strict.alive(), "a proxy died")
 

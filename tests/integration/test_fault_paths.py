@@ -216,15 +216,6 @@ def ok(body):
 
 
 
-def free_port():
-    """A port with nothing listening: bind, read the number, close."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 # --------------------------------------------------------------------------------------
 # clients
 # --------------------------------------------------------------------------------------
@@ -507,7 +498,7 @@ def test(t):
     # incidents: refused / closed without an answer collapse the limit and pause
     case("1 origin closes", lambda: run_simple(
         t, proxy, o.port, "/close", 502, "connection_terminated", "1 origin closes"))
-    dead = free_port()
+    dead = H.free_port()
     case("5 connection refused", lambda: run_simple(
         t, proxy, dead, "/refused", 502, "connection_refused", "5 connection refused"))
 

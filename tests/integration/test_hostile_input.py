@@ -805,13 +805,6 @@ backend be
 """
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
 
 def start_haproxy(t):
     """(process, port, origin) or (None, reason, None)."""
@@ -820,7 +813,7 @@ def start_haproxy(t):
         return None, "haproxy is not installed (Debian package haproxy)", None
     origin = raw_origin("haproxy")
     t.origins.append(origin)
-    port = free_port()
+    port = H.free_port()
     cfg = os.path.join(t.workdir, "haproxy.cfg")
     with open(cfg, "w") as f:
         f.write(HAPROXY_CFG % (port, origin.port))

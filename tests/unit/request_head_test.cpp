@@ -3,6 +3,7 @@
 #include "politeproxy/request_head.hpp"
 
 #include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
 
 #include <doctest/doctest.h>
 
@@ -68,6 +69,22 @@ TEST_CASE("the request line and the field count have their limits") {
     CHECK_FALSE(check(head_with("GET http://a.test/ HTTP/1.1", fields)).refusal);
     fields += "X-last: v\r\n";
     CHECK(check(head_with("GET http://a.test/ HTTP/1.1", fields)).refusal == errc::header_too_large);
+}
+
+TEST_CASE("a head the parser refused is answered by what its bytes show") {
+    namespace http = boost::beast::http;
+    limits_config limits;
+    limits.request_line_bytes = 32;
+    const std::string long_line = "GET http://a.test/" + std::string(40, 'x') + " HTTP/1.1\r\nHost: a\r\n";
+    CHECK(refuse_unparsed_head(http::error::header_limit, long_line, limits).why == errc::request_line_too_long);
+    CHECK(refuse_unparsed_head(http::error::header_limit, "GET http://a.test/ HTTP/1.1\r\nX: " + std::string(99, 'v'),
+                               limits).why == errc::header_too_large);
+    CHECK(refuse_unparsed_head(http::error::bad_version, "GET http://a/ HTTP/2.0\r\n\r\n", limits).why ==
+          errc::version_not_supported);
+    CHECK(refuse_unparsed_head(http::error::bad_version, "GET http://a/ http/1.1\r\n\r\n", limits).why ==
+          errc::bad_request);
+    CHECK(refuse_unparsed_head(http::error::bad_field, "GET http://a/ HTTP/1.1\r\nX : y\r\n\r\n", limits).why ==
+          errc::bad_request);
 }
 
 TEST_CASE("Max-Forwards on OPTIONS: 0 is answered here, more is forwarded one less") {
