@@ -40,19 +40,15 @@ std::optional<ip_bytes> embedded_ipv4(const ip_bytes& a) {
     return v4;
 }
 
-// The most specific entry containing the address decides; on a tie, deny.
+// Denied when an entry contains the address and no hole of the entry's own class,
+// narrower than the entry, does.
 bool denied_by(const std::vector<ip_network>& rules, const ip_bytes& address) {
-    int best = -1;
-    bool deny = false;
-    for (const auto& n : rules) {
-        if (!n.contains(address)) continue;
-        const int prefix = static_cast<int>(n.prefix);
-        if (prefix > best || (prefix == best && !n.exception)) {
-            best = prefix;
-            deny = !n.exception;
-        }
-    }
-    return deny;
+    return std::any_of(rules.begin(), rules.end(), [&](const ip_network& entry) {
+        if (entry.exception || !entry.contains(address)) return false;
+        return std::none_of(rules.begin(), rules.end(), [&](const ip_network& hole) {
+            return hole.exception && hole.group == entry.group && hole.prefix > entry.prefix && hole.contains(address);
+        });
+    });
 }
 
 }  // namespace
@@ -110,16 +106,17 @@ std::optional<ip_network> parse_network(std::string_view text) {
 
 std::optional<std::string> address_filter::expand(std::string_view entry,
                                                   std::vector<ip_network>& out) {
-    auto add_all = [&out](auto const& list) {
+    auto add_all = [&out](auto const& list, std::uint8_t group) {
         for (std::string_view n : list) {
             const bool hole = n.starts_with('!');
             out.push_back(*parse_network(hole ? n.substr(1) : n));
             out.back().exception = hole;
+            out.back().group = group;
         }
     };
-    if (entry == "private") add_all(private_networks);
-    else if (entry == "loopback") add_all(loopback_networks);
-    else if (entry == "link_local") add_all(link_local_networks);
+    if (entry == "private") add_all(private_networks, 1);
+    else if (entry == "loopback") add_all(loopback_networks, 2);
+    else if (entry == "link_local") add_all(link_local_networks, 3);
     else if (auto n = parse_network(entry)) out.push_back(*n);
     else return std::string(entry);
     return std::nullopt;

@@ -108,7 +108,7 @@ task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::
 task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool keep_alive) {
     answer res{http::status::ok, 11};
     res.set(http::field::allow, forwarded_methods);
-    res.set("Proxy-Status", "politeproxy; details=\"Max-Forwards: 0 answered by the proxy\"");
+    res.set("Proxy-Status", "politeproxy; details=\"OPTIONS answered by the proxy\"");
     res.keep_alive(keep_alive);
     res.prepare_payload();
     client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);

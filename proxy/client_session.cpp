@@ -54,7 +54,9 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
     if (ec) co_return;
     const bool allowed = client_allowed(*ctx.gates.current_config(), peer);
     timed_socket client(std::move(socket));
-    client.keep_open_on_timeout();  // a request that stalls is answered 408
+    // A request that stalls is answered 408; any other timeout then ends in the
+    // lingering close below, as an error does.
+    client.keep_open_on_timeout();
     beast::flat_buffer buffer;
     session_set::registration registered(ctx.sessions,
                                          ctx.sessions.add(co_await asio::this_coro::executor, client));
@@ -72,7 +74,7 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
         registered.get().idle = false;
         if (rec == beast::error::timeout && header.got_some()) {
             co_await send_answer(ctx, client, errc::request_timeout, "the request header stalled for timeouts.idle", {});
-            co_return;
+            break;
         }
         if (rec == http::error::end_of_stream || rec == beast::error::timeout ||
             rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
@@ -87,8 +89,8 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
             co_await send_answer(ctx, client, errc::client_denied, details, {});
         } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
             co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
-        } else if (verdict.answer_options) {
-            keep = co_await send_options_answer(ctx, client, header.get().keep_alive());
+        } else if (verdict.answer_options) {  // a body it had stays unread: then close
+            keep = co_await send_options_answer(ctx, client, header.get().keep_alive() && !verdict.has_body());
         } else if (header.get().method() == http::verb::connect) {
             co_await run_tunnel(ctx, *cfg, client, buffer, header);
             break;  // a refusal must still reach the client (see close_gracefully)

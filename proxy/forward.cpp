@@ -103,7 +103,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     const unsigned client_version = out.version();
     const http::verb method = out.method();
     const bool client_keep_alive = out.keep_alive();
-    const bool has_body = verdict.body.kind == body_kind::chunked || verdict.body.length > 0;
+    const bool has_body = verdict.has_body();
     const bool retryable = !has_body && idempotent(method);  // on a fresh connection, if a pooled one fails
     // An answer given before the body was read must close: the body is still unread.
     const answer_mode keeping{client_keep_alive && !has_body, method == http::verb::head};
@@ -189,6 +189,8 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
             }
             response.emplace(out.get_allocator());
             response->header_limit(static_cast<std::uint32_t>(cfg.limits.response_header_bytes));
+            // Not for the body (plan_response decides): Beast's keep_alive() counts a
+            // response to HEAD without a length as ending at the close otherwise.
             if (method == http::verb::head) response->skip(true);
             origin->expires_after(policy.timeouts.response_headers);
             ec = co_await read_header(*origin, origin_buffer, *response);
@@ -232,37 +234,21 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         else
             slot.report(health_signal::answered(latency));
 
-        // The response's framing: as the origin declared it, except that HEAD, 204 and
-        // 304 have no body (RFC 9112 section 6.3). The client is told the framing the
-        // proxy writes: a body that ends at the origin's close goes chunked to an
-        // HTTP/1.1 client; HTTP/1.0 has no chunked coding, so its body goes raw and its
-        // end is the close.
-        const bool bodiless = method == http::verb::head || status == 204 || status == 304;
-        const body_framing declared = response->framing();
-        const body_kind told = bodiless && declared.kind == body_kind::until_close ? body_kind::none : declared.kind;
-        const body_framing from_origin = bodiless ? body_framing{} : declared;
-        const bool origin_keeps = response->keep_alive() && from_origin.kind != body_kind::until_close;
+        const auto plan = plan_response(response->framing(), status, method == http::verb::head, client_version);
+        const bool origin_keeps = response->keep_alive() && plan.from_origin.kind != body_kind::until_close;
         const auto lifetime = pooled_lifetime(response->keep_alive_hint(), policy.timeouts.idle);
-        bool keep = client_keep_alive && !ctx.draining;
-        bool out_chunked = false;
+        const bool keep = client_keep_alive && !ctx.draining && !plan.ends_at_close;
         std::string& added = scratch.added;
         added = ctx.via_line;
         added += "Proxy-Status: ";
         append_queue_wait_status(slot.queue_wait(), added);
         added += "\r\n";
-        if (client_version < 11) {
-            if (told == body_kind::length) append_framing(told, declared.length, {}, added);
-            else keep = false;
-        } else {
-            out_chunked = !bodiless && told != body_kind::length;
-            append_framing(told == body_kind::until_close ? body_kind::chunked : told, declared.length,
-                           response->other_codings(), added);
-        }
+        append_framing(plan.told, plan.length, response->other_codings(), added);
         if (!keep) added += "Connection: close\r\n";
         scratch.head.clear();
         response->write_head(added, scratch.head);
 
-        const auto received = co_await relay(*origin, origin_buffer, from_origin, out_chunked, client,
+        const auto received = co_await relay(*origin, origin_buffer, plan.from_origin, plan.out_chunked, client,
                                              policy.timeouts.idle, scratch);
         if (received.end == relay_end::read_failed || received.end == relay_end::malformed) {
             slot.set_outcome(received.ec == beast::error::timeout ? outcome::timeout : outcome::error);

@@ -136,6 +136,24 @@ framing_fault framing_reader::response(unsigned version, body_framing& out) cons
     return framing_fault::none;
 }
 
+response_plan plan_response(body_framing declared, unsigned status, bool head_request, unsigned client_version) {
+    response_plan plan;
+    const bool bodiless = head_request || status < 200 || status == 204 || status == 304;
+    const bool http10 = client_version < 11;
+    if (!bodiless) plan.from_origin = declared;
+    if (status < 200 || status == 204) return plan;  // no framing field at all
+    plan.length = declared.length;
+    switch (declared.kind) {
+    case body_kind::length: plan.told = body_kind::length; break;
+    case body_kind::chunked: plan.told = http10 ? body_kind::none : body_kind::chunked; break;
+    case body_kind::until_close: plan.told = http10 || bodiless ? body_kind::none : body_kind::chunked; break;
+    case body_kind::none: break;
+    }
+    plan.out_chunked = !bodiless && plan.told == body_kind::chunked;
+    plan.ends_at_close = !bodiless && http10 && declared.kind != body_kind::length;
+    return plan;
+}
+
 void append_framing(body_kind kind, std::uint64_t length, std::string_view codings, std::string& out) {
     if (kind == body_kind::length) {
         char digits[std::numeric_limits<std::uint64_t>::digits10 + 1];

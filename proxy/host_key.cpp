@@ -88,15 +88,7 @@ std::optional<ip_bytes> parse_host_address(std::string_view host) {
         if (!v4) return std::nullopt;
         return ipv4_bytes(*v4);
     }
-    if (host.size() >= INET6_ADDRSTRLEN) return std::nullopt;
-    char text[INET6_ADDRSTRLEN];
-    std::memcpy(text, host.data(), host.size());
-    text[host.size()] = '\0';
-    in6_addr v6{};
-    if (inet_pton(AF_INET6, text, &v6) != 1) return std::nullopt;
-    ip_bytes b;
-    std::memcpy(b.data(), &v6, b.size());
-    return b;
+    return parse_ip(host);  // IPv6 text, as it holds a colon
 }
 
 std::string address_text(const ip_bytes& address) {

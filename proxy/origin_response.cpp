@@ -21,7 +21,11 @@ constexpr std::string_view crlf = "\r\n";
 }  // namespace
 
 origin_response_parser::origin_response_parser(wire_allocator arena)
-    : reason_(arena), fields_(arena), keep_alive_(arena), connection_(arena) {}
+    : reason_(arena), fields_(arena), keep_alive_(arena), connection_(arena) {
+    // The body is not read through this parser, whatever its length: Beast's default
+    // limit (8 MiB) would refuse a larger Content-Length as the header completes.
+    body_limit(boost::none);
+}
 
 std::string_view origin_response_parser::retry_after() const {
     if (!has_retry_after_) return {};

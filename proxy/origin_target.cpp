@@ -77,8 +77,7 @@ std::optional<std::uint16_t> parse_port(std::string_view digits) {
     unsigned port = 0;
     if (digits.empty() || digits.size() > 5) return std::nullopt;
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-    if (ec != std::errc{} || end != digits.data() + digits.size() || digits.front() == '+' || port == 0 ||
-        port > 65535)
+    if (ec != std::errc{} || end != digits.data() + digits.size() || port == 0 || port > 65535)
         return std::nullopt;
     return static_cast<std::uint16_t>(port);
 }

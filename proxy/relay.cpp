@@ -225,8 +225,7 @@ task<relay_status> relay_delimited(timed_socket& in, beast::flat_buffer& in_buff
 task<relay_status> relay(timed_socket& in, beast::flat_buffer& in_buffer, body_framing body, bool out_chunked,
                          timed_socket& out, clock::duration idle, relay_buffers& scratch) {
     if (body.kind == body_kind::none) return relay_counted(in, in_buffer, 0, out, idle, scratch);  // the header alone
-    if (body.kind == body_kind::length && !out_chunked)
-        return relay_counted(in, in_buffer, body.length, out, idle, scratch);
+    if (body.kind == body_kind::length) return relay_counted(in, in_buffer, body.length, out, idle, scratch);
     return relay_delimited(in, in_buffer, body.kind == body_kind::chunked, out_chunked, out, idle, scratch);
 }
 

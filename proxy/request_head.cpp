@@ -52,7 +52,8 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
         case http::field::transfer_encoding: framing.transfer_encoding(f.value()); break;
         case http::field::content_length: framing.content_length(f.value()); break;
         case http::field::max_forwards:
-            if (has_max_forwards) return refuse(errc::bad_request, "Max-Forwards twice");
+            if (has_max_forwards && req.method() == http::verb::options)
+                return refuse(errc::bad_request, "Max-Forwards twice");
             has_max_forwards = true;
             max_forwards = f.value();
             break;
@@ -71,7 +72,7 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
     if (const auto fault = framing.request(req.version(), v.body); fault != framing_fault::none)
         return refuse(fault == framing_fault::unsupported_coding ? errc::unsupported_transfer_coding : errc::bad_framing,
                       describe(fault));
-    if (req.method() == http::verb::connect && (v.body.kind == body_kind::chunked || v.body.length != 0))
+    if (req.method() == http::verb::connect && v.has_body())
         return refuse(errc::bad_framing, "a CONNECT request has no body");
     // OPTIONS * (RFC 9112 section 3.2.4) addresses the proxy itself.
     if (req.method() == http::verb::options && req.target() == "*") v.answer_options = true;

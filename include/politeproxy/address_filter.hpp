@@ -18,8 +18,11 @@ ip_bytes ipv4_bytes(std::uint32_t host_order);
 struct ip_network {
     ip_bytes base{};
     unsigned prefix = 0;  ///< in bits of the 128-bit form
-    /// In a deny list: a hole in a wider entry (a named class's globally reachable part).
+    /// In a deny list: a hole in the wider entries of the same `group` (a named class's
+    /// globally reachable part).
     bool exception = false;
+    /// In a deny list: the named class the entry came from (0: an entry of its own).
+    std::uint8_t group = 0;
     bool contains(const ip_bytes& address) const;
 };
 
@@ -27,8 +30,8 @@ struct ip_network {
 std::optional<ip_network> parse_network(std::string_view text);
 
 /// The SSRF guard: an address is permitted when an allow entry contains it, else unless
-/// the deny list denies it. In the deny list the most specific entry that contains the address
-/// decides (a named class's exceptions are holes in its wider ranges; on a tie, deny).
+/// the deny list denies it. A named class's exceptions are holes in that class's own
+/// wider ranges only (never in an entry given as a network).
 /// An IPv6 address that carries an IPv4 destination (NAT64 64:ff9b::/96, 6to4
 /// 2002::/16, IPv4-compatible ::/96 but :: and ::1; IPv4-mapped is the IPv4 address
 /// itself) is judged as that IPv4 address too, and denied when either is.

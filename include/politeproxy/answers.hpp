@@ -37,7 +37,8 @@ task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why,
                        std::optional<clock::duration> retry_after = std::nullopt);
 
 /// The proxy's answer, as the final recipient, to OPTIONS with Max-Forwards: 0 (RFC 9110
-/// section 7.6.2): 200 with `Allow` naming the methods it forwards.
+/// section 7.6.2) or OPTIONS * (RFC 9112 section 3.2.4): 200 with `Allow` naming the
+/// methods it forwards.
 task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool keep_alive);
 
 /// How a request that failed with `why` counts in requests_total.

@@ -1,7 +1,10 @@
 #pragma once
 // The one place where the framing of an HTTP/1.1 message is decided (RFC 9112 section
 // 6.3), for client requests and origin responses alike. What is forwarded is written
-// from the decision (append_framing), never copied from the sender's text.
+// from the decision (append_framing), never copied from the sender's text. (Beast's
+// parser, which reads the header first, already refuses some malformed framing on its
+// own: differing or non-numeric Content-Length, chunked with Content-Length. What it
+// accepts, this decides.)
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,7 +27,7 @@ struct body_framing {
 /// Why a message's framing is refused.
 enum class framing_fault : std::uint8_t {
     none,
-    bad_transfer_encoding,  ///< not a list of codings, chunked twice, or (requests) final coding not chunked
+    bad_transfer_encoding,  ///< not a list of codings, chunked twice or not last, (requests) no chunked
     unsupported_coding,     ///< a request coding other than chunked (501)
     bad_content_length,     ///< not digits, values that differ, or more than 64 bits
     both_framing_fields,    ///< Transfer-Encoding together with Content-Length
@@ -39,8 +42,10 @@ const char* describe(framing_fault f);
 /// values. Not thread-safe; one per message.
 ///
 /// Algorithm: Transfer-Encoding lines form one list (RFC 9110 section 5.6.1: empty
-/// elements ignored, each element a token, compared case-insensitively); the list is
-/// good when it names `chunked` exactly once, last. Content-Length lines form one list
+/// elements ignored, each element a token, compared case-insensitively); chunked may
+/// appear once, and only last (RFC 9112 section 6.1: never applied twice; a response
+/// coded on top of chunked could not be re-chunked for the client without applying it
+/// twice, so it is refused too); a request must end in chunked. Content-Length lines form one list
 /// of decimal numbers that must all be equal (leading zeros allowed, the value must fit
 /// in 64 bits).
 class framing_reader {
@@ -53,8 +58,8 @@ public:
     /// has it (10, 11).
     framing_fault request(unsigned version, body_framing& out) const;
 
-    /// A response's body as its fields declare it (what the client is told), before
-    /// bodiless statuses are considered: chunked when chunked is the final coding,
+    /// A response's body as its fields declare it, before bodiless statuses are
+    /// considered (see plan_response): chunked when chunked is the final coding,
     /// until_close for other codings or no framing field at all, else its length.
     framing_fault response(unsigned version, body_framing& out) const;
 
@@ -73,6 +78,24 @@ private:
     bool cl_bad_ = false;
     std::uint64_t length_ = 0;
 };
+
+/// How an origin's response goes on to a client.
+struct response_plan {
+    body_framing from_origin;             ///< how its body is read: none for HEAD, 1xx, 204 and 304
+    body_kind told = body_kind::none;     ///< the framing field the client gets (none: no field)
+    std::uint64_t length = 0;             ///< with told == length
+    bool out_chunked = false;             ///< the body is written chunked
+    bool ends_at_close = false;           ///< the client learns the body's end from the close
+};
+
+/// The plan for a response whose fields declare `declared` (framing_reader::response),
+/// to a request that was HEAD or not, for a client speaking `client_version` (10, 11).
+/// RFC 9112 section 6.3 and RFC 9110 sections 8.6, 6.4.1: HEAD, 1xx, 204 and 304 have no
+/// body; 1xx and 204 carry no framing field; HEAD and 304 keep a length or chunked as
+/// declared. A body that ends at the origin's close goes chunked to an HTTP/1.1 client;
+/// HTTP/1.0 has no chunked coding, so a body without a length goes raw and ends at the
+/// close.
+response_plan plan_response(body_framing declared, unsigned status, bool head_request, unsigned client_version);
 
 /// Appends the framing field line for a body sent as `kind` ("Content-Length: N\r\n"
 /// for length, "Transfer-Encoding: <codings, >chunked\r\n" for chunked; nothing for

@@ -66,9 +66,9 @@ struct relay_status {
 /// Streams one HTTP/1.1 message from `in` to `out` a chunk at a time, never holding
 /// the whole body: first the header the caller wrote into `scratch.head` (together with
 /// the first body bytes when they are already buffered; at once otherwise, so a slow
-/// body does not hold it back), then the body, read as `body` says and written chunked
-/// when `out_chunked` (else raw: a length kept as such, or a body the client is told
-/// ends at the close). A chunked body is decoded strictly (chunked_decoder) and
+/// body does not hold it back), then the body, read as `body` says. A body of known
+/// length goes out as it is; a chunked one or one that ends at the close goes out
+/// chunked when `out_chunked`, else raw (the client is told it ends at the close). A chunked body is decoded strictly (chunked_decoder) and
 /// re-chunked from its data alone; a body of known length passes through without
 /// parsing. Bytes past the message (a pipelined request) stay in `in_buffer`.
 task<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer, body_framing body, bool out_chunked,

@@ -32,6 +32,8 @@ struct request_verdict {
     bool answer_options = false;
     /// OPTIONS with Max-Forwards above 0: the value to forward (one less); -1 when absent.
     long long max_forwards = -1;
+
+    bool has_body() const { return body.kind == body_kind::chunked || body.length > 0; }
 };
 
 /// The answer to a request head the parser refused with `ec`, judged from the bytes it

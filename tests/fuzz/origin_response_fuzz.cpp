@@ -1,7 +1,7 @@
 // An origin's response head as the proxy reads it (origin_response_parser under the
-// proxy's limit). Invariants: the head it forwards is one header section (no CR or LF
-// outside line ends, no empty line before its end) without framing or hop-by-hop
-// fields, and a refused framing never yields a head.
+// proxy's limit), and the plan for sending it on. Invariants: the head it forwards is
+// one header section (no CR or LF outside line ends, no empty line before its end)
+// without framing or hop-by-hop fields; an HTTP/1.0 client is never sent chunked.
 #include "fuzz_input.hpp"
 
 #include "politeproxy/origin_response.hpp"
@@ -36,6 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             fuzz::require(!boost::beast::iequals(name, gone), "a framing or hop-by-hop field forwarded as it came");
         rest.remove_prefix(end + 2);
     }
-    fuzz::require(p.framing().kind != body_kind::none, "a response framing of none (bodiless is the caller's call)");
+    for (unsigned version : {10u, 11u}) {
+        const auto plan = plan_response(p.framing(), p.status(), false, version);
+        fuzz::require(!plan.out_chunked || version == 11, "chunked to an HTTP/1.0 client");
+        fuzz::require(plan.from_origin.kind != body_kind::none || plan.told != body_kind::chunked || p.status() == 304,
+                      "chunked told for a body that is not there");
+    }
     return 0;
 }

@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         require_clean_key(plain->key);
         const auto* full = std::get_if<origin_target>(&any);
         fuzz::require(full != nullptr, "the full parse refuses what the hand-read path takes");
-        fuzz::require(full->key == plain->key && full->port == plain->port && full->path == plain->path,
+        fuzz::require(full->key == plain->key && full->port == plain->port && full->path == plain->path &&
+                          full->no_path == plain->no_path,
                       "the two parses disagree");
     }
     if (const auto* t = std::get_if<origin_target>(&any)) {

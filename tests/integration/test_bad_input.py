@@ -68,12 +68,12 @@ def test(t):
     expect(r, 431, "request with a 70 KiB header section")
 
     # the proxy's own answer to a HEAD is its header alone: the next response on the
-    # connection is read in step
+    # connection is read in step (a host of its own: a refused connection pauses it)
     closed_port = H.free_port()
     c = H.RawClient(proxy.port, timeout=5)
     try:
-        c.send(("HEAD http://%s:%d/head HTTP/1.1\r\nHost: %s:%d\r\n\r\n"
-                % (HOST, closed_port, HOST, closed_port)).encode())
+        c.send(("HEAD http://head.test:%d/head HTTP/1.1\r\nHost: head.test:%d\r\n\r\n"
+                % (closed_port, closed_port)).encode())
         head = c.read_response(timeout=5, head_request=True)
         H.check(head is not None and head.status == 502,
                 "HEAD to a closed port: expected 502, got %r" % head)

@@ -269,6 +269,9 @@ ROWS = [
     Row("OPTIONS Max-Forwards 0", "method",
         msg("Max-Forwards: 0", line="OPTIONS http://h.test:{port}/ HTTP/1.1"), 200, NOTHING,
         headers=("Allow",)),
+    Row("OPTIONS Max-Forwards 0 with a body", "method",
+        msg("Max-Forwards: 0", "Content-Length: 5", line="OPTIONS http://h.test:{port}/ HTTP/1.1",
+            body=b"hello"), 200, NOTHING, close=True, headers=("Allow",)),
     fwd("OPTIONS Max-Forwards 5", "method",
         msg("Max-Forwards: 5", line="OPTIONS http://h.test:{port}/ HTTP/1.1"),
         Seen({"max-forwards": ["Max-Forwards: 4"]})),
@@ -386,6 +389,9 @@ KNOWN_DIFFERENCES = {
     "OPTIONS Max-Forwards 0": "RFC 9110 7.6.2: an intermediary that receives OPTIONS with"
     " Max-Forwards 0 MUST NOT forward it and MUST answer as the final recipient. HAProxy"
     " forwards it: wrong. politeproxy (answers 200 + Allow itself) is right.",
+    "OPTIONS Max-Forwards 0 with a body": "As 'OPTIONS Max-Forwards 0' (RFC 9110 7.6.2):"
+    " HAProxy forwards it, politeproxy answers it itself and, as the body is left unread,"
+    " closes the connection (RFC 9112 9.6). politeproxy is right.",
     "OPTIONS Max-Forwards 5": "RFC 9110 7.6.2: an intermediary MUST decrement Max-Forwards"
     " of an OPTIONS/TRACE it forwards. HAProxy forwards 5, politeproxy 4. politeproxy is"
     " right, HAProxy wrong.",

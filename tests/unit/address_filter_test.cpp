@@ -37,10 +37,11 @@ TEST_CASE("the default classes deny every special-purpose range that is not glob
         CHECK_MESSAGE(ok(f, ip), ip);
 }
 
-TEST_CASE("an explicit deny entry beats a class's hole; the more specific entry decides") {
-    const auto f = filter({"private", "192.0.0.9/32"});
-    CHECK_FALSE(ok(f, "192.0.0.9"));
+TEST_CASE("a class's holes open only that class's ranges, never an entry given as a network") {
     CHECK(ok(filter({"private"}), "192.0.0.9"));
+    CHECK_FALSE(ok(filter({"private", "192.0.0.9/32"}), "192.0.0.9"));
+    CHECK(ok(filter({"private"}), "2001:20::1"));
+    CHECK_FALSE(ok(filter({"private", "2001::/16"}), "2001:20::1"));  // wider than the hole, still whole
 }
 
 TEST_CASE("allow entries punch holes in the deny list") {

@@ -97,4 +97,7 @@ TEST_CASE("a size over 64 bits is refused, leading zeros are not counted; a long
     CHECK((padded.done && padded.body == "hello"));
     const std::string long_ext = "1;" + std::string(chunked_decoder::max_line_bytes, 'a') + "\r\n";
     CHECK(decode(long_ext).failed);
+    const std::string big_trailer = "0\r\nX: " + std::string(chunked_decoder::max_trailer_bytes, 'v') + "\r\n\r\n";
+    CHECK(decode(big_trailer).failed);
+    CHECK(decode("0\r\nX: " + std::string(chunked_decoder::max_trailer_bytes - 16, 'v') + "\r\n\r\n").done);
 }

@@ -104,6 +104,38 @@ TEST_CASE("a response: chunked last, else read until the close; other codings ke
     CHECK(read({{"TE", "chunked"}}).response(10, f) == framing_fault::transfer_encoding_in_http10);
 }
 
+TEST_CASE("a response's plan: bodiless statuses, and what each client is told") {
+    const body_framing length{body_kind::length, 7}, chunked{body_kind::chunked, 0}, close{body_kind::until_close, 0};
+    // HTTP/1.1 client: a length as it is, chunked re-chunked, a close-delimited body chunked.
+    auto p = plan_response(length, 200, false, 11);
+    CHECK((p.from_origin.kind == body_kind::length && p.told == body_kind::length && p.length == 7 && !p.out_chunked));
+    p = plan_response(chunked, 200, false, 11);
+    CHECK((p.from_origin.kind == body_kind::chunked && p.told == body_kind::chunked && p.out_chunked));
+    p = plan_response(close, 200, false, 11);
+    CHECK((p.from_origin.kind == body_kind::until_close && p.told == body_kind::chunked && p.out_chunked));
+    CHECK_FALSE(p.ends_at_close);
+    // HTTP/1.0 client: no chunked; without a length the body ends at the close.
+    p = plan_response(chunked, 200, false, 10);
+    CHECK((p.told == body_kind::none && !p.out_chunked && p.ends_at_close));
+    CHECK_FALSE(plan_response(length, 200, false, 10).ends_at_close);
+    // HEAD and 304: no body; a length or chunked is told as declared, a close is not.
+    for (unsigned status : {200u, 304u}) {
+        const bool head = status == 200;
+        p = plan_response(length, status, head, 11);
+        CHECK((p.from_origin.kind == body_kind::none && p.told == body_kind::length && !p.ends_at_close));
+        p = plan_response(chunked, status, head, 11);
+        CHECK((p.from_origin.kind == body_kind::none && p.told == body_kind::chunked && !p.out_chunked));
+        CHECK(plan_response(close, status, head, 11).told == body_kind::none);
+        CHECK_FALSE(plan_response(close, status, head, 10).ends_at_close);
+    }
+    // 1xx and 204: no body and no framing field (RFC 9110 sections 8.6, 6.4.1).
+    for (unsigned status : {101u, 204u})
+        for (const auto& declared : {length, chunked, close}) {
+            p = plan_response(declared, status, false, 11);
+            CHECK((p.from_origin.kind == body_kind::none && p.told == body_kind::none && !p.out_chunked));
+        }
+}
+
 TEST_CASE("what is forwarded is written from the decision") {
     std::string out;
     append_framing(body_kind::length, 5, {}, out);

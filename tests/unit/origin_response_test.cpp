@@ -1,6 +1,6 @@
-// An origin's response read by origin_response_parser: the header as it is forwarded
-// (hop-by-hop fields out, framing and connection edits), the values the forwarder
-// decides on, and the body read into the caller's room.
+// An origin's response header read by origin_response_parser: the header as it is
+// forwarded (hop-by-hop and framing fields out), the values the forwarder decides on,
+// and the framing decided apart.
 #include "politeproxy/origin_response.hpp"
 #include "politeproxy/framing.hpp"
 
@@ -80,6 +80,15 @@ TEST_CASE("framing fields are decided, not copied: the head leaves them out") {
     REQUIRE_FALSE(ec);
     CHECK(until_close.framing().kind == body_kind::until_close);
     CHECK(until_close.other_codings() == "gzip");
+}
+
+TEST_CASE("a body of any length: the parser reads the header only") {
+    std::pmr::monotonic_buffer_resource arena;
+    origin_response_parser p{wire_allocator{&arena}};
+    boost::system::error_code ec;
+    feed(p, "HTTP/1.1 200 OK\r\nContent-Length: 100000000000\r\n\r\n", ec);  // 100 GB: over Beast's 8 MiB default
+    REQUIRE_FALSE(ec);
+    CHECK(p.framing().length == 100000000000ull);
 }
 
 TEST_CASE("framing the proxy cannot read for sure fails the response") {
