@@ -78,14 +78,13 @@ std::optional<ip_bytes> parse_ip(std::string_view text) {
 }
 
 bool ip_network::contains(const ip_bytes& address) const {
-    unsigned bits = prefix;
-    for (std::size_t i = 0; i < address.size() && bits > 0; ++i) {
-        const unsigned take = bits >= 8 ? 8 : bits;
-        const std::uint8_t mask = static_cast<std::uint8_t>(0xff << (8 - take));
-        if ((address[i] & mask) != (base[i] & mask)) return false;
-        bits -= take;
-    }
-    return true;
+    // Whole bytes compared at once, then the bits of the one byte the prefix ends in.
+    const std::size_t whole = prefix / 8;
+    if (std::memcmp(address.data(), base.data(), whole) != 0) return false;
+    const unsigned rest = prefix % 8;
+    if (rest == 0) return true;
+    const auto mask = static_cast<std::uint8_t>(0xff << (8 - rest));
+    return (address[whole] & mask) == (base[whole] & mask);
 }
 
 std::optional<ip_network> parse_network(std::string_view text) {

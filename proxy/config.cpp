@@ -53,8 +53,12 @@ const host_policy& config::policy_for(std::string_view key, std::chrono::sys_day
     return o ? o->policy : defaults;
 }
 
+const resolve_entry* config::static_entry(std::string_view host) const {
+    return best_match(resolve, host, [](const resolve_entry&) { return true; });
+}
+
 std::optional<std::string_view> config::static_address(std::string_view host) const {
-    const resolve_entry* e = best_match(resolve, host, [](const resolve_entry&) { return true; });
+    const resolve_entry* e = static_entry(host);
     if (!e) return std::nullopt;
     return std::string_view(e->address);
 }

@@ -224,8 +224,9 @@ public:
             for (const auto& kv : r) {
                 const std::string name = text(kv.first, "resolve name");
                 const std::string addr = text(kv.second, "resolve address");
-                if (!parse_ip(addr)) fail(kv.second, "resolve " + name + ": '" + addr + "' is not an IP address");
-                c.resolve.push_back({name.starts_with("*.") ? "*." + host_key(name.substr(2)) : host_key(name), addr});
+                const auto bytes = parse_ip(addr);
+                if (!bytes) fail(kv.second, "resolve " + name + ": '" + addr + "' is not an IP address");
+                c.resolve.push_back({name.starts_with("*.") ? "*." + host_key(name.substr(2)) : host_key(name), addr, *bytes});
             }
         }
         if (const auto m = root["metrics"]; m && !m.IsNull()) {

@@ -74,8 +74,10 @@ task<bool> answer_broken_upload(proxy_context& ctx, timed_socket& client, const 
 void write_request_head(http::request_header<wire_fields>& out, const origin_target& target,
                         const request_verdict& verdict, std::string_view via_line, relay_buffers& scratch) {
     strip_hop_by_hop(out);
-    out.erase(http::field::transfer_encoding);
-    out.erase(http::field::content_length);
+    if (verdict.framing_fields) {
+        out.erase(http::field::transfer_encoding);
+        out.erase(http::field::content_length);
+    }
     if (verdict.max_forwards >= 0) out.erase(http::field::max_forwards);
     out.target(out.method() == http::verb::options && target.no_path ? std::string_view("*")
                                                                        : std::string_view(target.path));
@@ -114,7 +116,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     const origin_target& target = std::get<origin_target>(parsed);
     if (via_contains(out, ctx.via))
         co_return co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", closing);
-    if (auto denied = check_known_destination(cfg, target.key))
+    if (auto denied = check_known_destination(cfg, target.key, target.address))
         co_return co_await send_answer(ctx, client, denied->why, denied->details, keeping);
 
     const std::string& key = target.key;

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <charconv>
 #include <cstring>
 
 namespace politeproxy {
@@ -93,29 +94,47 @@ std::optional<ip_bytes> parse_host_address(std::string_view host) {
 
 std::string address_text(const ip_bytes& address) {
     static const ip_network mapped = *parse_network("::ffff:0:0/96");
-    char text[INET6_ADDRSTRLEN];
-    if (mapped.contains(address)) {
-        in_addr v4;
-        std::memcpy(&v4, address.data() + 12, 4);
-        inet_ntop(AF_INET, &v4, text, sizeof text);
-    } else {
-        in6_addr v6;
-        std::memcpy(&v6, address.data(), address.size());
-        inet_ntop(AF_INET6, &v6, text, sizeof text);
+    if (mapped.contains(address)) {  // dotted decimal by hand: inet_ntop formats IPv4 with sprintf
+        char text[16];
+        char* p = text;
+        for (std::size_t i = 12; i < 16; ++i) {
+            p = std::to_chars(p, text + sizeof text, address[i]).ptr;
+            if (i < 15) *p++ = '.';
+        }
+        return std::string(text, p);
     }
+    char text[INET6_ADDRSTRLEN];
+    in6_addr v6;
+    std::memcpy(&v6, address.data(), address.size());
+    inet_ntop(AF_INET6, &v6, text, sizeof text);
     return text;
 }
 
-std::string host_key(std::string_view host) {
-    if (const auto address = parse_host_address(host)) return address_text(*address);
-    host = strip_trailing_dots(strip_brackets(host));
-    std::string key(host);
+namespace {
+
+std::string lower_name(std::string_view host) {
+    std::string key(strip_trailing_dots(strip_brackets(host)));
     for (char& c : key)
         if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     return key;
 }
 
-bool valid_host_name(std::string_view host) {
+}  // namespace
+
+std::string host_key(std::string_view host) {
+    if (const auto address = parse_host_address(host)) return address_text(*address);
+    return lower_name(host);
+}
+
+std::optional<named_host> read_host(std::string_view host) {
+    if (auto address = parse_host_address(host)) return named_host{address_text(*address), address};
+    if (!valid_dns_name(host)) return std::nullopt;
+    return named_host{lower_name(host), std::nullopt};
+}
+
+bool valid_host_name(std::string_view host) { return parse_host_address(host) || valid_dns_name(host); }
+
+bool valid_dns_name(std::string_view host) {
     if (!host.empty() && host.back() == '.') host.remove_suffix(1);
     if (host.empty() || host.size() > 253) return false;
     std::size_t label = 0;
@@ -128,9 +147,8 @@ bool valid_host_name(std::string_view host) {
         const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
         if (!ok || ++label > 63) return false;
     }
-    if (label == 0) return false;
     // A numeric last label makes it an address or nothing (as WHATWG URL hosts).
-    return !numeric_label(host.substr(host.size() - label)) || parse_host_address(host).has_value();
+    return label > 0 && !numeric_label(host.substr(host.size() - label));
 }
 
 bool host_matches(std::string_view pattern, std::string_view host) {

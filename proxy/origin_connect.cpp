@@ -2,7 +2,6 @@
 
 #include "politeproxy/config.hpp"
 #include "politeproxy/dns_resolver.hpp"
-#include "politeproxy/host_key.hpp"
 #include "politeproxy/executor.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -22,11 +21,12 @@ ip_bytes bytes_of(const asio::ip::address& a) {
     return b;
 }
 
-std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key) {
-    const std::string_view literal = cfg.static_address(key).value_or(key);
-    const auto address = parse_host_address(literal);
-    if (!address || cfg.security.destinations.permitted(*address)) return std::nullopt;
-    return connect_failure{errc::destination_denied, "destination " + std::string(literal) + " is denied"};
+std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key,
+                                                       const std::optional<ip_bytes>& address) {
+    const resolve_entry* entry = address ? nullptr : cfg.static_entry(key);
+    if (!address && !entry) return std::nullopt;
+    if (cfg.security.destinations.permitted(address ? *address : entry->bytes)) return std::nullopt;
+    return connect_failure{errc::destination_denied, "destination " + (entry ? entry->address : key) + " is denied"};
 }
 
 task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resolver& resolver,

@@ -65,10 +65,12 @@ std::optional<authority_parts> split_authority(std::string_view authority) {
     return authority_parts{authority.substr(0, colon), authority.substr(colon + 1)};
 }
 
-// A host as an authority writes it: an IPv6 literal in brackets, or valid_host_name.
-bool valid_authority_host(std::string_view host) {
-    if (host.starts_with('[')) return host.find(':') != std::string_view::npos && parse_host_address(host).has_value();
-    return valid_host_name(host);
+// A host as an authority writes it: an IPv6 literal in brackets, or what read_host
+// takes without brackets.
+std::optional<named_host> read_authority_host(std::string_view host) {
+    const bool bracketed = host.starts_with('[');
+    if (bracketed != (host.find(':') != std::string_view::npos)) return std::nullopt;  // IPv6 and only IPv6 in brackets
+    return read_host(host);
 }
 
 }  // namespace
@@ -110,12 +112,14 @@ std::optional<origin_target> parse_plain_target(std::string_view target, wire_al
         if (!parsed) return std::nullopt;
         port = *parsed;
     }
-    // valid_host_name allows letters, digits, '-', '_' and dots between labels, and
-    // numeric forms of IPv4 addresses (the full parse calls some of them addresses,
-    // some names: same key).
-    if (!valid_host_name(host) || !plain_path(path_and_query)) return std::nullopt;
+    // Letters, digits, '-', '_' and dots between labels, or numeric forms of IPv4
+    // addresses (the full parse reads them the same way).
+    if (host.starts_with('[') || !plain_path(path_and_query)) return std::nullopt;  // brackets: the full parse
+    auto named = read_host(host);
+    if (!named) return std::nullopt;
     origin_target t(arena);
-    t.key = host_key(host);
+    t.key = std::move(named->key);
+    t.address = named->address;
     t.port = port;
     set_path(t, path_and_query);
     return t;
@@ -137,14 +141,16 @@ std::variant<origin_target, target_error> parse_any_target(std::string_view targ
     if (authority.find('@') != std::string_view::npos)
         return target_error{errc::bad_request, "request target carries userinfo"};
     const auto parts = split_authority(authority);
-    if (!parts || !valid_authority_host(parts->host)) return bad_host_error;
+    auto named = parts ? read_authority_host(parts->host) : std::nullopt;
+    if (!named) return bad_host_error;
     origin_target t(arena);
     if (parts->port) {
         const auto port = parse_port(*parts->port);
         if (!port) return bad_host_error;
         t.port = *port;
     }
-    t.key = host_key(parts->host);
+    t.key = std::move(named->key);
+    t.address = named->address;
     set_path(t, rest.substr(authority.size()));
     return t;
 }
@@ -162,9 +168,9 @@ std::variant<connect_target, target_error> parse_connect_target(std::string_view
     if (!parts || !parts->port) return bad;
     const auto port = parse_port(*parts->port);
     if (!port) return bad;
-    if (!valid_authority_host(parts->host))
-        return target_error{errc::bad_host, "CONNECT target has no valid host name or address"};
-    return connect_target{host_key(parts->host), *port};
+    auto named = read_authority_host(parts->host);
+    if (!named) return target_error{errc::bad_host, "CONNECT target has no valid host name or address"};
+    return connect_target{std::move(named->key), named->address, *port};
 }
 
 }  // namespace politeproxy

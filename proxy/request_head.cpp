@@ -72,6 +72,7 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
     if (const auto fault = framing.request(req.version(), v.body); fault != framing_fault::none)
         return refuse(fault == framing_fault::unsupported_coding ? errc::unsupported_transfer_coding : errc::bad_framing,
                       describe(fault));
+    v.framing_fields = framing.any();
     if (req.method() == http::verb::connect && v.has_body())
         return refuse(errc::bad_framing, "a CONNECT request has no body");
     // OPTIONS * (RFC 9112 section 3.2.4) addresses the proxy itself.

@@ -90,7 +90,7 @@ task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& clien
         co_return;
     }
 
-    if (auto denied = check_known_destination(cfg, key)) {
+    if (auto denied = check_known_destination(cfg, key, target.address)) {
         co_await send_answer(ctx, client, denied->why, denied->details, {});
         co_return;
     }

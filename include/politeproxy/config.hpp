@@ -73,6 +73,7 @@ struct host_override {
 struct resolve_entry {
     std::string pattern;
     std::string address;
+    ip_bytes bytes{};  ///< the address, parsed
 };
 
 /// Size and lifetime bounds that are not per host (`limits:`).
@@ -112,7 +113,9 @@ struct config {
     const host_override* override_for(std::string_view key, std::chrono::sys_days today) const;
     const host_policy& policy_for(std::string_view key, std::chrono::sys_days today) const;
 
-    /// The static address for `host` from `resolve:`, if any.
+    /// The `resolve:` entry for `host`, if any.
+    const resolve_entry* static_entry(std::string_view host) const;
+    /// Its address text, if any.
     std::optional<std::string_view> static_address(std::string_view host) const;
 
     bool connect_port_allowed(std::uint16_t port) const;

@@ -63,6 +63,9 @@ public:
     /// until_close for other codings or no framing field at all, else its length.
     framing_fault response(unsigned version, body_framing& out) const;
 
+    /// Whether the message had any framing field line.
+    bool any() const { return has_te_ || has_cl_; }
+
     /// The codings other than chunked, lower-case, ", "-separated ("gzip"); empty for most.
     const std::string& other_codings() const { return codings_; }
 

@@ -23,13 +23,26 @@ std::optional<ip_bytes> parse_host_address(std::string_view host);
 /// The canonical text of an address (see host_key).
 std::string address_text(const ip_bytes& address);
 
-/// True for a host a proxy may look up or connect to: an address spelled as
-/// parse_host_address reads it, or a DNS name of 1 to 253 characters of dot-separated
+/// True for a DNS name a proxy may look up: 1 to 253 characters of dot-separated
 /// labels of 1 to 63 letters, digits, '-' or '_' (an optional trailing dot allowed)
 /// whose last label is not numeric (all digits, or 0x and hex: a resolver would read
 /// such a name as a malformed address). Anything else (percent-decoded bytes, NULs,
 /// spaces) would create junk gates and metric labels, or be cut short by getaddrinfo
 /// into a different name than the gate's.
+bool valid_dns_name(std::string_view host);
+
+/// A host as a request names it, read once: its key (host_key) and, when it is an
+/// address, the address.
+struct named_host {
+    std::string key;
+    std::optional<ip_bytes> address;
+};
+
+/// The host, when it is an address (parse_host_address) or a valid_dns_name; nullopt
+/// for anything else.
+std::optional<named_host> read_host(std::string_view host);
+
+/// True for what read_host accepts.
 bool valid_host_name(std::string_view host);
 
 /// True when `host` (a host key) matches `pattern`: an exact name, or "*.suffix" for

@@ -29,10 +29,12 @@ task<std::optional<connect_failure>> connect_origin(
     const config& cfg, dns_resolver& resolver, timed_socket& stream, const std::string& key,
     std::uint16_t port, clock::duration timeout);
 
-/// The deny list's answer for a host `key` whose address is known without a look-up
-/// (an address, or a static `resolve:` entry): checked before the request takes a slot.
-/// nullopt when permitted or when only DNS can tell (connect_origin checks those).
-std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key);
+/// The deny list's answer for a host whose address is known without a look-up (it is
+/// an `address`, or `key` has a static `resolve:` entry): checked before the request
+/// takes a slot. nullopt when permitted or when only DNS can tell (connect_origin
+/// checks those).
+std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key,
+                                                       const std::optional<ip_bytes>& address);
 
 /// The address in the form the address filters use.
 ip_bytes bytes_of(const boost::asio::ip::address& a);

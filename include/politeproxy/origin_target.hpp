@@ -1,4 +1,5 @@
 #pragma once
+#include "politeproxy/address_filter.hpp"
 #include "politeproxy/error.hpp"
 #include "politeproxy/wire_fields.hpp"
 
@@ -14,6 +15,7 @@ namespace politeproxy {
 struct origin_target {
     explicit origin_target(wire_allocator a) : path(a) {}
     std::string key;  ///< the host key (host_key()): the gate's name and what is connected to
+    std::optional<ip_bytes> address;  ///< when the host is an address
     std::uint16_t port = 80;
     std::pmr::string path;  ///< origin-form: path and query, starting with "/", in the request's arena
     /// The target had neither path nor query ("http://a.test"): an OPTIONS for it goes
@@ -28,6 +30,7 @@ struct origin_target {
 /// Where a CONNECT goes (RFC 9110 section 9.3.6: authority-form, the port required).
 struct connect_target {
     std::string key;  ///< the host key
+    std::optional<ip_bytes> address;  ///< when the host is an address
     std::uint16_t port = 0;
 };
 

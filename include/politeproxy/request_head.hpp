@@ -27,6 +27,7 @@ struct request_verdict {
     std::optional<errc> refusal;  ///< set: answer it and close the connection
     const char* details = "";     ///< for the answer (static text)
     body_framing body;            ///< how the request's body arrives (and is forwarded)
+    bool framing_fields = false;  ///< it had Transfer-Encoding or Content-Length lines (to remove)
     /// OPTIONS with Max-Forwards: 0 (RFC 9110 section 7.6.2), or OPTIONS * (RFC 9112
     /// section 3.2.4), is answered by the proxy itself.
     bool answer_options = false;
