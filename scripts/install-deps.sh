@@ -10,7 +10,7 @@ packages=(
   haproxy  # test_hostile_input.py: the HTTP/1.1 differential (skipped without it)
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(wrk nginx-light libnginx-mod-http-echo squid tinyproxy)
+  packages+=(wrk nginx-light libnginx-mod-http-echo squid tinyproxy valgrind)
 fi
 
 missing=()
