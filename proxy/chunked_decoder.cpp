@@ -1,5 +1,6 @@
 #include "politeproxy/chunked_decoder.hpp"
 
+#include "politeproxy/char_class.hpp"
 #include "politeproxy/framing.hpp"
 
 #include <algorithm>
@@ -10,15 +11,6 @@ namespace politeproxy {
 namespace {
 
 constexpr unsigned max_size_digits = 16;  // 64 bits
-
-int hex_value(unsigned char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-bool is_ws(unsigned char c) { return c == ' ' || c == '\t'; }
 
 // qdtext and the characters of a field value: HTAB, SP, VCHAR, obs-text.
 bool is_text(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
@@ -68,17 +60,17 @@ bool chunked_decoder::step(unsigned char c) {
         }
         if (state_ == state::size_start) return fail("chunk size is not hex digits");
         if (c == ';') state_ = state::ext_name_start;
-        else if (is_ws(c)) state_ = state::size_bws;
+        else if (is_ows(c)) state_ = state::size_bws;
         else if (c == '\r') state_ = state::size_lf;
         else return fail("bad character after the chunk size");
         return true;
     }
     case state::size_bws:  // whitespace is only allowed before an extension
         if (c == ';') state_ = state::ext_name_start;
-        else if (!is_ws(c)) return fail("whitespace after the chunk size without an extension");
+        else if (!is_ows(c)) return fail("whitespace after the chunk size without an extension");
         return true;
     case state::ext_name_start:
-        if (is_ws(c)) return true;
+        if (is_ows(c)) return true;
         if (!is_tchar(c)) return fail("bad chunk extension name");
         state_ = state::ext_name;
         return true;
@@ -87,14 +79,14 @@ bool chunked_decoder::step(unsigned char c) {
         state_ = state::ext_after_name;
         [[fallthrough]];
     case state::ext_after_name:
-        if (is_ws(c)) return true;
+        if (is_ows(c)) return true;
         if (c == '=') state_ = state::ext_value_start;
         else if (c == ';') state_ = state::ext_name_start;
         else if (c == '\r') state_ = state::size_lf;
         else return fail("bad chunk extension");
         return true;
     case state::ext_value_start:
-        if (is_ws(c)) return true;
+        if (is_ows(c)) return true;
         if (c == '"') state_ = state::ext_quoted;
         else if (is_tchar(c)) state_ = state::ext_token;
         else return fail("bad chunk extension value");
@@ -104,7 +96,7 @@ bool chunked_decoder::step(unsigned char c) {
         state_ = state::ext_after_value;
         [[fallthrough]];
     case state::ext_after_value:
-        if (is_ws(c)) return true;
+        if (is_ows(c)) return true;
         if (c == ';') state_ = state::ext_name_start;
         else if (c == '\r') state_ = state::size_lf;
         else return fail("bad chunk extension");

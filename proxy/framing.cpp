@@ -1,5 +1,7 @@
 #include "politeproxy/framing.hpp"
 
+#include "politeproxy/char_class.hpp"
+
 #include <array>
 #include <charconv>
 #include <limits>
@@ -16,8 +18,6 @@ constexpr std::array<bool, 256> tchars = [] {
     for (unsigned char c : std::string_view("!#$%&'*+-.^_`|~")) ok[c] = true;
     return ok;
 }();
-
-bool is_ows(char c) { return c == ' ' || c == '\t'; }
 
 std::string_view trim_ows(std::string_view s) {
     while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);

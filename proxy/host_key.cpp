@@ -1,5 +1,7 @@
 #include "politeproxy/host_key.hpp"
 
+#include "politeproxy/char_class.hpp"
+
 #include <arpa/inet.h>
 
 #include <charconv>
@@ -33,12 +35,8 @@ std::optional<std::uint64_t> aton_part(std::string_view s) {
     if (s.empty() || s.size() > 32) return std::nullopt;
     std::uint64_t v = 0;
     for (char c : s) {
-        unsigned d;
-        if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
-        else if (c >= 'a' && c <= 'f') d = static_cast<unsigned>(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') d = static_cast<unsigned>(c - 'A' + 10);
-        else return std::nullopt;
-        if (d >= base) return std::nullopt;
+        const int d = hex_value(static_cast<unsigned char>(c));
+        if (d < 0 || static_cast<unsigned>(d) >= base) return std::nullopt;
         v = v * base + d;
         if (v > 0xffffffffu) return std::nullopt;
     }
@@ -72,7 +70,7 @@ bool numeric_label(std::string_view label) {
     if (label.size() > 1 && label[0] == '0' && (label[1] == 'x' || label[1] == 'X')) {
         label.remove_prefix(2);
         for (char c : label)
-            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
+            if (hex_value(static_cast<unsigned char>(c)) < 0) return false;
         return true;
     }
     for (char c : label)

@@ -1,5 +1,6 @@
 #include "politeproxy/origin_target.hpp"
 
+#include "politeproxy/char_class.hpp"
 #include "politeproxy/host_key.hpp"
 
 #include <boost/url/parse.hpp>
@@ -25,13 +26,12 @@ constexpr std::array<bool, 256> plain_path_chars = [] {
     return ok;
 }();
 
-bool hex_digit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-
 bool plain_path(std::string_view s) {
     for (std::size_t i = 0; i < s.size(); ++i) {
         const auto c = static_cast<unsigned char>(s[i]);
         if (plain_path_chars[c]) continue;
-        if (c != '%' || i + 2 >= s.size() || !hex_digit(s[i + 1]) || !hex_digit(s[i + 2])) return false;
+        if (c != '%' || i + 2 >= s.size() || hex_value(static_cast<unsigned char>(s[i + 1])) < 0 ||
+            hex_value(static_cast<unsigned char>(s[i + 2])) < 0) return false;
         i += 2;
     }
     return true;
