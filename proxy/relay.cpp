@@ -1,4 +1,5 @@
 #include "politeproxy/relay.hpp"
+#include "politeproxy/send_all.hpp"
 #include "politeproxy/executor.hpp"
 
 #include "politeproxy/chunked_decoder.hpp"
@@ -118,9 +119,9 @@ task<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer
     out.expires_after(idle);
     boost::system::error_code ec;
     if (const auto one = as_one_buffer(first, scratch.joined))
-        std::tie(ec, std::ignore) = co_await asio::async_write(out, *one, use_tuple);
+        std::tie(ec, std::ignore) = co_await send_all(out, *one);
     else
-        std::tie(ec, std::ignore) = co_await asio::async_write(out, first, use_tuple);
+        std::tie(ec, std::ignore) = co_await send_all(out, first);
     if (ec) co_return relay_status{relay_end::write_failed, ec};
     in_buffer.consume(buffered);
     remaining -= buffered;
@@ -131,7 +132,7 @@ task<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer
         if (rec) co_return relay_status{relay_end::read_failed, rec};  // EOF here is a truncated body
         remaining -= n;
         out.expires_after(idle);
-        if (auto [wec, wn] = co_await asio::async_write(out, asio::buffer(scratch.body_buffer(), n), use_tuple); wec)
+        if (auto [wec, wn] = co_await send_all(out, asio::buffer(scratch.body_buffer(), n)); wec)
             co_return relay_status{relay_end::write_failed, wec};
     }
     in.expires_never();
@@ -169,7 +170,7 @@ task<relay_status> relay_delimited(timed_socket& in, beast::flat_buffer& in_buff
     bool head_sent = false;
     if (in_buffer.size() == 0) {  // the body is not here yet: the header goes now
         out.expires_after(idle);
-        if (auto [ec, n] = co_await asio::async_write(out, asio::buffer(scratch.head), use_tuple); ec)
+        if (auto [ec, n] = co_await send_all(out, asio::buffer(scratch.head)); ec)
             co_return relay_status{relay_end::write_failed, ec};
         head_sent = true;
     }
@@ -197,9 +198,9 @@ task<relay_status> relay_delimited(timed_socket& in, beast::flat_buffer& in_buff
             out.expires_after(idle);
             boost::system::error_code wec;
             if (const auto one = as_one_buffer(message_part, scratch.joined))
-                std::tie(wec, std::ignore) = co_await asio::async_write(out, *one, use_tuple);
+                std::tie(wec, std::ignore) = co_await send_all(out, *one);
             else
-                std::tie(wec, std::ignore) = co_await asio::async_write(out, message_part, use_tuple);
+                std::tie(wec, std::ignore) = co_await send_all(out, message_part);
             if (wec) co_return relay_status{relay_end::write_failed, wec};
             head_sent = true;
         }

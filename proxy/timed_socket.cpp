@@ -1,8 +1,13 @@
 #include "politeproxy/timed_socket.hpp"
 
+#include <cerrno>
+
+#include <sys/socket.h>
+
 namespace politeproxy {
 
-timed_socket::state::state(socket_type s) : socket(std::move(s)), watchdog(socket.get_executor()) {}
+timed_socket::state::state(socket_type s)
+    : socket(std::move(s)), reads(socket), watchdog(socket.get_executor()) {}
 
 timed_socket::timed_socket(socket_type socket) : state_(std::make_shared<state>(std::move(socket))) {}
 
@@ -36,6 +41,27 @@ void timed_socket::expires_never() {
 }
 
 void timed_socket::cancel() { state_->socket.cancel(); }
+
+std::size_t timed_socket::write_now(const ::iovec* iov, std::size_t count, boost::system::error_code& ec) {
+    ec.clear();
+    if (count == 0) return 0;
+    const int fd = state_->socket.native_handle();
+    constexpr int flags = MSG_DONTWAIT | MSG_NOSIGNAL;
+    ::ssize_t n;
+    do {
+        if (count == 1) {
+            n = ::send(fd, iov[0].iov_base, iov[0].iov_len, flags);
+        } else {
+            ::msghdr msg{};
+            msg.msg_iov = const_cast<::iovec*>(iov);
+            msg.msg_iovlen = count;
+            n = ::sendmsg(fd, &msg, flags);
+        }
+    } while (n < 0 && errno == EINTR);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno != EAGAIN && errno != EWOULDBLOCK) ec.assign(errno, boost::system::system_category());
+    return 0;
+}
 
 void timed_socket::arm(state& s) {
     // Armed no later than the deadline already (or no deadline): nothing to do.

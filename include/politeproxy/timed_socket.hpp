@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/clock.hpp"
+#include "politeproxy/drained_read.hpp"
 
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
@@ -9,6 +10,9 @@
 #include "politeproxy/executor.hpp"
 #include <boost/beast/core/error.hpp>
 
+#include <sys/uio.h>
+
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -29,7 +33,8 @@ namespace politeproxy {
 /// timer wake-up per timeout period, not two timer operations per read or write.
 ///
 /// Reads and writes go to the socket with the caller's buffers unchanged, so a single
-/// buffer is one send()/recv(). Models Asio's AsyncReadStream and AsyncWriteStream.
+/// buffer is one send()/recv(). A read that empties the socket makes the next one wait
+/// for readiness rather than try recv() first (drained_read.hpp). Models Asio's AsyncReadStream and AsyncWriteStream.
 ///
 /// Thread safety: as a socket; use it from its executor (a single-threaded loop). Like
 /// any Asio I/O object it must outlive the handlers of its pending operations.
@@ -66,7 +71,7 @@ public:
     auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
         return boost::asio::async_initiate<ReadToken, void(boost::system::error_code, std::size_t)>(
             [](auto handler, state* s, const MutableBufferSequence& b) {
-                s->socket.async_read_some(b, watched(*s, std::move(handler)));
+                s->reads.async_read_some(s->socket, b, watched(*s, std::move(handler)));
             },
             token, state_.get(), buffers);
     }
@@ -78,6 +83,22 @@ public:
                 s->socket.async_write_some(b, watched(*s, std::move(handler)));
             },
             token, state_.get(), buffers);
+    }
+
+    /// Writes what the socket takes at once, without waiting and without a trip through
+    /// the event loop: one send(), or one sendmsg() for several buffers. Returns the
+    /// bytes written (0 when the socket's send buffer is full); `ec` is set on any other
+    /// failure. See send_all().
+    template <class ConstBufferSequence>
+    std::size_t write_now(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
+        std::array<::iovec, max_write_now_buffers> iov;
+        std::size_t count = 0;
+        for (auto it = boost::asio::buffer_sequence_begin(buffers);
+             it != boost::asio::buffer_sequence_end(buffers) && count < iov.size(); ++it) {
+            const boost::asio::const_buffer b(*it);
+            if (b.size() > 0) iov[count++] = ::iovec{const_cast<void*>(b.data()), b.size()};
+        }
+        return write_now(iov.data(), count, ec);
     }
 
     /// Connects to the first of `endpoints` that accepts, as asio::async_connect does.
@@ -109,9 +130,13 @@ public:
     };
 
 private:
+    static constexpr std::size_t max_write_now_buffers = 8;
+    std::size_t write_now(const ::iovec* iov, std::size_t count, boost::system::error_code& ec);
+
     struct state : std::enable_shared_from_this<state> {
         explicit state(socket_type s);
         socket_type socket;
+        drained_reads reads;  ///< how reads are started (drained_read.hpp)
         steady_timer watchdog;
         clock::time_point deadline = clock::time_point::max();
         clock::time_point alarm = clock::time_point::max();  ///< when the watchdog fires; max: not armed

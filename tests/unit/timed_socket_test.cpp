@@ -7,6 +7,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/write.hpp>
@@ -15,6 +16,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 
 using namespace politeproxy;
 namespace asio = boost::asio;
@@ -37,9 +39,10 @@ struct connected_pair {
         near.emplace(std::move(s));
     }
 
-    // Runs `body` to completion (bounded: the io_context stops after 2 s regardless).
-    template <class F>
-    void run(F body) {
+    // Runs `body` to completion (bounded: the io_context stops after 2 s regardless);
+    // `then`, if given, runs once `body` is suspended (its first operation pending).
+    template <class F, class G = void (*)()>
+    void run(F body, G then = [] {}) {
         asio::steady_timer guard(ioc, 2s);
         guard.async_wait([this](boost::system::error_code ec) {
             if (!ec) ioc.stop();
@@ -48,6 +51,7 @@ struct connected_pair {
             co_await body();
             guard.cancel();
         }, asio::detached);
+        asio::post(ioc, then);
         ioc.run();
     }
 };
@@ -190,4 +194,95 @@ TEST_CASE("expires_never: no deadline") {
         got = ec;
     });
     CHECK(!got);
+}
+
+// Reads that empty the socket make the next read wait for readiness instead of trying
+// recv() first (drained_read.hpp). What that must never cost: data, a close or a reset
+// that arrives after (or together with) the data must still end the next read at once.
+
+TEST_CASE("a read that empties the socket, then more data later: the next read gets it") {
+    connected_pair p;
+    std::string got;
+    clock::duration took{};
+    p.run([&]() -> task<void> {
+        std::array<char, 64> buf;
+        p.near->expires_after(1s);
+        asio::write(p.far, asio::buffer("abc", 3));
+        auto [ec1, n1] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        got.append(buf.data(), n1);
+        co_await pause(20ms);
+        asio::write(p.far, asio::buffer("def", 3));
+        const auto start = clock::now();
+        auto [ec2, n2] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        took = clock::now() - start;
+        got.append(buf.data(), n2);
+    });
+    CHECK(got == "abcdef");
+    CHECK(took < 500ms);
+}
+
+TEST_CASE("data and the peer's close arrive together: the read after the data ends the stream at once") {
+    connected_pair p;
+    std::string got;
+    boost::system::error_code second;
+    clock::duration took{};
+    p.run([&]() -> task<void> {
+        std::array<char, 64> buf;
+        p.near->expires_after(1s);
+        // The read is pending before anything is sent: the data and the FIN come in one
+        // readiness event, which the read consumes.
+        auto [ec1, n1] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        got.append(buf.data(), n1);
+        const auto start = clock::now();
+        auto [ec2, n2] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        took = clock::now() - start;
+        second = ec2;
+    }, [&] {
+        asio::write(p.far, asio::buffer("hello", 5));
+        p.far.shutdown(tcp::socket::shutdown_send);
+    });
+    CHECK(got == "hello");
+    CHECK(second == asio::error::eof);
+    CHECK(took < 500ms);
+}
+
+TEST_CASE("more data than the buffer holds: the next read takes the rest at once") {
+    connected_pair p;
+    std::string got;
+    p.run([&]() -> task<void> {
+        std::array<char, 4> buf;
+        p.near->expires_after(1s);
+        asio::write(p.far, asio::buffer("0123456789", 10));
+        co_await pause(20ms);
+        while (got.size() < 10) {
+            auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+            if (ec) break;
+            got.append(buf.data(), n);
+        }
+    });
+    CHECK(got == "0123456789");
+}
+
+TEST_CASE("a reset after the data: the next read fails, at the latest at its deadline") {
+    connected_pair p;
+    std::string got;
+    boost::system::error_code second;
+    clock::duration took{};
+    p.run([&]() -> task<void> {
+        std::array<char, 64> buf;
+        p.near->expires_after(300ms);
+        auto [ec1, n1] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        got.append(buf.data(), n1);
+        const auto start = clock::now();
+        auto [ec2, n2] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        took = clock::now() - start;
+        second = ec2;
+    }, [&] {
+        asio::write(p.far, asio::buffer("hello", 5));
+        p.far.set_option(asio::socket_base::linger(true, 0));
+        p.far.close();  // RST
+    });
+    CHECK(got == "hello");
+    CHECK(second);
+    CHECK(took < 1s);
 }
