@@ -6,8 +6,7 @@
 
 namespace politeproxy {
 
-timed_socket::state::state(socket_type s)
-    : socket(std::move(s)), reads(socket), watchdog(socket.get_executor()) {}
+timed_socket::state::state(socket_type s) : socket(std::move(s)), watchdog(socket.get_executor()) {}
 
 timed_socket::timed_socket(socket_type socket) : state_(std::make_shared<state>(std::move(socket))) {}
 

@@ -1,6 +1,5 @@
 #pragma once
 #include "politeproxy/clock.hpp"
-#include "politeproxy/drained_read.hpp"
 
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
@@ -33,8 +32,7 @@ namespace politeproxy {
 /// timer wake-up per timeout period, not two timer operations per read or write.
 ///
 /// Reads and writes go to the socket with the caller's buffers unchanged, so a single
-/// buffer is one send()/recv(). A read that empties the socket makes the next one wait
-/// for readiness rather than try recv() first (drained_read.hpp). Models Asio's AsyncReadStream and AsyncWriteStream.
+/// buffer is one send()/recv(). Models Asio's AsyncReadStream and AsyncWriteStream.
 ///
 /// Thread safety: as a socket; use it from its executor (a single-threaded loop). Like
 /// any Asio I/O object it must outlive the handlers of its pending operations.
@@ -71,7 +69,7 @@ public:
     auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
         return boost::asio::async_initiate<ReadToken, void(boost::system::error_code, std::size_t)>(
             [](auto handler, state* s, const MutableBufferSequence& b) {
-                s->reads.async_read_some(s->socket, b, watched(*s, std::move(handler)));
+                s->socket.async_read_some(b, watched(*s, std::move(handler)));
             },
             token, state_.get(), buffers);
     }
@@ -136,7 +134,6 @@ private:
     struct state : std::enable_shared_from_this<state> {
         explicit state(socket_type s);
         socket_type socket;
-        drained_reads reads;  ///< how reads are started (drained_read.hpp)
         steady_timer watchdog;
         clock::time_point deadline = clock::time_point::max();
         clock::time_point alarm = clock::time_point::max();  ///< when the watchdog fires; max: not armed

@@ -1,13 +1,14 @@
 // timed_socket on a real loopback connection: deadlines end pending operations with
 // beast::error::timeout, a deadline pushed forward does not, and a deadline that passes
 // while none of its operations is pending leaves other waits on the socket alone.
+// send_all writes what the socket takes at once, and the rest as the peer reads it.
 // Deadlines are tens of milliseconds; every test stops by itself within a second.
 #include "politeproxy/timed_socket.hpp"
+#include "politeproxy/send_all.hpp"
 #include "politeproxy/executor.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/write.hpp>
@@ -17,6 +18,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <tuple>
 
 using namespace politeproxy;
 namespace asio = boost::asio;
@@ -39,10 +41,9 @@ struct connected_pair {
         near.emplace(std::move(s));
     }
 
-    // Runs `body` to completion (bounded: the io_context stops after 2 s regardless);
-    // `then`, if given, runs once `body` is suspended (its first operation pending).
-    template <class F, class G = void (*)()>
-    void run(F body, G then = [] {}) {
+    // Runs `body` to completion (bounded: the io_context stops after 2 s regardless).
+    template <class F>
+    void run(F body) {
         asio::steady_timer guard(ioc, 2s);
         guard.async_wait([this](boost::system::error_code ec) {
             if (!ec) ioc.stop();
@@ -51,7 +52,6 @@ struct connected_pair {
             co_await body();
             guard.cancel();
         }, asio::detached);
-        asio::post(ioc, then);
         ioc.run();
     }
 };
@@ -196,93 +196,41 @@ TEST_CASE("expires_never: no deadline") {
     CHECK(!got);
 }
 
-// Reads that empty the socket make the next read wait for readiness instead of trying
-// recv() first (drained_read.hpp). What that must never cost: data, a close or a reset
-// that arrives after (or together with) the data must still end the next read at once.
-
-TEST_CASE("a read that empties the socket, then more data later: the next read gets it") {
+TEST_CASE("send_all: what the socket takes at once, then the rest as the peer reads it") {
     connected_pair p;
-    std::string got;
-    clock::duration took{};
+    const std::string small(1000, 's');
+    const std::string big(8 * 1024 * 1024, 'b');  // far more than a socket's send buffer
+    std::size_t sent_small = 0, sent_big = 0, received = 0;
+    boost::system::error_code ec_small, ec_big;
     p.run([&]() -> task<void> {
-        std::array<char, 64> buf;
-        p.near->expires_after(1s);
-        asio::write(p.far, asio::buffer("abc", 3));
-        auto [ec1, n1] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        got.append(buf.data(), n1);
-        co_await pause(20ms);
-        asio::write(p.far, asio::buffer("def", 3));
-        const auto start = clock::now();
-        auto [ec2, n2] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        took = clock::now() - start;
-        got.append(buf.data(), n2);
+        std::tie(ec_small, sent_small) = co_await send_all(*p.near, asio::buffer(small));
+        asio::co_spawn(p.ioc, [&]() -> task<void> {  // the peer reads everything
+            std::array<char, 65536> buf;
+            while (received < small.size() + big.size()) {
+                auto [ec, n] = co_await p.far.async_read_some(asio::buffer(buf), use_tuple);
+                if (ec) break;
+                received += n;
+            }
+        }, asio::detached);
+        p.near->expires_after(1500ms);
+        std::tie(ec_big, sent_big) = co_await send_all(*p.near, asio::buffer(big));
+        while (received < small.size() + big.size()) co_await pause(1ms);
     });
-    CHECK(got == "abcdef");
-    CHECK(took < 500ms);
+    CHECK(!ec_small);
+    CHECK(sent_small == small.size());
+    CHECK(!ec_big);
+    CHECK(sent_big == big.size());
+    CHECK(received == small.size() + big.size());
 }
 
-TEST_CASE("data and the peer's close arrive together: the read after the data ends the stream at once") {
+TEST_CASE("send_all to a peer that reset the connection fails") {
     connected_pair p;
-    std::string got;
-    boost::system::error_code second;
-    clock::duration took{};
+    boost::system::error_code got;
     p.run([&]() -> task<void> {
-        std::array<char, 64> buf;
-        p.near->expires_after(1s);
-        // The read is pending before anything is sent: the data and the FIN come in one
-        // readiness event, which the read consumes.
-        auto [ec1, n1] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        got.append(buf.data(), n1);
-        const auto start = clock::now();
-        auto [ec2, n2] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        took = clock::now() - start;
-        second = ec2;
-    }, [&] {
-        asio::write(p.far, asio::buffer("hello", 5));
-        p.far.shutdown(tcp::socket::shutdown_send);
-    });
-    CHECK(got == "hello");
-    CHECK(second == asio::error::eof);
-    CHECK(took < 500ms);
-}
-
-TEST_CASE("more data than the buffer holds: the next read takes the rest at once") {
-    connected_pair p;
-    std::string got;
-    p.run([&]() -> task<void> {
-        std::array<char, 4> buf;
-        p.near->expires_after(1s);
-        asio::write(p.far, asio::buffer("0123456789", 10));
-        co_await pause(20ms);
-        while (got.size() < 10) {
-            auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-            if (ec) break;
-            got.append(buf.data(), n);
-        }
-    });
-    CHECK(got == "0123456789");
-}
-
-TEST_CASE("a reset after the data: the next read fails, at the latest at its deadline") {
-    connected_pair p;
-    std::string got;
-    boost::system::error_code second;
-    clock::duration took{};
-    p.run([&]() -> task<void> {
-        std::array<char, 64> buf;
-        p.near->expires_after(300ms);
-        auto [ec1, n1] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        got.append(buf.data(), n1);
-        const auto start = clock::now();
-        auto [ec2, n2] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        took = clock::now() - start;
-        second = ec2;
-    }, [&] {
-        asio::write(p.far, asio::buffer("hello", 5));
         p.far.set_option(asio::socket_base::linger(true, 0));
         p.far.close();  // RST
+        co_await pause(20ms);
+        std::tie(got, std::ignore) = co_await send_all(*p.near, asio::buffer("x", 1));
     });
-    CHECK(got == "hello");
-    CHECK(second);
-    CHECK(took < 1s);
+    CHECK(got);
 }
