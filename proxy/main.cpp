@@ -1,7 +1,7 @@
 // politeproxy: a forward HTTP proxy that makes any crawler polite.
-#include "politeproxy/config_load.hpp"
-#include "politeproxy/log.hpp"
-#include "politeproxy/proxy_server.hpp"
+#include "politeproxy/config/config_load.hpp"
+#include "politeproxy/base/log.hpp"
+#include "politeproxy/server/proxy_server.hpp"
 
 #include <cstdio>
 #include <cstring>

@@ -4,9 +4,9 @@
 //   host_gates  the real registry: acquire coroutine + permit, on a one-thread
 //               io_context with no sockets
 // Usage: gate_bench [requests]   (not part of ctest; see tests/bench/README.md)
-#include "politeproxy/config_load.hpp"
-#include "politeproxy/gate.hpp"
-#include "politeproxy/host_gates.hpp"
+#include "politeproxy/config/config_load.hpp"
+#include "politeproxy/policy/gate.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

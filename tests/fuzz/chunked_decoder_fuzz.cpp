@@ -4,7 +4,7 @@
 // relay writes it, decodes to the same bytes.
 #include "fuzz_input.hpp"
 
-#include "politeproxy/chunked_decoder.hpp"
+#include "politeproxy/http1/chunked_decoder.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -2,7 +2,7 @@
 // a config it accepts describes itself (--check-config's table) and has sane bounds.
 #include "fuzz_input.hpp"
 
-#include "politeproxy/config_load.hpp"
+#include "politeproxy/config/config_load.hpp"
 
 #include <string>
 

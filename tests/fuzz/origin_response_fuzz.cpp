@@ -4,7 +4,7 @@
 // without framing or hop-by-hop fields; an HTTP/1.0 client is never sent chunked.
 #include "fuzz_input.hpp"
 
-#include "politeproxy/origin_response.hpp"
+#include "politeproxy/http1/origin_response.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/core/string.hpp>

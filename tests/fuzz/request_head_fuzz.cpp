@@ -4,10 +4,10 @@
 // has one framing, a host key that is canonical, and an upstream Host written from it.
 #include "fuzz_input.hpp"
 
-#include "politeproxy/chunked_decoder.hpp"
-#include "politeproxy/host_key.hpp"
-#include "politeproxy/origin_target.hpp"
-#include "politeproxy/request_head.hpp"
+#include "politeproxy/http1/chunked_decoder.hpp"
+#include "politeproxy/policy/host_key.hpp"
+#include "politeproxy/http1/origin_target.hpp"
+#include "politeproxy/http1/request_head.hpp"
 
 #include <boost/asio/buffer.hpp>
 

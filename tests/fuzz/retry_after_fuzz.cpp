@@ -1,7 +1,7 @@
 // Retry-After values: never more than the cap, never negative, never a crash.
 #include "fuzz_input.hpp"
 
-#include "politeproxy/retry_after.hpp"
+#include "politeproxy/policy/retry_after.hpp"
 
 using namespace politeproxy;
 

@@ -4,8 +4,8 @@
 // parse wherever it answers; an accepted CONNECT port is 1 to 65535.
 #include "fuzz_input.hpp"
 
-#include "politeproxy/host_key.hpp"
-#include "politeproxy/origin_target.hpp"
+#include "politeproxy/policy/host_key.hpp"
+#include "politeproxy/http1/origin_target.hpp"
 
 #include <memory_resource>
 #include <string>

@@ -1,4 +1,4 @@
-#include "politeproxy/adaptive_limit.hpp"
+#include "politeproxy/policy/adaptive_limit.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "politeproxy/address_filter.hpp"
+#include "politeproxy/policy/address_filter.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // The strict chunked decoder: good bodies decode whole whatever the split of the input,
 // and every malformed form fails at once, at the byte that breaks it.
-#include "politeproxy/chunked_decoder.hpp"
+#include "politeproxy/http1/chunked_decoder.hpp"
 
 #include <doctest/doctest.h>
 

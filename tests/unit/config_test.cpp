@@ -1,4 +1,4 @@
-#include "politeproxy/config_load.hpp"
+#include "politeproxy/config/config_load.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "politeproxy/duration.hpp"
+#include "politeproxy/base/duration.hpp"
 
 #include <doctest/doctest.h>
 

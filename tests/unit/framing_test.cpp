@@ -1,6 +1,6 @@
 // The framing decision (framing_reader) for requests and responses, and the framing
 // lines written from it: every spelling the hostile-input table sends, decided here.
-#include "politeproxy/framing.hpp"
+#include "politeproxy/http1/framing.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "politeproxy/gate.hpp"
+#include "politeproxy/policy/gate.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // Hop-by-hop stripping and Via loop detection on header fields (no sockets).
-#include "politeproxy/hop_by_hop.hpp"
+#include "politeproxy/http1/hop_by_hop.hpp"
 
 #include <doctest/doctest.h>
 

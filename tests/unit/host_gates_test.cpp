@@ -1,11 +1,11 @@
 // host_gates with real executors: many threads, parked requests, cancellation, deadlines.
 // No sockets; a permit is held across a short timer. Run under ThreadSanitizer with
 // -DPOLITEPROXY_TSAN=ON to check the locking.
-#include "politeproxy/host_gates.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
 
-#include "politeproxy/config_load.hpp"
-#include "politeproxy/error.hpp"
-#include "politeproxy/executor.hpp"
+#include "politeproxy/config/config_load.hpp"
+#include "politeproxy/base/error.hpp"
+#include "politeproxy/base/executor.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>

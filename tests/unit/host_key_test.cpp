@@ -1,4 +1,4 @@
-#include "politeproxy/host_key.hpp"
+#include "politeproxy/policy/host_key.hpp"
 
 #include <doctest/doctest.h>
 

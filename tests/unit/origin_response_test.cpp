@@ -1,8 +1,8 @@
 // An origin's response header read by origin_response_parser: the header as it is
 // forwarded (hop-by-hop and framing fields out), the values the forwarder decides on,
 // and the framing decided apart.
-#include "politeproxy/origin_response.hpp"
-#include "politeproxy/framing.hpp"
+#include "politeproxy/http1/origin_response.hpp"
+#include "politeproxy/http1/framing.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>

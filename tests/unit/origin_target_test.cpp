@@ -1,6 +1,6 @@
 // Absolute-form request targets: what is forwarded where, what is refused, and that the
 // hand-read common case agrees with the full RFC 3986 parse wherever it answers.
-#include "politeproxy/origin_target.hpp"
+#include "politeproxy/http1/origin_target.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // check_request_head: what a client request's header alone decides, on headers parsed
 // by the same parser the proxy uses.
-#include "politeproxy/request_head.hpp"
+#include "politeproxy/http1/request_head.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>

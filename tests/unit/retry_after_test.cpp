@@ -1,4 +1,4 @@
-#include "politeproxy/retry_after.hpp"
+#include "politeproxy/policy/retry_after.hpp"
 
 #include <doctest/doctest.h>
 

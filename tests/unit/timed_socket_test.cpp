@@ -3,9 +3,9 @@
 // while none of its operations is pending leaves other waits on the socket alone.
 // send_all writes what the socket takes at once, and the rest as the peer reads it.
 // Deadlines are tens of milliseconds; every test stops by itself within a second.
-#include "politeproxy/timed_socket.hpp"
-#include "politeproxy/send_all.hpp"
-#include "politeproxy/executor.hpp"
+#include "politeproxy/net/timed_socket.hpp"
+#include "politeproxy/net/send_all.hpp"
+#include "politeproxy/base/executor.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -1,4 +1,4 @@
-#include "politeproxy/token_bucket.hpp"
+#include "politeproxy/policy/token_bucket.hpp"
 
 #include <doctest/doctest.h>
 

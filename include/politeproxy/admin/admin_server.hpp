@@ -1,0 +1,25 @@
+#pragma once
+#include "politeproxy/base/executor.hpp"
+#include <boost/asio/ip/tcp.hpp>
+
+#include <functional>
+#include <string>
+
+namespace politeproxy {
+
+class host_gates;
+class metrics;
+
+/// The admin listener's view of the proxy.
+struct admin_view {
+    const host_gates& gates;
+    const politeproxy::metrics& metrics;
+    std::function<std::size_t()> idle_origin_connections;
+    std::function<bool()> ready;  ///< listening and configured
+};
+
+/// Serves GET /metrics (Prometheus text format), /hosts (JSON, see hosts_view.hpp),
+/// /healthz and /readyz until the acceptor is closed.
+task<void> run_admin_listener(tcp_acceptor& acceptor, admin_view view);
+
+}  // namespace politeproxy

@@ -1,0 +1,18 @@
+#pragma once
+#include "politeproxy/base/clock.hpp"
+
+#include <chrono>
+#include <string>
+
+namespace politeproxy {
+
+class host_gates;
+
+/// The admin listener's /hosts document: a JSON array, one object per tracked host,
+/// busiest first: key, limit, configured_limit, in_flight, waiting, rate,
+/// configured_rate, paused_until (RFC 3339 UTC, or null), paused_seconds,
+/// override_reason (or null), p95_seconds (or null), enforce.
+std::string render_hosts_json(const host_gates& gates, clock::time_point now,
+                              std::chrono::system_clock::time_point wall_now);
+
+}  // namespace politeproxy

@@ -1,0 +1,65 @@
+#pragma once
+// Every metric family politeproxy exports (names: SPEC.md "Metrics"), declared in one
+// place and handed to components by reference. Per-host series are not stored here:
+// they are read from the gates at scrape time, so they vanish when a gate is evicted
+// and cost nothing per request.
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/error.hpp"
+
+#include <memory>
+#include <string>
+
+namespace politeproxy {
+
+class host_gates;
+
+enum class connection_side { client, origin };
+enum class connection_protocol { http1, tunnel };
+
+class metrics {
+public:
+    metrics();
+    ~metrics();
+    metrics(const metrics&) = delete;
+    metrics& operator=(const metrics&) = delete;
+
+    /// rejected_total{reason}: a request the proxy refused (queue, policy, bad input).
+    /// Other errcs (origin failures) are not refusals and are not counted here.
+    void rejected(errc reason);
+    /// config_reloads_total{result}.
+    void config_reload(bool ok);
+    /// queue_wait_seconds: time from parking to departure.
+    void queue_wait(clock::duration d);
+    /// upstream_response_seconds: time from sending to the origin's response headers.
+    void origin_response(clock::duration d);
+    /// client_connections / upstream_connections{protocol}.
+    void connection_opened(connection_side side, connection_protocol protocol);
+    void connection_closed(connection_side side, connection_protocol protocol);
+
+    /// The Prometheus text exposition of everything, per-host series from `gates`;
+    /// `idle_origin_connections` (pooled) count as open upstream connections.
+    std::string render(const host_gates& gates, std::size_t idle_origin_connections) const;
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+/// Counts one open connection for as long as it lives.
+class connection_tracker {
+public:
+    connection_tracker(metrics& m, connection_side side, connection_protocol protocol)
+        : m_(&m), side_(side), protocol_(protocol) {
+        m_->connection_opened(side_, protocol_);
+    }
+    connection_tracker(const connection_tracker&) = delete;
+    connection_tracker& operator=(const connection_tracker&) = delete;
+    ~connection_tracker() { m_->connection_closed(side_, protocol_); }
+
+private:
+    metrics* m_;
+    connection_side side_;
+    connection_protocol protocol_;
+};
+
+}  // namespace politeproxy

@@ -1,0 +1,130 @@
+#pragma once
+// The configuration, parsed once into plain structs (see SPEC.md "Configuration").
+// Shared as std::shared_ptr<const config>; a reload builds a new one and swaps it.
+#include "politeproxy/policy/address_filter.hpp"
+#include "politeproxy/base/clock.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace politeproxy {
+
+using namespace std::chrono_literals;
+
+struct listen_address {
+    std::string host;  ///< an IP literal, without brackets
+    std::uint16_t port = 0;
+    std::string text() const;
+};
+
+struct queue_config {
+    std::size_t max_waiting = 1000;
+    clock::duration max_wait = 60s;
+};
+
+struct adaptive_config {
+    bool enabled = true;
+    std::size_t hard_max = 4;
+    clock::duration grow_interval = 30s;
+};
+
+struct backoff_config {
+    clock::duration initial = 5s;
+    clock::duration max = 10min;
+    clock::duration forgive_after = 30min;
+    double jitter = 0.1;
+};
+
+struct timeouts_config {
+    clock::duration connect = 10s;
+    clock::duration response_headers = 60s;
+    clock::duration idle = 60s;
+};
+
+/// Everything that applies to one host key: `defaults`, or defaults with an override on top.
+struct host_policy {
+    std::size_t concurrency = 2;
+    double rate = 1.0;
+    double burst = 1.0;
+    queue_config queue;
+    adaptive_config adaptive;
+    backoff_config backoff;
+    clock::duration retry_after_cap = 1h;
+    bool enforce = true;
+    timeouts_config timeouts;
+};
+
+/// One registry entry under `hosts:`.
+struct host_override {
+    std::string pattern;  ///< exact host key, or "*.suffix"
+    host_policy policy;   ///< defaults with this entry's fields applied
+    std::string reason;
+    std::optional<std::chrono::sys_days> expires;  ///< ignored after this day (UTC)
+    int line = 0;
+
+    bool expired(std::chrono::sys_days today) const { return expires && today > *expires; }
+};
+
+/// `resolve:` entry: a static address for a name, consulted before DNS.
+struct resolve_entry {
+    std::string pattern;
+    std::string address;
+    ip_bytes bytes{};  ///< the address, parsed
+};
+
+/// Size and lifetime bounds that are not per host (`limits:`).
+struct limits_config {
+    std::size_t request_line_bytes = 16 * 1024;     ///< a longer request line -> 414
+    std::size_t request_header_bytes = 64 * 1024;   ///< larger -> 431
+    std::size_t request_header_fields = 100;        ///< more field lines -> 431
+    std::size_t response_header_bytes = 64 * 1024;  ///< larger -> 502
+    clock::duration host_idle_ttl = 60s;             ///< an idle host's gate is forgotten after this
+};
+
+/// The built-in SSRF guard and client list (SPEC.md defaults).
+std::vector<ip_network> default_allow_clients();
+address_filter default_destinations();
+
+struct security_config {
+    std::vector<ip_network> allow_clients = default_allow_clients();
+    std::vector<std::uint16_t> connect_ports{443};
+    address_filter destinations = default_destinations();
+};
+
+struct config {
+    std::string source;  ///< the file it came from
+    listen_address listen{"127.0.0.1", 3128};
+    listen_address admin_listen{"127.0.0.1", 9464};
+    unsigned workers = 0;  ///< 0 = one per core
+    clock::duration drain_timeout = 30s;
+    host_policy defaults;
+    std::vector<host_override> hosts;
+    std::vector<resolve_entry> resolve;
+    std::size_t max_host_series = 10000;
+    limits_config limits;
+    security_config security;
+
+    /// The override that applies to `key` on `today` (most specific match, unexpired),
+    /// or nullptr for defaults.
+    const host_override* override_for(std::string_view key, std::chrono::sys_days today) const;
+    const host_policy& policy_for(std::string_view key, std::chrono::sys_days today) const;
+
+    /// The `resolve:` entry for `host`, if any.
+    const resolve_entry* static_entry(std::string_view host) const;
+    /// Its address text, if any.
+    std::optional<std::string_view> static_address(std::string_view host) const;
+
+    bool connect_port_allowed(std::uint16_t port) const;
+};
+
+/// Today's date (UTC), the granularity of `expires`.
+std::chrono::sys_days utc_today();
+
+/// The effective per-host table printed by --check-config.
+std::string describe(const config& c, std::chrono::sys_days today);
+
+}  // namespace politeproxy

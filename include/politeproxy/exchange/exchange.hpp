@@ -1,0 +1,73 @@
+#pragma once
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/error.hpp"
+#include "politeproxy/policy/outcome.hpp"
+#include "politeproxy/policy/permit.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace politeproxy {
+
+class metrics;
+class logger;
+struct host_policy;
+
+/// One request's trip from its admission at its host's gate to the end of the origin's
+/// answer, in the terms every protocol shares: how it ended (requests_total), what the
+/// origin's answer says about the host's health (latency, throttling with Retry-After,
+/// refusal), the upstream latency metric, and the Proxy-Status its response carries.
+///
+/// The adapters (where a request comes from: an HTTP/1.1 client connection, plain or
+/// inside intercepted TLS, later an HTTP/2 stream; how it reaches the origin: an
+/// HTTP/1.1 connection from the pool, later an HTTP/2 stream) report each step here and
+/// keep framing to themselves, so no protocol has a copy of the politeness rules.
+///
+/// Owns the request's slot: it goes back when the origin is done (origin_done), or when
+/// the exchange is destroyed, on every path.
+class exchange {
+public:
+    /// `key` must outlive the exchange (it names the host in debug logs).
+    exchange(metrics& m, const logger& log, permit slot, std::string_view key)
+        : metrics_(m), log_(log), slot_(std::move(slot)), key_(key) {}
+
+    const host_policy& policy() const { return slot_.policy(); }
+    clock::duration queue_wait() const { return slot_.queue_wait(); }
+
+    /// No connection to the origin (`why`: DNS, refused, connect timeout, ...).
+    void connect_failed(errc why);
+    /// The client's part broke off or was malformed: nothing said about the origin.
+    void client_failed();
+    /// The request starts going out now: the latency clock starts (again, on a retry).
+    void request_sent() { sent_at_ = clock::now(); }
+    /// The origin closed or reset the connection while the request was going out.
+    void request_refused();
+    /// No response header (`why`: origin_response_timeout, origin_closed, origin_bad_response).
+    void response_failed(errc why);
+    /// The response header arrived: its status (429/503: throttled, with `retry_after`,
+    /// the field's text) and its latency tell the host's health.
+    void response_arrived(unsigned status, std::string_view retry_after, std::string_view method, bool pooled);
+    /// The response body could not be relayed whole.
+    void body_failed(bool timed_out) { slot_.set_outcome(timed_out ? outcome::timeout : outcome::error); }
+    /// The origin is done with the request: its slot goes back now.
+    void origin_done() { slot_.reset(); }
+
+    /// Appends the Proxy-Status entry for a response from the origin
+    /// ("politeproxy; queue-wait=0.012").
+    void append_proxy_status(std::string& out) const;
+
+private:
+    metrics& metrics_;
+    const logger& log_;
+    permit slot_;
+    std::string_view key_;
+    clock::time_point sent_at_ = clock::now();
+};
+
+/// How a request that failed with `why` counts in requests_total.
+outcome outcome_of(errc why);
+
+/// Appends "politeproxy; queue-wait=S.mmm", the Proxy-Status entry of a forwarded response.
+void append_queue_wait_status(clock::duration waited, std::string& out);
+
+}  // namespace politeproxy

@@ -1,0 +1,127 @@
+#pragma once
+#include "politeproxy/policy/adaptive_limit.hpp"
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/config/config.hpp"
+#include "politeproxy/policy/gate.hpp"
+#include "politeproxy/policy/outcome.hpp"
+#include "politeproxy/policy/permit.hpp"
+
+#include "politeproxy/base/executor.hpp"
+#include <boost/system/error_code.hpp>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace politeproxy {
+
+inline constexpr std::size_t limit_change_count = 3;  ///< up, down, collapse
+
+/// The state kept for one host key while it is tracked.
+struct host_entry {
+    host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o, clock::time_point now);
+
+    const std::string key;
+    std::shared_ptr<const host_policy> policy;  ///< aliases the config it came from
+    const host_override* override_entry;        ///< in that config; null for defaults
+    gate g;
+    adaptive_limit health;
+    std::array<std::uint64_t, outcome_count> outcomes{};
+    std::array<std::uint64_t, limit_change_count> limit_changes{};
+    clock::time_point last_used;
+    std::size_t shard = 0;
+};
+
+/// What one tracked host looks like to the metrics and status views.
+struct host_snapshot {
+    std::string key;
+    std::size_t in_flight = 0;
+    std::size_t waiting = 0;
+    std::size_t limit = 0;
+    std::size_t configured_limit = 0;
+    double rate = 0;
+    double configured_rate = 0;
+    clock::duration paused_for{};  ///< remaining pause, zero when not paused
+    std::optional<clock::duration> p95;
+    std::string override_reason;
+    bool enforce = true;
+    std::uint64_t would_have_waited = 0;
+    std::array<std::uint64_t, outcome_count> outcomes{};
+    std::array<std::uint64_t, limit_change_count> limit_changes{};
+};
+
+struct acquire_result {
+    permit granted;                ///< empty unless ec is clear
+    boost::system::error_code ec;  ///< errc::queue_full, queue_timeout, cancelled or shutting_down
+    clock::duration retry_after{};  ///< a hint for the 503
+};
+
+/// Every host's gate and health, created on first use and evicted when idle, and the
+/// asynchronous acquire that parks a request until its gate grants a slot and a token.
+///
+/// A parked request waits on a timer it owns (its deadline, or its token's due time);
+/// the gate wakes it by posting to the request's own executor. Cancelling the acquire
+/// (the client went away) takes the waiter out of the queue and grants nothing; if it
+/// already held a slot, the slot passes to the next waiter. `close()` (shutdown) answers
+/// every parked request with errc::shutting_down and refuses new ones.
+///
+/// Health: a permit's `report()` feeds its host's adaptive_limit, whose limit, rate and
+/// pause the gate then enforces.
+///
+/// Locking: entries are sharded by key; each shard's mutex guards its map and every gate
+/// in it. No lock is held across a suspension point or while posting wake-ups. The
+/// config pointer has its own mutex.
+class host_gates {
+public:
+    explicit host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed = std::random_device{}());
+    host_gates(const host_gates&) = delete;
+    host_gates& operator=(const host_gates&) = delete;
+
+    /// A permit at once if the request would not wait at all (nothing parked, a slot and
+    /// a token free, not paused); empty otherwise. Never parks.
+    permit try_acquire(const std::string& key);
+
+    /// Parks until granted, the host's queue.max_wait passes, shutdown, or cancellation.
+    task<acquire_result> acquire(std::string key);
+
+    /// A reload: new requests use `cfg`; tracked hosts take their new limits at once,
+    /// keeping their in-flight counts and parked requests.
+    void set_config(std::shared_ptr<const config> cfg);
+    std::shared_ptr<const config> current_config() const;
+
+    /// Shutdown: parked requests leave with errc::shutting_down, new ones are refused.
+    void close();
+
+    /// Forgets gates idle (see gate::idle) for at least `idle_for`. Returns how many.
+    std::size_t evict_idle(clock::time_point now, clock::duration idle_for);
+
+    std::size_t size() const;
+    std::vector<host_snapshot> snapshot(clock::time_point now) const;
+
+private:
+    friend class permit;
+    struct shard {
+        mutable std::mutex mutex;
+        std::unordered_map<std::string, std::shared_ptr<host_entry>> entries;
+        std::minstd_rand random;  ///< backoff jitter
+    };
+    static constexpr std::size_t shard_count = 16;
+
+    std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
+    void release(host_entry& entry, outcome how);
+    void report(host_entry& entry, const health_signal& signal);
+    void cancel(host_entry& entry, gate::waiter& w);
+
+    mutable std::mutex config_mutex_;
+    std::shared_ptr<const config> config_;
+    bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)
+    std::array<shard, shard_count> shards_;
+};
+
+}  // namespace politeproxy

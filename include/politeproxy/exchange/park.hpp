@@ -1,0 +1,42 @@
+#pragma once
+#include "politeproxy/http1/answers.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+
+#include "politeproxy/base/executor.hpp"
+#include <boost/asio/ip/tcp.hpp>
+#include "politeproxy/net/timed_socket.hpp"
+
+#include <string>
+
+namespace politeproxy {
+
+struct proxy_context;
+
+/// Parks a request at its host's gate while watching its client: if the client closes
+/// or resets its connection while parked, the request leaves the queue (errc::cancelled)
+/// and nothing is granted to it.
+///
+/// The watch only reads with MSG_PEEK, so the request body stays in the socket. Once
+/// the client has sent bytes beyond the header (a body, a pipelined request), a clean
+/// close can no longer be seen behind them; only a reset or error is noticed then. A
+/// client that half-closes (shutdown(SHUT_WR)) right after its request counts as gone,
+/// as with Squid's default half_closed_clients off.
+task<acquire_result> park(host_gates& gates, std::string key,
+                          tcp_socket& client);
+
+/// What admit() decided.
+struct admission {
+    permit granted;     ///< empty when the request was answered or its client left
+    bool keep = false;  ///< without a permit: whether the client connection may go on
+};
+
+/// A permit at once when the request would not wait at all (most do), without the
+/// parking machinery (the client watch costs a coroutine pair and epoll changes) or a
+/// coroutine frame; empty otherwise: then admit().
+permit admit_at_once(proxy_context& ctx, const std::string& key);
+
+/// park(), then answers a refusal (queue full, waited too long, shutting down) with
+/// 503 and Retry-After, as `mode` says (keep the connection open, a HEAD).
+task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key, answer_mode mode);
+
+}  // namespace politeproxy

@@ -1,0 +1,60 @@
+#pragma once
+// What the proxy decides from a client request's header alone, before the request is
+// parked: refuse it (and how), or how its body is framed and what the forwarded header
+// changes. One function, so the HTTP/1.1 request path and its fuzz target see the same
+// rules.
+#include "politeproxy/config/config.hpp"
+#include "politeproxy/base/error.hpp"
+#include "politeproxy/http1/framing.hpp"
+#include "politeproxy/http1/wire_fields.hpp"
+
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <optional>
+#include <string>
+
+namespace politeproxy {
+
+/// The header of a client's request, read before anything else is decided.
+using request_header_parser = boost::beast::http::request_parser<boost::beast::http::empty_body, wire_allocator>;
+
+/// The methods the proxy forwards, for `Allow` (TRACE is refused with 405).
+inline constexpr std::string_view forwarded_methods = "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, CONNECT";
+
+struct request_verdict {
+    std::optional<errc> refusal;  ///< set: answer it and close the connection
+    const char* details = "";     ///< for the answer (static text)
+    body_framing body;            ///< how the request's body arrives (and is forwarded)
+    bool framing_fields = false;  ///< it had Transfer-Encoding or Content-Length lines (to remove)
+    /// OPTIONS with Max-Forwards: 0 (RFC 9110 section 7.6.2), or OPTIONS * (RFC 9112
+    /// section 3.2.4), is answered by the proxy itself.
+    bool answer_options = false;
+    /// OPTIONS with Max-Forwards above 0: the value to forward (one less); -1 when absent.
+    long long max_forwards = -1;
+
+    bool has_body() const { return body.kind == body_kind::chunked || body.length > 0; }
+};
+
+/// The answer to a request head the parser refused with `ec`, judged from the bytes it
+/// was refused on (`seen`): request_line_too_long when the header is over its limit and
+/// its first line alone is over limits.request_line_bytes; header_too_large for the
+/// rest of the oversized headers; version_not_supported for a well-formed version other
+/// than 1.0 and 1.1 ("HTTP/2.0", which the parser refuses as bad_version); otherwise
+/// bad_request, naming the parser's error.
+struct head_refusal {
+    errc why;
+    std::string details;
+};
+head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view seen, const limits_config& limits);
+
+/// Checks, in order (the parser has accepted only HTTP/1.0 and 1.1): request line length
+/// (limits.request_line_bytes, request_line_too_long), field count
+/// (limits.request_header_fields, header_too_large), exactly one Host (none allowed
+/// in HTTP/1.0 and on CONNECT), TRACE (method_not_allowed), the body framing (framing_reader; a
+/// CONNECT has no body), Max-Forwards on OPTIONS.
+request_verdict check_request_head(const boost::beast::http::request_header<wire_fields>& req,
+                                   const limits_config& limits);
+
+}  // namespace politeproxy

@@ -1,0 +1,42 @@
+#pragma once
+#include "politeproxy/policy/address_filter.hpp"
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/error.hpp"
+
+#include "politeproxy/base/executor.hpp"
+#include <boost/asio/ip/address.hpp>
+#include "politeproxy/net/timed_socket.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace politeproxy {
+
+struct config;
+class dns_resolver;
+
+struct connect_failure {
+    errc why;  ///< dns_failure, dns_timeout, destination_denied, origin_refused or origin_connect_timeout
+    std::string details;
+};
+
+/// Resolves the host `key` (static `resolve:` entries first, then DNS), drops every
+/// address that security.deny_destinations forbids, and connects `stream` to the first
+/// permitted one that answers. Name look-up and connect together are bounded by `timeout`.
+task<std::optional<connect_failure>> connect_origin(
+    const config& cfg, dns_resolver& resolver, timed_socket& stream, const std::string& key,
+    std::uint16_t port, clock::duration timeout);
+
+/// The deny list's answer for a host whose address is known without a look-up (it is
+/// an `address`, or `key` has a static `resolve:` entry): checked before the request
+/// takes a slot. nullopt when permitted or when only DNS can tell (connect_origin
+/// checks those).
+std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key,
+                                                       const std::optional<ip_bytes>& address);
+
+/// The address in the form the address filters use.
+ip_bytes bytes_of(const boost::asio::ip::address& a);
+
+}  // namespace politeproxy

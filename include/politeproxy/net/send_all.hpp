@@ -1,0 +1,31 @@
+#pragma once
+#include "politeproxy/base/executor.hpp"
+#include "politeproxy/net/timed_socket.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <tuple>
+
+namespace politeproxy {
+
+/// asio::async_write(out, buffers), except that what the socket takes at once (a whole
+/// request or response of a few KiB, nearly always) is sent before the coroutine would
+/// suspend: a write that completes at once costs no trip through the event loop. The
+/// rest, if any, is written as asio::async_write does, under `out`'s deadline.
+/// `buffers` must stay valid until the returned task completes.
+template <class ConstBufferSequence>
+task<std::tuple<boost::system::error_code, std::size_t>> send_all(timed_socket& out, ConstBufferSequence buffers) {
+    boost::system::error_code ec;
+    const std::size_t now = out.write_now(buffers, ec);
+    if (ec || now == boost::asio::buffer_size(buffers)) co_return std::tuple{ec, now};
+    boost::beast::buffers_suffix<ConstBufferSequence> rest(buffers);
+    rest.consume(now);
+    auto [wec, n] = co_await boost::asio::async_write(out, rest, use_tuple);
+    co_return std::tuple{wec, now + n};
+}
+
+}  // namespace politeproxy

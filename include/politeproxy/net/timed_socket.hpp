@@ -1,0 +1,175 @@
+#pragma once
+#include "politeproxy/base/clock.hpp"
+
+#include <boost/asio/associator.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include "politeproxy/base/executor.hpp"
+#include <boost/beast/core/error.hpp>
+
+#include <sys/uio.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+namespace politeproxy {
+
+/// A TCP socket with a deadline, as beast::tcp_stream has one, at the price of storing
+/// a time point per operation rather than arming a timer per operation.
+///
+/// `expires_after`/`expires_at` set the deadline for the operations that follow; when
+/// it passes with an operation pending, the socket is closed and the operation fails
+/// with beast::error::timeout (as does one started after it passed, unless it can
+/// complete at once). Operations started on socket() directly (a wait for readability)
+/// are not timed, and not cancelled by a deadline that passes while none of this
+/// object's operations is pending. One watchdog timer per socket fires no later than
+/// the deadline; when the deadline has moved on (it usually has: every request pushes
+/// it forward), it goes back to sleep until the new one. So a busy connection costs one
+/// timer wake-up per timeout period, not two timer operations per read or write.
+///
+/// Reads and writes go to the socket with the caller's buffers unchanged, so a single
+/// buffer is one send()/recv(). Models Asio's AsyncReadStream and AsyncWriteStream.
+///
+/// Thread safety: as a socket; use it from its executor (a single-threaded loop). Like
+/// any Asio I/O object it must outlive the handlers of its pending operations.
+class timed_socket {
+    struct state;
+
+public:
+    using socket_type = tcp_socket;
+    using executor_type = socket_type::executor_type;
+
+    explicit timed_socket(socket_type socket);
+    explicit timed_socket(const executor_type& ex);
+    timed_socket(timed_socket&&) noexcept = default;
+    timed_socket& operator=(timed_socket&&) noexcept;
+    ~timed_socket();
+
+    executor_type get_executor() noexcept { return state_->socket.get_executor(); }
+    socket_type& socket() { return state_->socket; }
+
+    void expires_after(clock::duration d) { expires_at(clock::now() + d); }
+    void expires_at(clock::time_point deadline);
+    void expires_never();
+
+
+    /// Cancels pending operations (they end with operation_aborted).
+    void cancel();
+
+    /// When a deadline passes, cancel the pending operations (they end with
+    /// beast::error::timeout) but keep the connection open, so the caller can still
+    /// answer it (408 to a client that stalled). By default a timed-out socket is closed.
+    void keep_open_on_timeout() { state_->close_on_timeout = false; }
+
+    template <class MutableBufferSequence, class ReadToken>
+    auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
+        return boost::asio::async_initiate<ReadToken, void(boost::system::error_code, std::size_t)>(
+            [](auto handler, state* s, const MutableBufferSequence& b) {
+                s->socket.async_read_some(b, watched(*s, std::move(handler)));
+            },
+            token, state_.get(), buffers);
+    }
+
+    template <class ConstBufferSequence, class WriteToken>
+    auto async_write_some(const ConstBufferSequence& buffers, WriteToken&& token) {
+        return boost::asio::async_initiate<WriteToken, void(boost::system::error_code, std::size_t)>(
+            [](auto handler, state* s, const ConstBufferSequence& b) {
+                s->socket.async_write_some(b, watched(*s, std::move(handler)));
+            },
+            token, state_.get(), buffers);
+    }
+
+    /// Writes what the socket takes at once, without waiting and without a trip through
+    /// the event loop: one send(), or one sendmsg() for several buffers. Returns the
+    /// bytes written (0 when the socket's send buffer is full); `ec` is set on any other
+    /// failure. See send_all().
+    template <class ConstBufferSequence>
+    std::size_t write_now(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
+        std::array<::iovec, max_write_now_buffers> iov;
+        std::size_t count = 0;
+        for (auto it = boost::asio::buffer_sequence_begin(buffers);
+             it != boost::asio::buffer_sequence_end(buffers) && count < iov.size(); ++it) {
+            const boost::asio::const_buffer b(*it);
+            if (b.size() > 0) iov[count++] = ::iovec{const_cast<void*>(b.data()), b.size()};
+        }
+        return write_now(iov.data(), count, ec);
+    }
+
+    /// Connects to the first of `endpoints` that accepts, as asio::async_connect does.
+    template <class EndpointSequence, class ConnectToken>
+    auto async_connect(const EndpointSequence& endpoints, ConnectToken&& token) {
+        using endpoint = boost::asio::ip::tcp::endpoint;
+        return boost::asio::async_initiate<ConnectToken, void(boost::system::error_code, endpoint)>(
+            [](auto handler, state* s, const EndpointSequence& e) {
+                boost::asio::async_connect(s->socket, e, watched(*s, std::move(handler)));
+            },
+            token, state_.get(), endpoints);
+    }
+
+    /// Completion handler wrapper: counts the operation as pending for the watchdog and
+    /// turns the watchdog's cancellation into beast::error::timeout. Keeps the wrapped
+    /// handler's associations (executor, allocator, cancellation slot): see the
+    /// associator below.
+    template <class Handler>
+    struct timeout_report {
+        Handler handler;
+        state* s;
+
+        template <class Result>
+        void operator()(boost::system::error_code ec, Result result) {
+            --s->pending;
+            if (ec == boost::asio::error::operation_aborted && s->timed_out) ec = boost::beast::error::timeout;
+            std::move(handler)(ec, std::move(result));
+        }
+    };
+
+private:
+    static constexpr std::size_t max_write_now_buffers = 8;
+    std::size_t write_now(const ::iovec* iov, std::size_t count, boost::system::error_code& ec);
+
+    struct state : std::enable_shared_from_this<state> {
+        explicit state(socket_type s);
+        socket_type socket;
+        steady_timer watchdog;
+        clock::time_point deadline = clock::time_point::max();
+        clock::time_point alarm = clock::time_point::max();  ///< when the watchdog fires; max: not armed
+        std::uint64_t generation = 0;                         ///< of the armed wait; older ones are void
+        unsigned pending = 0;  ///< operations started through this object, not yet complete
+        bool timed_out = false;
+        bool close_on_timeout = true;
+    };
+
+    template <class Handler>
+    static timeout_report<Handler> watched(state& s, Handler handler) {
+        ++s.pending;
+        arm(s);
+        return {std::move(handler), &s};
+    }
+    static void arm(state& s);
+    static void on_alarm(const std::shared_ptr<state>& s, std::uint64_t generation, boost::system::error_code ec);
+
+    std::shared_ptr<state> state_;  ///< shared with the watchdog's pending wait
+};
+
+}  // namespace politeproxy
+
+namespace boost::asio {
+
+template <template <typename, typename> class Associator, typename Handler, typename DefaultCandidate>
+struct associator<Associator, politeproxy::timed_socket::timeout_report<Handler>, DefaultCandidate> {
+    using type = typename Associator<Handler, DefaultCandidate>::type;
+
+    static type get(const politeproxy::timed_socket::timeout_report<Handler>& h) noexcept {
+        return Associator<Handler, DefaultCandidate>::get(h.handler);
+    }
+    static auto get(const politeproxy::timed_socket::timeout_report<Handler>& h, const DefaultCandidate& c) noexcept
+        -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler, c)) {
+        return Associator<Handler, DefaultCandidate>::get(h.handler, c);
+    }
+};
+
+}  // namespace boost::asio

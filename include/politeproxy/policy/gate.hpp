@@ -1,0 +1,121 @@
+#pragma once
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/policy/token_bucket.hpp"
+
+#include <boost/intrusive/list.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace politeproxy {
+
+/// The limits one gate enforces.
+struct gate_limits {
+    std::size_t concurrency = 2;  ///< slots: requests in flight at once
+    double rate = 1.0;            ///< tokens per second
+    double burst = 1.0;           ///< bucket size
+    std::size_t max_waiting = 1000;  ///< parked requests beyond this are refused
+    bool enforce = true;  ///< false: observe only; everyone departs at once (see advance)
+};
+
+/// One host key's concurrency slots, token bucket and FIFO wait queue.
+///
+/// Algorithm: a request parks as a `waiter` at the back of the slot queue. `advance()`
+/// moves waiters, in arrival order, from the slot queue to the token line while the
+/// slots held (in flight + token line) are under the limit; then lets the token line
+/// depart in order while the bucket has tokens. A waiter in the token line already holds
+/// its slot (slot first, then token), so a token is never spent on a request that is
+/// still queueing for a slot. The head of the token line is told when the next token is
+/// due (`wake_at`), and is expected to call `advance()` again then.
+///
+/// Changing the limit takes effect at the next `advance()`: raising it admits waiters at
+/// once; lowering it never touches requests in flight, it only stops replacing them
+/// (waiters in the token line beyond the new limit go back to the front of the queue).
+/// While paused (`set_pause`), waiters still take free slots but no token is handed out
+/// until the pause ends; the token head is told to wake then.
+///
+/// Observe-only (`enforce` false): every waiter departs at once, and the ones the limits
+/// would have parked are counted in `would_have_waited()`; the bucket is consumed as if
+/// enforced, so the count matches what enforcement would do.
+///
+/// Sans-io: no timers or sockets; time is an argument. The caller owns the waiters and
+/// must `cancel()` any waiter that has not departed before destroying it.
+///
+/// Locking: none inside; the owner serialises every call (see host_gates).
+class gate {
+public:
+    enum class waiter_state : std::uint8_t { idle, queued, holding_slot, departed };
+
+    class waiter : public boost::intrusive::list_base_hook<> {
+    public:
+        waiter_state state() const { return state_; }
+        /// When this waiter should call advance() again; max() = only when woken.
+        clock::time_point wake_at() const { return wake_at_; }
+
+    private:
+        friend class gate;
+        waiter_state state_ = waiter_state::idle;
+        clock::time_point wake_at_ = clock::time_point::max();
+    };
+
+    gate(const gate_limits& limits, clock::time_point now);
+    gate(const gate&) = delete;
+    gate& operator=(const gate&) = delete;
+    ~gate();
+
+    /// A request that would not wait at all departs at once, without parking: nothing is
+    /// parked ahead of it, a slot and a token are free, the host is not paused (and in
+    /// observe-only mode, always). False: park it with enqueue().
+    bool try_depart(clock::time_point now);
+
+    /// Parks `w` at the back of the queue; false (and `w` untouched) when the queue is full.
+    bool enqueue(waiter& w);
+
+    /// Takes a waiter that has not departed out of the gate, giving back its slot if it
+    /// held one. Call advance() afterwards: the freed slot may admit the next waiter.
+    void cancel(waiter& w);
+
+    /// A departed request finished: its slot is free. Call advance() afterwards.
+    void release();
+
+    /// Grants slots and tokens in FIFO order. Appends to `woken` every waiter that departed
+    /// or whose wake_at changed; the caller wakes them.
+    void advance(clock::time_point now, std::vector<waiter*>& woken);
+
+    /// Takes effect at the next advance().
+    void set_limits(const gate_limits& limits, clock::time_point now);
+    void set_pause(clock::time_point until) { paused_until_ = until; }
+    clock::time_point paused_until() const { return paused_until_; }
+    std::uint64_t would_have_waited() const { return would_have_waited_; }
+
+    /// Visits every parked waiter (slot queue and token line).
+    template <class F>
+    void for_each_waiter(F&& f) {
+        for (auto& w : token_line_) f(w);
+        for (auto& w : slot_queue_) f(w);
+    }
+
+    std::size_t limit() const { return limits_.concurrency; }
+    const gate_limits& limits() const { return limits_; }
+    std::size_t in_flight() const { return in_flight_; }
+    std::size_t waiting() const { return slot_queue_.size() + token_line_.size(); }
+    /// Nothing in flight, nothing parked, bucket full: forgetting this gate changes nothing.
+    bool idle(clock::time_point now) const;
+
+private:
+    void depart(waiter& w, std::vector<waiter*>& woken);
+    void advance_observing(clock::time_point now, std::vector<waiter*>& woken);
+
+    using waiter_list = boost::intrusive::list<waiter>;
+
+    gate_limits limits_;
+    token_bucket bucket_;
+    std::size_t in_flight_ = 0;
+    clock::time_point paused_until_{};
+    std::uint64_t would_have_waited_ = 0;
+    waiter_list slot_queue_;
+    waiter_list token_line_;
+};
+
+}  // namespace politeproxy

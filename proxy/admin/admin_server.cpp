@@ -1,0 +1,94 @@
+#include "politeproxy/admin/admin_server.hpp"
+#include "politeproxy/base/executor.hpp"
+
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/admin/hosts_view.hpp"
+#include "politeproxy/admin/metrics.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto admin_idle = std::chrono::seconds(30);
+constexpr std::size_t admin_request_limit = 64 * 1024;
+constexpr auto accept_error_pause = std::chrono::milliseconds(100);
+
+http::response<http::string_body> route(const admin_view& view, const http::request<http::string_body>& req) {
+    http::response<http::string_body> res{http::status::ok, 11};
+    res.set(http::field::cache_control, "no-store");
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    const std::string_view path = req.target().substr(0, req.target().find('?'));
+    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+        res.result(http::status::method_not_allowed);
+        res.set(http::field::allow, "GET, HEAD");
+        res.body() = "405 Method Not Allowed: the admin listener is read-only\n";
+    } else if (path == "/metrics") {
+        res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+        res.body() = view.metrics.render(view.gates, view.idle_origin_connections());
+    } else if (path == "/hosts") {
+        res.set(http::field::content_type, "application/json");
+        res.body() = render_hosts_json(view.gates, clock::now(), std::chrono::system_clock::now());
+    } else if (path == "/healthz") {
+        res.body() = "ok\n";
+    } else if (path == "/readyz") {
+        const bool ready = view.ready();
+        res.result(ready ? http::status::ok : http::status::service_unavailable);
+        res.body() = ready ? "ready\n" : "not ready\n";
+    } else {
+        res.result(http::status::not_found);
+        res.body() = "404 Not Found: try /metrics, /hosts, /healthz or /readyz\n";
+    }
+    res.keep_alive(req.keep_alive());
+    res.prepare_payload();
+    if (req.method() == http::verb::head) res.body().clear();  // Content-Length stays: RFC 9110 9.3.2
+    return res;
+}
+
+task<void> serve(tcp_socket socket, admin_view view) {
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    for (;;) {
+        http::request_parser<http::string_body> parser;
+        parser.body_limit(admin_request_limit);
+        stream.expires_after(admin_idle);
+        auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
+        if (ec) co_return;
+        auto res = route(view, parser.get());
+        const bool keep = res.keep_alive();
+        auto [wec, m] = co_await http::async_write(stream, res, use_tuple);
+        if (wec || !keep) break;
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp_socket::shutdown_send, ignored);
+}
+
+}  // namespace
+
+task<void> run_admin_listener(tcp_acceptor& acceptor, admin_view view) {
+    steady_timer pause(co_await asio::this_coro::executor);
+    for (;;) {
+        auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        if (ec) {  // e.g. out of file descriptors: do not spin
+            pause.expires_after(accept_error_pause);
+            co_await pause.async_wait(use_tuple);
+            continue;
+        }
+        asio::co_spawn(acceptor.get_executor(), serve(std::move(socket), view), asio::detached);
+    }
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,90 @@
+#include "politeproxy/admin/hosts_view.hpp"
+
+#include "politeproxy/exchange/host_gates.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace politeproxy {
+namespace {
+
+void append_json_string(std::string& out, std::string_view s) {
+    out += '"';
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (u < 0x20) {
+            char esc[8];
+            std::snprintf(esc, sizeof esc, "\\u%04x", u);
+            out += esc;
+        } else {
+            out += c;
+        }
+    }
+    out += '"';
+}
+
+void append_number(std::string& out, double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    out += buf;
+}
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t);  // never before the pause ends
+    const auto day = std::chrono::floor<std::chrono::days>(ms);
+    const std::chrono::year_month_day ymd{day};
+    const std::chrono::hh_mm_ss hms{ms - day};
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld.%03lldZ", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                  static_cast<long long>(hms.hours().count()), static_cast<long long>(hms.minutes().count()),
+                  static_cast<long long>(hms.seconds().count()), static_cast<long long>(hms.subseconds().count()));
+    return buf;
+}
+
+}  // namespace
+
+std::string render_hosts_json(const host_gates& gates, clock::time_point now,
+                              std::chrono::system_clock::time_point wall_now) {
+    auto hosts = gates.snapshot(now);
+    std::sort(hosts.begin(), hosts.end(), [](const host_snapshot& a, const host_snapshot& b) {
+        return a.in_flight + a.waiting != b.in_flight + b.waiting ? a.in_flight + a.waiting > b.in_flight + b.waiting
+                                                                  : a.key < b.key;
+    });
+    std::string out = "[";
+    for (const auto& h : hosts) {
+        if (out.size() > 1) out += ",";
+        out += "\n  {\"key\": ";
+        append_json_string(out, h.key);
+        out += ", \"limit\": " + std::to_string(h.limit);
+        out += ", \"configured_limit\": " + std::to_string(h.configured_limit);
+        out += ", \"in_flight\": " + std::to_string(h.in_flight);
+        out += ", \"waiting\": " + std::to_string(h.waiting);
+        out += ", \"rate\": ";
+        append_number(out, h.rate);
+        out += ", \"configured_rate\": ";
+        append_number(out, h.configured_rate);
+        out += ", \"paused_until\": ";
+        if (h.paused_for > clock::duration::zero()) {
+            out += '"' + rfc3339(wall_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(h.paused_for)) + '"';
+        } else {
+            out += "null";
+        }
+        out += ", \"paused_seconds\": ";
+        append_number(out, std::chrono::duration<double>(h.paused_for).count());
+        out += ", \"override_reason\": ";
+        if (h.override_reason.empty()) out += "null";
+        else append_json_string(out, h.override_reason);
+        out += ", \"p95_seconds\": ";
+        if (h.p95) append_number(out, std::chrono::duration<double>(*h.p95).count());
+        else out += "null";
+        out += std::string(", \"enforce\": ") + (h.enforce ? "true" : "false") + "}";
+    }
+    out += hosts.empty() ? "]\n" : "\n]\n";
+    return out;
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,219 @@
+#include "politeproxy/admin/metrics.hpp"
+
+#include "politeproxy/exchange/host_gates.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <sstream>
+
+namespace politeproxy {
+namespace {
+
+constexpr const char* prefix = "politeproxy_";
+
+constexpr errc rejection_reasons[] = {
+    errc::queue_full,          errc::queue_timeout,      errc::shutting_down,      errc::bad_host,
+    errc::bad_request,         errc::header_too_large,   errc::unsupported_scheme,
+    errc::origin_form_request, errc::client_denied,      errc::destination_denied,
+    errc::connect_port_denied, errc::loop_detected,
+};
+
+const char* reason_label(errc e) {
+    switch (e) {
+    case errc::queue_full: return "queue_full";
+    case errc::queue_timeout: return "queue_timeout";
+    case errc::bad_host: return "bad_host";
+    case errc::shutting_down: return "shutting_down";
+    case errc::bad_request: return "bad_request";
+    case errc::header_too_large: return "header_too_large";
+    case errc::unsupported_scheme: return "unsupported_scheme";
+    case errc::origin_form_request: return "origin_form";
+    case errc::client_denied: return "client_denied";
+    case errc::destination_denied: return "destination_denied";
+    case errc::connect_port_denied: return "connect_port_denied";
+    case errc::loop_detected: return "loop_detected";
+    default: return "other";
+    }
+}
+
+// Latency buckets from 1 ms to 2 min: a crawl sees both fast APIs and tarpits.
+const prometheus::Histogram::BucketBoundaries latency_buckets{
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+
+prometheus::MetricFamily host_family(const char* name, const char* help, prometheus::MetricType type) {
+    prometheus::MetricFamily f;
+    f.name = std::string(prefix) + name;
+    f.help = help;
+    f.type = type;
+    return f;
+}
+
+void add_sample(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> labels, double v) {
+    prometheus::ClientMetric m;
+    m.label = std::move(labels);
+    if (f.type == prometheus::MetricType::Counter) m.counter.value = v;
+    else m.gauge.value = v;
+    f.metric.push_back(std::move(m));
+}
+
+}  // namespace
+
+struct metrics::impl {
+    prometheus::Registry registry;
+    prometheus::Family<prometheus::Counter>& rejected_family =
+        prometheus::BuildCounter().Name(std::string(prefix) + "rejected_total")
+            .Help("Requests the proxy refused or answered itself, by reason").Register(registry);
+    std::map<errc, prometheus::Counter*> rejected;
+    prometheus::Histogram& queue_wait =
+        prometheus::BuildHistogram().Name(std::string(prefix) + "queue_wait_seconds")
+            .Help("Time a request waited for its slot and token").Register(registry)
+            .Add({}, latency_buckets);
+    prometheus::Histogram& origin_response =
+        prometheus::BuildHistogram().Name(std::string(prefix) + "upstream_response_seconds")
+            .Help("Time from sending a request to the origin's response headers").Register(registry)
+            .Add({}, latency_buckets);
+    prometheus::Family<prometheus::Gauge>& client_connections =
+        prometheus::BuildGauge().Name(std::string(prefix) + "client_connections")
+            .Help("Open client connections, by protocol").Register(registry);
+    prometheus::Family<prometheus::Gauge>& origin_connections =
+        prometheus::BuildGauge().Name(std::string(prefix) + "upstream_connections")
+            .Help("Open connections to origins (pooled included), by protocol").Register(registry);
+
+    prometheus::Family<prometheus::Counter>& reloads =
+        prometheus::BuildCounter().Name(std::string(prefix) + "config_reloads_total")
+            .Help("Configuration reloads (SIGHUP) by result").Register(registry);
+    prometheus::Counter& reload_ok = reloads.Add({{"result", "success"}});
+    prometheus::Counter& reload_failed = reloads.Add({{"result", "failure"}});
+
+    // Fixed label sets, resolved once: no map look-up per connection.
+    prometheus::Gauge& client_http1 = client_connections.Add({{"protocol", "http1"}});
+    prometheus::Gauge& origin_http1 = origin_connections.Add({{"protocol", "http1"}});
+    prometheus::Gauge& origin_tunnel = origin_connections.Add({{"protocol", "tunnel"}});
+
+    impl() {
+        for (errc e : rejection_reasons) rejected[e] = &rejected_family.Add({{"reason", reason_label(e)}});
+    }
+
+    prometheus::Gauge& connections(connection_side side, connection_protocol protocol) {
+        if (side == connection_side::client) return client_http1;
+        return protocol == connection_protocol::tunnel ? origin_tunnel : origin_http1;
+    }
+};
+
+metrics::metrics() : impl_(std::make_unique<impl>()) {}
+metrics::~metrics() = default;
+
+void metrics::rejected(errc reason) {
+    const auto it = impl_->rejected.find(reason);
+    if (it != impl_->rejected.end()) it->second->Increment();
+}
+
+void metrics::config_reload(bool ok) { (ok ? impl_->reload_ok : impl_->reload_failed).Increment(); }
+
+void metrics::queue_wait(clock::duration d) {
+    impl_->queue_wait.Observe(std::chrono::duration<double>(d).count());
+}
+
+void metrics::origin_response(clock::duration d) {
+    impl_->origin_response.Observe(std::chrono::duration<double>(d).count());
+}
+
+void metrics::connection_opened(connection_side side, connection_protocol protocol) {
+    impl_->connections(side, protocol).Increment();
+}
+
+void metrics::connection_closed(connection_side side, connection_protocol protocol) {
+    impl_->connections(side, protocol).Decrement();
+}
+
+std::string metrics::render(const host_gates& gates, std::size_t idle_origin_connections) const {
+    using prometheus::MetricType;
+    auto families = impl_->registry.Collect();
+    for (auto& f : families)
+        if (f.name == std::string(prefix) + "upstream_connections")
+            for (auto& m : f.metric)
+                if (!m.label.empty() && m.label[0].value == "http1")
+                    m.gauge.value += static_cast<double>(idle_origin_connections);
+    const auto cfg = gates.current_config();
+
+    auto in_flight = host_family("host_in_flight", "Requests in flight to the host", MetricType::Gauge);
+    auto waiting = host_family("host_waiting", "Requests parked for the host", MetricType::Gauge);
+    auto limit = host_family("host_concurrency_limit", "The host's current concurrency limit", MetricType::Gauge);
+    auto rate = host_family("host_rate_limit", "The host's token refill rate (tokens per second)", MetricType::Gauge);
+    auto requests = host_family("requests_total", "Requests by host and outcome", MetricType::Counter);
+    auto paused = host_family("host_paused_seconds", "Seconds until the host's pause (Retry-After or backoff) ends",
+                              MetricType::Gauge);
+    auto changes = host_family("limit_changes_total", "Adaptive concurrency limit changes by host and direction",
+                               MetricType::Counter);
+    auto would_wait = host_family("would_have_waited_total",
+                                  "Requests forwarded at once in observe-only mode that the limits would have parked",
+                                  MetricType::Counter);
+    constexpr const char* directions[limit_change_count] = {"up", "down", "collapse"};
+
+    // Busiest hosts first: past metrics.max_host_series the rest are summed as "_other".
+    auto hosts = gates.snapshot(clock::now());
+    std::sort(hosts.begin(), hosts.end(), [](const host_snapshot& a, const host_snapshot& b) {
+        return a.in_flight + a.waiting > b.in_flight + b.waiting;
+    });
+    const std::size_t named = std::min(hosts.size(), cfg->max_host_series);
+    host_snapshot other;
+    other.key = "_other";
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        const host_snapshot& h = hosts[i];
+        if (i >= named) {
+            other.in_flight += h.in_flight;
+            other.waiting += h.waiting;
+            for (std::size_t o = 0; o < outcome_count; ++o) other.outcomes[o] += h.outcomes[o];
+            for (std::size_t d = 0; d < limit_change_count; ++d) other.limit_changes[d] += h.limit_changes[d];
+            other.would_have_waited += h.would_have_waited;
+            continue;
+        }
+        add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));
+        add_sample(waiting, {{"host", h.key}}, static_cast<double>(h.waiting));
+        add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
+        add_sample(rate, {{"host", h.key}}, h.rate);
+        add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
+        for (std::size_t d = 0; d < limit_change_count; ++d)
+            add_sample(changes, {{"host", h.key}, {"direction", directions[d]}}, static_cast<double>(h.limit_changes[d]));
+        if (!h.enforce) add_sample(would_wait, {{"host", h.key}}, static_cast<double>(h.would_have_waited));
+        for (std::size_t o = 0; o < outcome_count; ++o)
+            add_sample(requests, {{"host", h.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
+                       static_cast<double>(h.outcomes[o]));
+    }
+    if (named < hosts.size()) {
+        add_sample(in_flight, {{"host", other.key}}, static_cast<double>(other.in_flight));
+        add_sample(waiting, {{"host", other.key}}, static_cast<double>(other.waiting));
+        for (std::size_t o = 0; o < outcome_count; ++o)
+            add_sample(requests, {{"host", other.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
+                       static_cast<double>(other.outcomes[o]));
+        for (std::size_t d = 0; d < limit_change_count; ++d)
+            add_sample(changes, {{"host", other.key}, {"direction", directions[d]}},
+                       static_cast<double>(other.limit_changes[d]));
+        if (other.would_have_waited > 0)
+            add_sample(would_wait, {{"host", other.key}}, static_cast<double>(other.would_have_waited));
+    }
+
+    auto tracked = host_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
+    add_sample(tracked, {}, static_cast<double>(hosts.size()));
+
+    auto overrides = host_family("host_override_info", "Active registry overrides and their reasons", MetricType::Gauge);
+    const auto today = utc_today();
+    for (const auto& o : cfg->hosts)
+        if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
+
+    for (auto* f : {&in_flight, &waiting, &limit, &rate, &paused, &requests, &changes, &would_wait, &tracked, &overrides})
+        families.push_back(std::move(*f));
+    std::ostringstream out;
+    prometheus::TextSerializer{}.Serialize(out, families);
+    return out.str();
+}
+
+}  // namespace politeproxy

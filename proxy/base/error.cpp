@@ -1,0 +1,49 @@
+#include "politeproxy/base/error.hpp"
+
+namespace politeproxy {
+namespace {
+
+class category final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "politeproxy"; }
+    std::string message(int ev) const override {
+        switch (static_cast<errc>(ev)) {
+        case errc::queue_full: return "host queue is full";
+        case errc::queue_timeout: return "waited longer than queue.max_wait";
+        case errc::shutting_down: return "the proxy is shutting down";
+        case errc::cancelled: return "cancelled while queued";
+        case errc::bad_request: return "malformed request";
+        case errc::bad_host: return "invalid host in the request target";
+        case errc::header_too_large: return "request header section too large";
+        case errc::request_line_too_long: return "request line too long";
+        case errc::bad_framing: return "bad request body framing";
+        case errc::unsupported_transfer_coding: return "transfer coding not implemented";
+        case errc::version_not_supported: return "HTTP version not supported";
+        case errc::method_not_allowed: return "method not allowed";
+        case errc::request_timeout: return "the client stopped sending its request";
+        case errc::unsupported_scheme: return "unsupported scheme";
+        case errc::origin_form_request: return "origin-form request sent to a proxy";
+        case errc::client_denied: return "client address not allowed";
+        case errc::destination_denied: return "destination address denied";
+        case errc::connect_port_denied: return "CONNECT port not allowed";
+        case errc::loop_detected: return "forwarding loop detected";
+        case errc::dns_failure: return "origin name did not resolve";
+        case errc::dns_timeout: return "origin name look-up timed out";
+        case errc::origin_refused: return "origin refused the connection";
+        case errc::origin_closed: return "origin closed the connection";
+        case errc::origin_connect_timeout: return "connecting to the origin timed out";
+        case errc::origin_response_timeout: return "no response headers in time";
+        case errc::origin_bad_response: return "origin sent a malformed response";
+        }
+        return "unknown politeproxy error";
+    }
+};
+
+}  // namespace
+
+const boost::system::error_category& politeproxy_category() noexcept {
+    static const category instance;
+    return instance;
+}
+
+}  // namespace politeproxy

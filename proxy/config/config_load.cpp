@@ -1,0 +1,333 @@
+#include "politeproxy/config/config_load.hpp"
+
+#include "politeproxy/base/duration.hpp"
+#include "politeproxy/policy/host_key.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <sstream>
+
+namespace politeproxy {
+namespace {
+
+struct load_error {
+    std::string message;
+};
+
+// Walks the YAML tree; every error carries file:line.
+class reader {
+public:
+    explicit reader(std::string source) : source_(std::move(source)) {}
+
+    [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
+        throw load_error{source_ + ":" + std::to_string(at.Mark().line + 1) + ": " + what};
+    }
+
+    void expect_map(const YAML::Node& n, std::string_view what) const {
+        if (!n.IsMap()) fail(n, std::string(what) + " must be a mapping");
+    }
+
+    void only_keys(const YAML::Node& map, std::string_view where,
+                   std::initializer_list<std::string_view> allowed) const {
+        for (const auto& kv : map) {
+            const auto key = kv.first.as<std::string>();
+            bool known = false;
+            for (auto a : allowed) known = known || a == key;
+            if (!known) fail(kv.first, "unknown key '" + key + "' in " + std::string(where));
+        }
+    }
+
+    std::string text(const YAML::Node& n, std::string_view what) const {
+        if (!n.IsScalar()) fail(n, std::string(what) + " must be a scalar");
+        return n.Scalar();
+    }
+
+    double number(const YAML::Node& n, std::string_view what) const {
+        const std::string s = text(n, what);
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || *end != '\0' || !std::isfinite(v))
+            fail(n, std::string(what) + " must be a number, got '" + s + "'");
+        return v;
+    }
+
+    double positive(const YAML::Node& n, std::string_view what) const {
+        const double v = number(n, what);
+        if (v <= 0) fail(n, std::string(what) + " must be positive");
+        return v;
+    }
+
+    std::size_t count(const YAML::Node& n, std::string_view what, std::size_t min) const {
+        const double v = number(n, what);
+        if (v != std::floor(v) || v < static_cast<double>(min) || v > 1e9)
+            fail(n, std::string(what) + " must be a whole number >= " + std::to_string(min));
+        return static_cast<std::size_t>(v);
+    }
+
+    clock::duration duration(const YAML::Node& n, std::string_view what) const {
+        const std::string s = text(n, what);
+        const auto d = parse_duration(s);
+        if (!d) fail(n, std::string(what) + " must be a duration like 500ms, 30s, 10m or 1h, got '" + s + "'");
+        return *d;
+    }
+
+    bool boolean(const YAML::Node& n, std::string_view what) const {
+        const std::string s = text(n, what);
+        if (s == "true") return true;
+        if (s == "false") return false;
+        fail(n, std::string(what) + " must be true or false");
+    }
+
+    listen_address address(const YAML::Node& n, std::string_view what) const {
+        auto a = parse_listen_address(text(n, what));
+        if (!a) fail(n, std::string(what) + ": " + a.error());
+        return *a;
+    }
+
+    std::vector<ip_network> networks(const YAML::Node& n, std::string_view what) const {
+        std::vector<ip_network> out;
+        if (n.IsNull()) return out;
+        if (!n.IsSequence()) fail(n, std::string(what) + " must be a list");
+        for (const auto& item : n)
+            if (auto bad = address_filter::expand(text(item, what), out))
+                fail(item, std::string(what) + ": '" + *bad + "' is not a network or a known class");
+        return out;
+    }
+
+    void policy(const YAML::Node& map, host_policy& p, std::string_view where) const {
+        for (const auto& kv : map) {
+            const auto key = kv.first.as<std::string>();
+            const YAML::Node& v = kv.second;
+            if (key == "concurrency") p.concurrency = count(v, "concurrency", 1);
+            else if (key == "rate") p.rate = positive(v, "rate");
+            else if (key == "burst") {
+                p.burst = positive(v, "burst");
+                if (p.burst < 1) fail(v, "burst must be at least 1");
+            } else if (key == "queue") {
+                expect_map(v, "queue");
+                only_keys(v, "queue", {"max_waiting", "max_wait"});
+                if (v["max_waiting"]) p.queue.max_waiting = count(v["max_waiting"], "queue.max_waiting", 1);
+                if (v["max_wait"]) p.queue.max_wait = duration(v["max_wait"], "queue.max_wait");
+            } else if (key == "adaptive") {
+                expect_map(v, "adaptive");
+                only_keys(v, "adaptive", {"enabled", "hard_max", "grow_interval"});
+                if (v["enabled"]) p.adaptive.enabled = boolean(v["enabled"], "adaptive.enabled");
+                if (v["hard_max"]) p.adaptive.hard_max = count(v["hard_max"], "adaptive.hard_max", 1);
+                if (v["grow_interval"]) p.adaptive.grow_interval = duration(v["grow_interval"], "adaptive.grow_interval");
+            } else if (key == "backoff") {
+                expect_map(v, "backoff");
+                only_keys(v, "backoff", {"initial", "max", "forgive_after", "jitter"});
+                if (v["initial"]) p.backoff.initial = duration(v["initial"], "backoff.initial");
+                if (v["max"]) p.backoff.max = duration(v["max"], "backoff.max");
+                if (v["forgive_after"]) p.backoff.forgive_after = duration(v["forgive_after"], "backoff.forgive_after");
+                if (v["jitter"]) {
+                    p.backoff.jitter = number(v["jitter"], "backoff.jitter");
+                    if (p.backoff.jitter < 0 || p.backoff.jitter > 1) fail(v["jitter"], "backoff.jitter must be within 0..1");
+                }
+            } else if (key == "retry_after_cap") p.retry_after_cap = duration(v, "retry_after_cap");
+            else if (key == "enforce") p.enforce = boolean(v, "enforce");
+            else if (key == "timeouts") {
+                expect_map(v, "timeouts");
+                only_keys(v, "timeouts", {"connect", "response_headers", "idle"});
+                if (v["connect"]) p.timeouts.connect = duration(v["connect"], "timeouts.connect");
+                if (v["response_headers"]) p.timeouts.response_headers = duration(v["response_headers"], "timeouts.response_headers");
+                if (v["idle"]) p.timeouts.idle = duration(v["idle"], "timeouts.idle");
+            } else if (key != "key" && key != "reason" && key != "expires") {
+                fail(kv.first, "unknown key '" + key + "' in " + std::string(where));
+            }
+        }
+        if (p.backoff.initial > p.backoff.max) fail(map, std::string(where) + ": backoff.initial exceeds backoff.max");
+    }
+
+    std::chrono::sys_days date(const YAML::Node& n) const {
+        const std::string s = text(n, "expires");
+        int y = 0;
+        unsigned m = 0, d = 0;
+        char tail = 0;
+        if (std::sscanf(s.c_str(), "%4d-%2u-%2u%c", &y, &m, &d, &tail) != 3)
+            fail(n, "expires must be a date YYYY-MM-DD, got '" + s + "'");
+        const std::chrono::year_month_day ymd{std::chrono::year{y}, std::chrono::month{m},
+                                              std::chrono::day{d}};
+        if (!ymd.ok()) fail(n, "expires is not a valid date: '" + s + "'");
+        return std::chrono::sys_days{ymd};
+    }
+
+    host_override entry(const YAML::Node& name, const YAML::Node& body, const host_policy& defaults) const {
+        host_override o;
+        const std::string raw = text(name, "host name");
+        o.pattern = raw.starts_with("*.") ? "*." + host_key(raw.substr(2)) : host_key(raw);
+        o.line = name.Mark().line + 1;
+        const std::string where = "host " + o.pattern;
+        if (o.pattern.empty() || o.pattern == "*.") fail(name, "empty host name in hosts");
+        if (!body.IsMap()) fail(body, where + " must be a mapping");
+        if (body["key"]) fail(body["key"], where + ": 'key' is only valid under defaults");
+        o.policy = defaults;
+        policy(body, o.policy, where);
+        if (body["reason"]) o.reason = text(body["reason"], "reason");
+        if (body["expires"]) o.expires = date(body["expires"]);
+
+        const auto& p = o.policy;
+        const char* raised = p.concurrency > defaults.concurrency     ? "concurrency"
+                             : p.rate > defaults.rate                 ? "rate"
+                             : p.burst > defaults.burst               ? "burst"
+                             : p.adaptive.hard_max > defaults.adaptive.hard_max ? "adaptive.hard_max"
+                                                                                  : nullptr;
+        bool blank = true;
+        for (char c : o.reason) blank = blank && std::isspace(static_cast<unsigned char>(c));
+        if (raised && blank)
+            fail(name, "host " + o.pattern + " raises " + raised +
+                           " above defaults without a reason: add a non-empty 'reason'");
+        return o;
+    }
+
+    config load(const YAML::Node& root) const {
+        config c;
+        c.source = source_;
+        if (root.IsNull()) return c;
+        expect_map(root, "the configuration");
+        only_keys(root, "the top level", {"listen", "admin_listen", "workers", "drain_timeout", "defaults",
+                                          "groups", "hosts", "fleet", "resolve", "metrics", "limits", "security", "tls"});
+        if (root["listen"]) c.listen = address(root["listen"], "listen");
+        if (root["admin_listen"]) c.admin_listen = address(root["admin_listen"], "admin_listen");
+        if (root["workers"]) c.workers = static_cast<unsigned>(count(root["workers"], "workers", 0));
+        if (root["drain_timeout"]) c.drain_timeout = duration(root["drain_timeout"], "drain_timeout");
+
+        if (const auto d = root["defaults"]; d && !d.IsNull()) {
+            expect_map(d, "defaults");
+            policy(d, c.defaults, "defaults");
+            for (const char* only_for_hosts : {"reason", "expires"})
+                if (d[only_for_hosts]) fail(d[only_for_hosts], std::string("defaults: '") + only_for_hosts + "' is only valid under hosts");
+            if (d["key"] && text(d["key"], "defaults.key") != "host")
+                fail(d["key"], "defaults.key: only 'host' works; 'domain' and 'ip' keys are not supported yet");
+        }
+        for (const char* unsupported : {"groups", "fleet"})
+            if (const auto n = root[unsupported]; n && !n.IsNull())
+                fail(n, std::string(unsupported) + " is not supported yet: remove the section");
+
+        if (const auto h = root["hosts"]; h && !h.IsNull()) {
+            expect_map(h, "hosts");
+            for (const auto& kv : h) {
+                host_override o = entry(kv.first, kv.second, c.defaults);
+                for (const auto& seen : c.hosts)
+                    if (seen.pattern == o.pattern) fail(kv.first, "host " + o.pattern + " is listed twice");
+                c.hosts.push_back(std::move(o));
+            }
+        }
+        if (const auto r = root["resolve"]; r && !r.IsNull()) {
+            expect_map(r, "resolve");
+            for (const auto& kv : r) {
+                const std::string name = text(kv.first, "resolve name");
+                const std::string addr = text(kv.second, "resolve address");
+                const auto bytes = parse_ip(addr);
+                if (!bytes) fail(kv.second, "resolve " + name + ": '" + addr + "' is not an IP address");
+                c.resolve.push_back({name.starts_with("*.") ? "*." + host_key(name.substr(2)) : host_key(name), addr, *bytes});
+            }
+        }
+        if (const auto m = root["metrics"]; m && !m.IsNull()) {
+            expect_map(m, "metrics");
+            only_keys(m, "metrics", {"max_host_series"});
+            if (m["max_host_series"]) c.max_host_series = count(m["max_host_series"], "metrics.max_host_series", 1);
+        }
+        if (const auto l = root["limits"]; l && !l.IsNull()) {
+            expect_map(l, "limits");
+            only_keys(l, "limits", {"request_line_bytes", "request_header_bytes", "request_header_fields",
+                                    "response_header_bytes", "host_idle_ttl"});
+            if (l["request_line_bytes"]) c.limits.request_line_bytes = count(l["request_line_bytes"], "limits.request_line_bytes", 256);
+            if (l["request_header_fields"]) c.limits.request_header_fields = count(l["request_header_fields"], "limits.request_header_fields", 8);
+            if (l["request_header_bytes"]) c.limits.request_header_bytes = count(l["request_header_bytes"], "limits.request_header_bytes", 1024);
+            if (l["response_header_bytes"]) c.limits.response_header_bytes = count(l["response_header_bytes"], "limits.response_header_bytes", 1024);
+            if (l["host_idle_ttl"]) c.limits.host_idle_ttl = duration(l["host_idle_ttl"], "limits.host_idle_ttl");
+        }
+        security(root["security"], c);
+        tls(root["tls"]);
+        return c;
+    }
+
+    void security(const YAML::Node& s, config& c) const {
+        if (!s || s.IsNull()) return;
+        expect_map(s, "security");
+        only_keys(s, "security", {"allow_clients", "users_file", "connect_ports", "deny_destinations",
+                                  "allow_destinations"});
+        if (s["allow_clients"]) c.security.allow_clients = networks(s["allow_clients"], "security.allow_clients");
+        if (s["deny_destinations"]) c.security.destinations.deny = networks(s["deny_destinations"], "security.deny_destinations");
+        if (s["allow_destinations"]) c.security.destinations.allow = networks(s["allow_destinations"], "security.allow_destinations");
+        if (s["users_file"] && !s["users_file"].IsNull())
+            fail(s["users_file"], "security.users_file (proxy authentication) is not supported yet");
+        if (const auto p = s["connect_ports"]) {
+            if (!p.IsSequence()) fail(p, "security.connect_ports must be a list");
+            c.security.connect_ports.clear();
+            for (const auto& port : p) {
+                const auto v = count(port, "security.connect_ports", 1);
+                if (v > 65535) fail(port, "security.connect_ports: port out of range");
+                c.security.connect_ports.push_back(static_cast<std::uint16_t>(v));
+            }
+        }
+    }
+
+    void tls(const YAML::Node& t) const {
+        if (!t || t.IsNull()) return;
+        expect_map(t, "tls");
+        only_keys(t, "tls", {"mode", "ca_cert", "ca_key", "upstream_ca_file", "alpn"});
+        if (t["mode"] && text(t["mode"], "tls.mode") != "tunnel")
+            fail(t["mode"], "tls.mode: only 'tunnel' works; interception is not supported yet");
+    }
+
+private:
+    std::string source_;
+};
+
+// The failure of a loaded<T>: converts to any of them.
+struct load_failure {
+    std::string message;
+    template <class T>
+    operator loaded<T>() && {
+        return loaded<T>(boost::system::in_place_error, std::move(message));
+    }
+};
+
+}  // namespace
+
+loaded<config> load_config_text(std::string_view yaml, std::string source) {
+    reader r(source);
+    try {
+        const YAML::Node root = YAML::Load(std::string(yaml));
+        return r.load(root);
+    } catch (const load_error& e) {
+        return load_failure{e.message};
+    } catch (const YAML::Exception& e) {
+        return load_failure{source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
+    }
+}
+
+loaded<listen_address> parse_listen_address(std::string_view text) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) return load_failure{"expected ADDRESS:PORT, got '" + std::string(text) + "'"};
+    listen_address a;
+    std::string_view host = text.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    a.host = std::string(host);
+    if (!parse_ip(a.host)) return load_failure{"'" + a.host + "' is not an IP address"};
+    const std::string_view port = text.substr(colon + 1);
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || value > 65535)
+        return load_failure{"invalid port '" + std::string(port) + "'"};
+    a.port = static_cast<std::uint16_t>(value);
+    return a;
+}
+
+loaded<config> load_config_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return load_failure{path + ": cannot open the file"};
+    std::ostringstream text;
+    text << in.rdbuf();
+    return load_config_text(text.str(), path);
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,89 @@
+#include "politeproxy/exchange/exchange.hpp"
+
+#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/log.hpp"
+#include "politeproxy/policy/adaptive_limit.hpp"
+#include "politeproxy/policy/retry_after.hpp"
+#include "politeproxy/config/config.hpp"
+
+#include <charconv>
+#include <chrono>
+
+namespace politeproxy {
+
+namespace {
+
+long long whole_ms(clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+}  // namespace
+
+void exchange::connect_failed(errc why) {
+    slot_.set_outcome(outcome_of(why));
+    if (why == errc::origin_refused) slot_.report(health_signal::refused_connection());
+}
+
+void exchange::client_failed() { slot_.set_outcome(outcome::error); }
+
+void exchange::request_refused() {
+    slot_.set_outcome(outcome::refused);
+    slot_.report(health_signal::refused_connection());
+}
+
+void exchange::response_failed(errc why) {
+    slot_.set_outcome(outcome_of(why));
+    if (why == errc::origin_response_timeout)  // the slowest answer there is
+        slot_.report(health_signal::answered(clock::now() - sent_at_));
+    else if (why == errc::origin_closed)
+        slot_.report(health_signal::refused_connection());
+}
+
+void exchange::response_arrived(unsigned status, std::string_view retry_after, std::string_view method,
+                                bool pooled) {
+    const auto latency = clock::now() - sent_at_;
+    metrics_.origin_response(latency);
+    if (log_.enabled(log_level::debug))
+        log_.write(log_level::debug, "forward",
+                   std::string(method) + " " + std::string(key_) + " -> " + std::to_string(status) + " in " +
+                       std::to_string(whole_ms(latency)) + " ms after " + std::to_string(whole_ms(queue_wait())) +
+                       " ms parked" + (pooled ? ", pooled connection" : ""));
+    const bool throttled = status == 429 || status == 503;
+    slot_.set_outcome(throttled ? outcome::throttled : outcome::ok);
+    if (throttled)
+        slot_.report(health_signal::throttled_by(
+            latency, parse_retry_after(retry_after, std::chrono::system_clock::now(), policy().retry_after_cap)));
+    else
+        slot_.report(health_signal::answered(latency));
+}
+
+void exchange::append_proxy_status(std::string& out) const { append_queue_wait_status(queue_wait(), out); }
+
+outcome outcome_of(errc why) {
+    switch (why) {
+    case errc::dns_timeout:
+    case errc::origin_connect_timeout:
+    case errc::origin_response_timeout: return outcome::timeout;
+    case errc::origin_refused:
+    case errc::origin_closed: return outcome::refused;
+    case errc::queue_full:
+    case errc::queue_timeout:
+    case errc::shutting_down:
+    case errc::destination_denied: return outcome::rejected;
+    default: return outcome::error;
+    }
+}
+
+void append_queue_wait_status(clock::duration waited, std::string& out) {
+    // "%.3f" seconds, without printf's floating-point path (this is on every response).
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited + std::chrono::microseconds(500)).count();
+    out += "politeproxy; queue-wait=";
+    char seconds[24];
+    const auto [end, ec] = std::to_chars(seconds, seconds + sizeof seconds, ms / 1000);
+    out.append(seconds, end);
+    out += '.';
+    const auto frac = ms % 1000;
+    out += static_cast<char>('0' + frac / 100);
+    out += static_cast<char>('0' + frac / 10 % 10);
+    out += static_cast<char>('0' + frac % 10);
+}
+
+}  // namespace politeproxy

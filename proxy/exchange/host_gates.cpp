@@ -1,0 +1,362 @@
+#include "politeproxy/exchange/host_gates.hpp"
+
+#include "politeproxy/base/error.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+
+namespace {
+
+std::size_t shard_of(const std::string& key, std::size_t count) {
+    return std::hash<std::string>{}(key) % count;
+}
+
+// A parked request: the gate's intrusive node plus the timer its coroutine sleeps on.
+struct async_waiter : gate::waiter, std::enable_shared_from_this<async_waiter> {
+    explicit async_waiter(executor ex) : timer(std::move(ex)) {}
+    steady_timer timer;
+};
+
+using wake_list = std::vector<std::shared_ptr<async_waiter>>;
+
+// Runs the gate under the caller's lock and keeps the waiters it woke alive until
+// the caller, after unlocking, pokes them.
+void advance_locked(host_entry& e, clock::time_point now, wake_list& wake) {
+    std::vector<gate::waiter*> woken;
+    e.g.advance(now, woken);
+    for (gate::waiter* w : woken) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
+}
+
+// The timer is only touched on the waiter's own executor (its session's worker loop), so the
+// poke runs there: it interrupts the wait and the coroutine re-reads its state.
+void poke(wake_list& wake) {
+    for (auto& w : wake) {
+        auto& timer = w->timer;
+        asio::post(timer.get_executor(), [w = std::move(w)] { w->timer.cancel(); });
+    }
+    wake.clear();
+}
+
+// The gate enforces what the health controller decided.
+void apply_health(host_entry& e, clock::time_point now) {
+    const host_policy& p = *e.policy;
+    e.g.set_limits({e.health.limit(), e.health.rate(), p.burst, p.queue.max_waiting, p.enforce}, now);
+    e.g.set_pause(e.health.paused_until());
+}
+
+clock::duration retry_after_hint(const host_entry& e, clock::time_point now) {
+    // Roughly how long the queue ahead needs to drain, or the pause. The host serves at
+    // most `rate` per second and, with responses taking p95, `limit / p95` per second.
+    double per_second = e.g.limits().rate;
+    if (const auto p95 = e.health.p95(); p95 && *p95 > clock::duration::zero())
+        per_second = std::min(per_second, static_cast<double>(e.g.limit()) / std::chrono::duration<double>(*p95).count());
+    const double seconds = std::ceil(static_cast<double>(e.g.waiting() + 1) / per_second);
+    const auto drain = std::chrono::seconds(static_cast<long>(std::clamp(seconds, 1.0, 3600.0)));
+    const auto pause = e.g.paused_until() > now ? e.g.paused_until() - now : clock::duration::zero();
+    return std::max<clock::duration>(drain, pause);
+}
+
+}  // namespace
+
+host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o,
+                       clock::time_point now)
+    : key(std::move(k)),
+      policy(std::move(p)),
+      override_entry(o),
+      g(gate_limits{policy->concurrency, policy->rate, policy->burst, policy->queue.max_waiting, policy->enforce}, now),
+      health(*policy, now),
+      last_used(now) {}
+
+host_gates::host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed) : config_(std::move(cfg)) {
+    for (auto& s : shards_) s.random.seed(static_cast<std::minstd_rand::result_type>(seed++));
+}
+
+std::shared_ptr<const config> host_gates::current_config() const {
+    std::lock_guard lock(config_mutex_);
+    return config_;
+}
+
+std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::string& key, clock::time_point now) {
+    auto it = s.entries.find(key);
+    if (it != s.entries.end()) return it->second;
+    const auto cfg = current_config();
+    const host_override* o = cfg->override_for(key, utc_today());
+    std::shared_ptr<const host_policy> policy(cfg, o ? &o->policy : &cfg->defaults);
+    auto entry = std::make_shared<host_entry>(key, std::move(policy), o, now);
+    entry->shard = static_cast<std::size_t>(&s - shards_.data());
+    s.entries.emplace(key, entry);
+    return entry;
+}
+
+permit host_gates::try_acquire(const std::string& key) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    const auto now = clock::now();
+    std::lock_guard lock(s.mutex);
+    if (closed_) return {};
+    auto entry = find_or_create(s, key, now);
+    entry->last_used = now;
+    if (entry->health.tick(now)) apply_health(*entry, now);
+    if (!entry->g.try_depart(now)) return {};
+    auto policy = entry->policy;
+    const auto epoch = entry->health.epoch();
+    return permit(this, std::move(entry), std::move(policy), {}, epoch);
+}
+
+task<acquire_result> host_gates::acquire(std::string key) {
+    if (permit p = try_acquire(key)) co_return acquire_result{std::move(p), {}, {}};
+    shard& s = shards_[shard_of(key, shard_count)];
+    std::shared_ptr<host_entry> entry;
+    const auto start = clock::now();
+    {
+        std::lock_guard lock(s.mutex);
+        if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+        entry = find_or_create(s, key, start);
+    }
+
+    auto w = std::make_shared<async_waiter>(co_await asio::this_coro::executor);
+    // Whatever ends this coroutine without a permit (deadline, cancellation, shutdown, an
+    // exception thrown by a cancelled co_await) takes the waiter out of the gate.
+    struct leave_guard {
+        host_gates* self = nullptr;
+        host_entry* entry = nullptr;
+        async_waiter* w = nullptr;
+        ~leave_guard() {
+            if (self) self->cancel(*entry, *w);
+        }
+    } guard;
+    wake_list wake;
+    clock::duration max_wait{};
+    {
+        std::lock_guard lock(s.mutex);
+        if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+        max_wait = entry->policy->queue.max_wait;
+        if (!entry->g.enqueue(*w)) {
+            ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
+            co_return acquire_result{{}, errc::queue_full, retry_after_hint(*entry, start)};
+        }
+        guard.self = this;
+        guard.entry = entry.get();
+        guard.w = w.get();
+        advance_locked(*entry, start, wake);
+    }
+    poke(wake);
+    const auto deadline = start + max_wait;
+
+    for (;;) {
+        clock::time_point wake_at;
+        const auto now = clock::now();
+        {
+            std::lock_guard lock(s.mutex);
+            if (w->state() == gate::waiter_state::departed) {
+                guard.self = nullptr;
+                auto policy = entry->policy;
+                const auto epoch = entry->health.epoch();
+                co_return acquire_result{permit(this, std::move(entry), std::move(policy), now - start, epoch), {}, {}};
+            }
+            if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+            if (now >= deadline) {
+                ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
+                co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(*entry, now)};
+            }
+            wake_at = std::min(deadline, w->wake_at());
+        }
+        w->timer.expires_at(wake_at);
+        auto [ec] = co_await w->timer.async_wait(use_tuple);
+        if (ec) {
+            // A poke cancels the timer too; only the coroutine's own cancellation state
+            // says the caller gave up.
+            if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+                co_return acquire_result{{}, errc::cancelled, {}};
+            continue;
+        }
+        {
+            // Our token is due, or a pause ended: run the gate.
+            std::lock_guard lock(s.mutex);
+            const auto t = clock::now();
+            if (entry->health.tick(t)) apply_health(*entry, t);
+            advance_locked(*entry, t, wake);
+        }
+        poke(wake);
+    }
+}
+
+void host_gates::cancel(host_entry& entry, gate::waiter& w) {
+    wake_list wake;
+    {
+        std::lock_guard lock(shards_[entry.shard].mutex);
+        if (w.state() == gate::waiter_state::departed)
+            entry.g.release();  // granted as its requester gave up: pass it on
+        else
+            entry.g.cancel(w);
+        advance_locked(entry, clock::now(), wake);
+    }
+    poke(wake);
+}
+
+void host_gates::release(host_entry& entry, outcome how) {
+    wake_list wake;
+    {
+        std::lock_guard lock(shards_[entry.shard].mutex);
+        const auto now = clock::now();
+        entry.g.release();
+        ++entry.outcomes[static_cast<std::size_t>(how)];
+        entry.last_used = now;
+        if (entry.health.tick(now)) apply_health(entry, now);
+        advance_locked(entry, now, wake);
+    }
+    poke(wake);
+}
+
+void host_gates::report(host_entry& entry, const health_signal& signal) {
+    wake_list wake;
+    {
+        shard& s = shards_[entry.shard];
+        std::lock_guard lock(s.mutex);
+        const auto now = clock::now();
+        const auto change = entry.health.on_signal(signal, now, [&s] {
+            return std::uniform_real_distribution<double>(0.0, 1.0)(s.random);
+        });
+        if (change == limit_change::none) return;
+        ++entry.limit_changes[static_cast<std::size_t>(change) - 1];
+        apply_health(entry, now);
+        advance_locked(entry, now, wake);  // a raised limit admits waiters at once
+    }
+    poke(wake);
+}
+
+void host_gates::set_config(std::shared_ptr<const config> cfg) {
+    {
+        std::lock_guard lock(config_mutex_);
+        config_ = cfg;
+    }
+    const auto today = utc_today();
+    for (auto& s : shards_) {
+        wake_list wake;
+        {
+            std::lock_guard lock(s.mutex);
+            const auto now = clock::now();
+            for (auto& [key, e] : s.entries) {
+                const host_override* o = cfg->override_for(key, today);
+                e->policy = std::shared_ptr<const host_policy>(cfg, o ? &o->policy : &cfg->defaults);
+                e->override_entry = o;
+                e->health.reconfigure(*e->policy, now);
+                apply_health(*e, now);
+                advance_locked(*e, now, wake);
+            }
+        }
+        poke(wake);
+    }
+}
+
+void host_gates::close() {
+    std::array<std::unique_lock<std::mutex>, shard_count> locks;
+    for (std::size_t i = 0; i < shard_count; ++i) locks[i] = std::unique_lock(shards_[i].mutex);
+    closed_ = true;
+    // Every parked waiter's timer gets a poke; each then sees closed_ and leaves.
+    wake_list wake;
+    for (auto& s : shards_)
+        for (auto& [key, e] : s.entries) {
+            thread_local std::vector<gate::waiter*> all;
+            all.clear();
+            e->g.for_each_waiter([](gate::waiter& w) { all.push_back(&w); });
+            for (gate::waiter* w : all) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
+        }
+    for (auto& l : locks) l.unlock();
+    poke(wake);
+}
+
+std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_for) {
+    std::size_t evicted = 0;
+    for (auto& s : shards_) {
+        std::lock_guard lock(s.mutex);
+        evicted += std::erase_if(s.entries, [&](const auto& kv) {
+            const host_entry& e = *kv.second;
+            return now - e.last_used >= idle_for && e.g.idle(now) && e.health.paused_until() <= now;
+        });
+    }
+    return evicted;
+}
+
+std::size_t host_gates::size() const {
+    std::size_t n = 0;
+    for (const auto& s : shards_) {
+        std::lock_guard lock(s.mutex);
+        n += s.entries.size();
+    }
+    return n;
+}
+
+std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
+    std::vector<host_snapshot> out;
+    for (const auto& s : shards_) {
+        std::lock_guard lock(s.mutex);
+        for (const auto& [key, e] : s.entries) {
+            host_snapshot h;
+            h.key = key;
+            h.in_flight = e->g.in_flight();
+            h.waiting = e->g.waiting();
+            h.limit = e->g.limit();
+            h.configured_limit = e->policy->concurrency;
+            h.rate = e->g.limits().rate;
+            h.configured_rate = e->policy->rate;
+            h.paused_for = e->g.paused_until() > now ? e->g.paused_until() - now : clock::duration::zero();
+            h.p95 = e->health.p95();
+            if (e->override_entry) h.override_reason = e->override_entry->reason;
+            h.enforce = e->policy->enforce;
+            h.would_have_waited = e->g.would_have_waited();
+            h.outcomes = e->outcomes;
+            h.limit_changes = e->limit_changes;
+            out.push_back(std::move(h));
+        }
+    }
+    return out;
+}
+
+// ---- permit ----
+
+permit::permit(permit&& other) noexcept
+    : owner_(std::exchange(other.owner_, nullptr)),
+      entry_(std::move(other.entry_)),
+      policy_(std::move(other.policy_)),
+      queue_wait_(other.queue_wait_),
+      epoch_(other.epoch_),
+      outcome_(other.outcome_) {}
+
+permit& permit::operator=(permit&& other) noexcept {
+    if (this != &other) {
+        reset();
+        owner_ = std::exchange(other.owner_, nullptr);
+        entry_ = std::move(other.entry_);
+        policy_ = std::move(other.policy_);
+        queue_wait_ = other.queue_wait_;
+        epoch_ = other.epoch_;
+        outcome_ = other.outcome_;
+    }
+    return *this;
+}
+
+permit::~permit() { reset(); }
+
+void permit::reset() {
+    if (entry_) owner_->release(*entry_, outcome_);
+    entry_.reset();
+    policy_.reset();
+    owner_ = nullptr;
+}
+
+void permit::report(health_signal signal) {
+    if (!entry_) return;
+    signal.epoch = epoch_;
+    owner_->report(*entry_, signal);
+}
+
+const host_policy& permit::policy() const { return *policy_; }
+
+}  // namespace politeproxy

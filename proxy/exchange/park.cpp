@@ -1,0 +1,61 @@
+#include "politeproxy/exchange/park.hpp"
+#include "politeproxy/base/executor.hpp"
+
+#include "politeproxy/http1/answers.hpp"
+#include "politeproxy/base/error.hpp"
+#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/server/proxy_context.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+
+// Completes when the client has gone, or when cancelled.
+task<void> client_gone(tcp_socket& client) {
+    auto [ec] = co_await client.async_wait(tcp_socket::wait_read, use_tuple);
+    if (ec) co_return;
+    char byte;
+    const ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) co_return;
+    // Bytes are waiting (a body): an orderly close hides behind them; errors do not.
+    co_await client.async_wait(tcp_socket::wait_error, use_tuple);
+}
+
+}  // namespace
+
+task<acquire_result> park(host_gates& gates, std::string key, tcp_socket& client) {
+    auto result = co_await (gates.acquire(std::move(key)) || client_gone(client));
+    if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
+    co_return std::move(std::get<0>(result));
+}
+
+permit admit_at_once(proxy_context& ctx, const std::string& key) {
+    permit now = ctx.gates.try_acquire(key);
+    if (now) ctx.metrics.queue_wait(clock::duration::zero());
+    return now;
+}
+
+task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key, answer_mode mode) {
+    auto r = co_await park(ctx.gates, std::move(key), client.socket());
+    if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer
+    if (r.ec) {
+        const auto why = static_cast<errc>(r.ec.value());
+        const std::string details = r.ec.message();
+        const bool keep = co_await send_answer(ctx, client, why, details, mode, r.retry_after);
+        co_return admission{{}, keep};
+    }
+    ctx.metrics.queue_wait(r.granted.queue_wait());
+    co_return admission{std::move(r.granted), true};
+}
+
+}  // namespace politeproxy

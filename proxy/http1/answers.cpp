@@ -1,0 +1,148 @@
+#include "politeproxy/http1/answers.hpp"
+
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/base/log.hpp"
+#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/server/proxy_context.hpp"
+#include "politeproxy/http1/request_head.hpp"
+#include "politeproxy/base/executor.hpp"
+
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/http/status.hpp>
+
+#include <charconv>
+
+
+namespace politeproxy {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+struct answer_kind {
+    http::status status;
+    const char* proxy_error;  ///< RFC 9209 error type
+};
+
+answer_kind kind_of(errc why) {
+    switch (why) {
+    case errc::queue_full:
+    case errc::queue_timeout: return {http::status::service_unavailable, "connection_limit_reached"};
+    case errc::shutting_down: return {http::status::service_unavailable, "proxy_internal_response"};
+    case errc::client_denied:
+    case errc::connect_port_denied: return {http::status::forbidden, "http_request_denied"};
+    case errc::destination_denied: return {http::status::forbidden, "destination_ip_prohibited"};
+    case errc::header_too_large: return {http::status::request_header_fields_too_large, "http_request_error"};
+    case errc::request_line_too_long: return {http::status::uri_too_long, "http_request_error"};
+    case errc::unsupported_transfer_coding: return {http::status::not_implemented, "http_request_error"};
+    case errc::version_not_supported: return {http::status::http_version_not_supported, "http_request_error"};
+    case errc::method_not_allowed: return {http::status::method_not_allowed, "http_request_denied"};
+    case errc::request_timeout: return {http::status::request_timeout, "http_request_error"};
+    case errc::loop_detected: return {http::status::loop_detected, "proxy_loop_detected"};
+    case errc::dns_failure: return {http::status::bad_gateway, "dns_error"};
+    case errc::dns_timeout: return {http::status::gateway_timeout, "dns_timeout"};
+    case errc::origin_refused: return {http::status::bad_gateway, "connection_refused"};
+    case errc::origin_closed: return {http::status::bad_gateway, "connection_terminated"};
+    case errc::origin_connect_timeout: return {http::status::gateway_timeout, "connection_timeout"};
+    case errc::origin_response_timeout: return {http::status::gateway_timeout, "http_response_timeout"};
+    case errc::origin_bad_response: return {http::status::bad_gateway, "http_protocol_error"};
+    case errc::bad_request:
+    case errc::bad_framing:
+    case errc::bad_host:
+    case errc::unsupported_scheme:
+    case errc::origin_form_request:
+    case errc::cancelled: break;
+    }
+    return {http::status::bad_request, "http_request_error"};
+}
+
+std::string quoted(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (c >= 0x20 && c < 0x7f) out += c;
+    }
+    return out + "\"";
+}
+
+}  // namespace
+
+answer make_answer(errc why, std::string_view details, bool keep_alive,
+                   std::optional<clock::duration> retry_after) {
+    const answer_kind kind = kind_of(why);
+    answer res{kind.status, 11};
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    res.set(http::field::cache_control, "no-store");
+    res.set("Proxy-Status", std::string("politeproxy; error=") + kind.proxy_error +
+                                "; details=" + quoted(details));
+    if (retry_after) {
+        const auto seconds = std::chrono::ceil<std::chrono::seconds>(*retry_after).count();
+        res.set(http::field::retry_after, std::to_string(seconds < 1 ? 1 : seconds));
+    }
+    res.body() = std::to_string(static_cast<unsigned>(kind.status)) + " " +
+                 std::string(http::obsolete_reason(kind.status)) + ": " + std::string(details) + "\n";
+    if (why == errc::method_not_allowed) res.set(http::field::allow, forwarded_methods);
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    return res;
+}
+
+task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::string_view details,
+                       answer_mode mode, std::optional<clock::duration> retry_after) {
+    ctx.metrics.rejected(why);
+    if (ctx.log.enabled(log_level::debug))
+        ctx.log.write(log_level::debug, "answer", make_error_code(why).message() + ": " + std::string(details));
+    auto res = make_answer(why, details, mode.keep_alive, retry_after);
+    client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
+    http::response_serializer<http::string_body> serializer(res);
+    boost::system::error_code ec;
+    if (mode.head)  // the Content-Length of the body a GET would get, and no body
+        std::tie(ec, std::ignore) = co_await http::async_write_header(client, serializer, use_tuple);
+    else
+        std::tie(ec, std::ignore) = co_await http::async_write(client, serializer, use_tuple);
+    co_return !ec && mode.keep_alive;
+}
+
+task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool keep_alive) {
+    answer res{http::status::ok, 11};
+    res.set(http::field::allow, forwarded_methods);
+    res.set("Proxy-Status", "politeproxy; details=\"OPTIONS answered by the proxy\"");
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
+    auto [ec, n] = co_await http::async_write(client, res, use_tuple);
+    co_return !ec && keep_alive;
+}
+
+outcome outcome_of(errc why) {
+    switch (why) {
+    case errc::dns_timeout:
+    case errc::origin_connect_timeout:
+    case errc::origin_response_timeout: return outcome::timeout;
+    case errc::origin_refused:
+    case errc::origin_closed: return outcome::refused;
+    case errc::queue_full:
+    case errc::queue_timeout:
+    case errc::shutting_down:
+    case errc::destination_denied: return outcome::rejected;
+    default: return outcome::error;
+    }
+}
+
+void append_queue_wait_status(clock::duration waited, std::string& out) {
+    // "%.3f" seconds, without printf's floating-point path (this is on every response).
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited + std::chrono::microseconds(500)).count();
+    out += "politeproxy; queue-wait=";
+    char seconds[24];
+    const auto [end, ec] = std::to_chars(seconds, seconds + sizeof seconds, ms / 1000);
+    out.append(seconds, end);
+    out += '.';
+    const auto frac = ms % 1000;
+    out += static_cast<char>('0' + frac / 100);
+    out += static_cast<char>('0' + frac / 10 % 10);
+    out += static_cast<char>('0' + frac % 10);
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,66 @@
+#include "politeproxy/net/origin_connect.hpp"
+
+#include "politeproxy/config/config.hpp"
+#include "politeproxy/net/dns_resolver.hpp"
+#include "politeproxy/base/executor.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstring>
+#include <vector>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+ip_bytes bytes_of(const asio::ip::address& a) {
+    if (a.is_v4()) return ipv4_bytes(a.to_v4().to_uint());
+    ip_bytes b{};
+    const auto v6 = a.to_v6().to_bytes();
+    std::memcpy(b.data(), v6.data(), b.size());
+    return b;
+}
+
+std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key,
+                                                       const std::optional<ip_bytes>& address) {
+    const resolve_entry* entry = address ? nullptr : cfg.static_entry(key);
+    if (!address && !entry) return std::nullopt;
+    if (cfg.security.destinations.permitted(address ? *address : entry->bytes)) return std::nullopt;
+    return connect_failure{errc::destination_denied, "destination " + (entry ? entry->address : key) + " is denied"};
+}
+
+task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resolver& resolver,
+                                                    timed_socket& stream, const std::string& key,
+                                                    std::uint16_t port, clock::duration timeout) {
+    const auto deadline = clock::now() + timeout;
+    std::vector<tcp::endpoint> candidates;
+    boost::system::error_code ec;
+    const std::string_view literal = cfg.static_address(key).value_or(key);
+    if (const auto address = asio::ip::make_address(literal, ec); !ec) {
+        candidates.emplace_back(address, port);
+    } else {
+        auto found = co_await resolver.resolve(key, port, deadline);
+        if (found.ec == asio::error::timed_out)
+            co_return connect_failure{errc::dns_timeout, "looking up " + key + " timed out"};
+        if (found.ec) co_return connect_failure{errc::dns_failure, "cannot resolve " + key};
+        candidates = std::move(found.endpoints);
+    }
+
+    std::vector<tcp::endpoint> permitted;
+    for (const auto& e : candidates)
+        if (cfg.security.destinations.permitted(bytes_of(e.address()))) permitted.push_back(e);
+    if (permitted.empty())
+        co_return connect_failure{errc::destination_denied,
+                                  "destination " + candidates.front().address().to_string() + " is denied"};
+
+    stream.expires_at(deadline);
+    auto [cec, endpoint] = co_await stream.async_connect(permitted, use_tuple);
+    stream.expires_never();
+    if (cec == boost::beast::error::timeout)
+        co_return connect_failure{errc::origin_connect_timeout, "connect timed out"};
+    if (cec) co_return connect_failure{errc::origin_refused, "connect failed: " + cec.message()};
+    stream.socket().set_option(tcp::no_delay(true), ec);
+    co_return std::nullopt;
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,122 @@
+#include "politeproxy/policy/gate.hpp"
+
+#include <cassert>
+
+namespace politeproxy {
+
+gate::gate(const gate_limits& limits, clock::time_point now)
+    : limits_(limits), bucket_(limits.rate, limits.burst, now) {}
+
+gate::~gate() {
+    // Owners cancel their waiters first; unlink defensively so a bug cannot leave
+    // dangling hooks behind.
+    slot_queue_.clear();
+    token_line_.clear();
+}
+
+bool gate::try_depart(clock::time_point now) {
+    if (!limits_.enforce) {
+        if (in_flight_ >= limits_.concurrency || now < paused_until_ || !bucket_.try_take(now)) ++would_have_waited_;
+        ++in_flight_;
+        return true;
+    }
+    if (!slot_queue_.empty() || !token_line_.empty() || in_flight_ >= limits_.concurrency || now < paused_until_ ||
+        !bucket_.try_take(now))
+        return false;
+    ++in_flight_;
+    return true;
+}
+
+bool gate::enqueue(waiter& w) {
+    assert(w.state_ == waiter_state::idle);
+    if (waiting() >= limits_.max_waiting) return false;
+    w.state_ = waiter_state::queued;
+    w.wake_at_ = clock::time_point::max();
+    slot_queue_.push_back(w);
+    return true;
+}
+
+void gate::cancel(waiter& w) {
+    switch (w.state_) {
+    case waiter_state::queued:
+        slot_queue_.erase(slot_queue_.iterator_to(w));
+        break;
+    case waiter_state::holding_slot:
+        token_line_.erase(token_line_.iterator_to(w));
+        break;
+    case waiter_state::idle:
+    case waiter_state::departed:
+        return;
+    }
+    w.state_ = waiter_state::idle;
+    w.wake_at_ = clock::time_point::max();
+}
+
+void gate::release() {
+    assert(in_flight_ > 0);
+    if (in_flight_ > 0) --in_flight_;
+}
+
+void gate::depart(waiter& w, std::vector<waiter*>& woken) {
+    w.state_ = waiter_state::departed;
+    w.wake_at_ = clock::time_point::max();
+    ++in_flight_;
+    woken.push_back(&w);
+}
+
+void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
+    if (!limits_.enforce) return advance_observing(now, woken);
+    // A lowered limit takes back slots not yet used: the newest holders return to the
+    // front of the queue, keeping arrival order. Nothing that departed is touched.
+    while (!token_line_.empty() && in_flight_ + token_line_.size() > limits_.concurrency) {
+        waiter& w = token_line_.back();
+        token_line_.pop_back();
+        w.state_ = waiter_state::queued;
+        w.wake_at_ = clock::time_point::max();
+        slot_queue_.push_front(w);
+    }
+    while (!slot_queue_.empty() && in_flight_ + token_line_.size() < limits_.concurrency) {
+        waiter& w = slot_queue_.front();
+        slot_queue_.pop_front();
+        w.state_ = waiter_state::holding_slot;
+        token_line_.push_back(w);
+    }
+    const bool paused = now < paused_until_;
+    while (!paused && !token_line_.empty() && bucket_.try_take(now)) {
+        waiter& w = token_line_.front();
+        token_line_.pop_front();
+        depart(w, woken);
+    }
+    if (!token_line_.empty()) {
+        waiter& head = token_line_.front();
+        const auto due = paused ? paused_until_ : now + bucket_.wait_for_token(now);
+        if (head.wake_at_ != due) {
+            head.wake_at_ = due;
+            woken.push_back(&head);
+        }
+    }
+}
+
+void gate::advance_observing(clock::time_point now, std::vector<waiter*>& woken) {
+    // A limit lowered or a switch from enforcing may leave waiters parked: release them.
+    for (waiter_list* list : {&token_line_, &slot_queue_}) {
+        while (!list->empty()) {
+            waiter& w = list->front();
+            list->pop_front();
+            const bool would_wait = in_flight_ >= limits_.concurrency || now < paused_until_ || !bucket_.try_take(now);
+            if (would_wait) ++would_have_waited_;
+            depart(w, woken);
+        }
+    }
+}
+
+void gate::set_limits(const gate_limits& limits, clock::time_point now) {
+    limits_ = limits;
+    bucket_.reconfigure(limits.rate, limits.burst, now);
+}
+
+bool gate::idle(clock::time_point now) const {
+    return in_flight_ == 0 && slot_queue_.empty() && token_line_.empty() && bucket_.full(now);
+}
+
+}  // namespace politeproxy

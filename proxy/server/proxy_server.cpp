@@ -1,0 +1,228 @@
+#include "politeproxy/server/proxy_server.hpp"
+#include "politeproxy/base/executor.hpp"
+
+#include "politeproxy/admin/admin_server.hpp"
+#include "politeproxy/server/client_session.hpp"
+#include "politeproxy/config/config_load.hpp"
+#include "politeproxy/net/dns_resolver.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/net/origin_pool.hpp"
+#include "politeproxy/server/proxy_context.hpp"
+#include "politeproxy/server/session_set.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <malloc.h>
+
+#include <atomic>
+#include <memory>
+#include <memory_resource>
+#include <optional>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// Name look-ups that may block at once (see dns_resolver).
+constexpr std::size_t dns_threads = 8;
+constexpr auto housekeeping_period = std::chrono::seconds(1);
+constexpr auto accept_error_pause = std::chrono::milliseconds(100);
+constexpr auto drain_poll = std::chrono::milliseconds(50);
+
+std::string make_via() {
+    std::random_device rd;
+    char id[16];
+    std::snprintf(id, sizeof id, "%08x", static_cast<unsigned>(rd()));
+    return std::string("1.1 politeproxy-") + id;
+}
+
+tcp_acceptor bind(asio::io_context& ioc, const listen_address& where) {
+    const tcp::endpoint endpoint(asio::ip::make_address(where.host), where.port);
+    tcp_acceptor acceptor(ioc);
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(tcp_acceptor::reuse_address(true));
+    acceptor.bind(endpoint);
+    acceptor.listen(asio::socket_base::max_listen_connections);
+    return acceptor;
+}
+
+std::string text_of(const tcp::endpoint& e) {
+    return listen_address{e.address().to_string(), e.port()}.text();
+}
+
+// One event loop per thread, each with its own origin pool (a socket belongs to the
+// loop it was opened on). A session lives on one worker from accept to close, so
+// nothing on a worker needs a strand; what workers share (gates, metrics, sessions)
+// locks for itself.
+struct worker {
+    origin_pool pool;                  // cleared by run() before the loop goes
+    std::pmr::unsynchronized_pool_resource field_blocks;  // for its sessions' field arenas
+    std::optional<proxy_context> ctx;  // what this worker's sessions share
+    asio::io_context ioc{1};           // run by exactly one thread; destroyed first
+};
+
+}  // namespace
+
+proxy_server::proxy_server(std::string config_path, std::shared_ptr<const config> cfg, logger log)
+    : config_path_(std::move(config_path)), cfg_(std::move(cfg)), log_(log) {}
+
+int proxy_server::run() {
+    const unsigned threads = cfg_->workers ? cfg_->workers : std::max(1u, std::thread::hardware_concurrency());
+
+    // Declared before the workers: destroying a worker's io_context destroys suspended
+    // sessions, whose permits and connection counters still refer to these.
+    host_gates gates(cfg_);
+    metrics m;
+    session_set sessions;
+    std::atomic<bool> draining{false};
+    std::vector<std::unique_ptr<worker>> workers;
+    for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<worker>());
+    dns_resolver resolver(dns_threads);  // after the workers: its threads post to them until joined
+    const std::string via = make_via();
+    for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_, w->field_blocks});
+    const auto stop_all = [&] {
+        for (auto& w : workers) w->ioc.stop();
+    };
+    const auto idle_origin_connections = [&] {
+        std::size_t n = 0;
+        for (auto& w : workers) n += w->pool.idle_count();
+        return n;
+    };
+
+    // Accepting, signals, the admin listener and shutdown run on the first worker.
+    asio::io_context& control = workers.front()->ioc;
+    tcp_acceptor proxy_acceptor = bind(control, cfg_->listen);
+    tcp_acceptor admin_acceptor = bind(control, cfg_->admin_listen);
+
+    // The line tests and scripts wait for: both listeners are bound.
+    std::fprintf(stderr, "politeproxy: listening proxy=%s admin=%s\n", text_of(proxy_acceptor.local_endpoint()).c_str(),
+                 text_of(admin_acceptor.local_endpoint()).c_str());
+    std::fflush(stderr);
+
+    asio::co_spawn(control, [&]() -> task<void> {
+        steady_timer pause(control);
+        for (std::size_t next = 0;; next = (next + 1) % workers.size()) {
+            worker& target = *workers[next];
+            auto [ec, socket] = co_await proxy_acceptor.async_accept(target.ioc, use_tuple);
+            if (draining) co_return;
+            if (ec) {
+                log_.write(log_level::warn, "accept", ec.message());
+                pause.expires_after(accept_error_pause);  // e.g. out of file descriptors
+                co_await pause.async_wait(use_tuple);
+                continue;
+            }
+            asio::co_spawn(target.ioc, run_client_session(*target.ctx, std::move(socket)),
+                           [this](std::exception_ptr e) {
+                               if (!e) return;
+                               // A bug, not a network event: log it loudly and keep
+                               // serving everyone else. The session's permits were
+                               // released by their destructors while it unwound.
+                               try {
+                                   std::rethrow_exception(e);
+                               } catch (const std::exception& ex) {
+                                   log_.write(log_level::error, "session", std::string("uncaught: ") + ex.what());
+                               }
+                           });
+        }
+    }, asio::detached);
+
+    asio::co_spawn(control,
+                   run_admin_listener(admin_acceptor, admin_view{gates, m, idle_origin_connections,
+                                                                 [&] { return !draining.load(); }}),
+                   asio::detached);
+
+    // Each worker sweeps its own pool; the first also evicts idle gates.
+    std::vector<std::unique_ptr<steady_timer>> housekeeping;
+    for (auto& w : workers) {
+        auto& timer = *housekeeping.emplace_back(std::make_unique<steady_timer>(w->ioc));
+        const bool evicts = w == workers.front();
+        asio::co_spawn(w->ioc, [&, evicts, pool = &w->pool]() -> task<void> {
+            for (;;) {
+                timer.expires_after(housekeeping_period);
+                if (auto [ec] = co_await timer.async_wait(use_tuple); ec) co_return;
+                const auto now = clock::now();
+                pool->sweep(now);
+                // Give freed gate memory back to the system, not only to the heap.
+                if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl) > 0) ::malloc_trim(0);
+            }
+        }, asio::detached);
+    }
+
+    asio::signal_set reload_signal(control, SIGHUP);
+    asio::co_spawn(control, [&]() -> task<void> {
+        for (;;) {
+            auto [ec, signo] = co_await reload_signal.async_wait(use_tuple);
+            if (ec) co_return;
+            reload(gates, m);
+        }
+    }, asio::detached);
+
+    asio::signal_set stop_signals(control, SIGINT, SIGTERM);
+    asio::co_spawn(control, [&]() -> task<void> {
+        auto [ec, signo] = co_await stop_signals.async_wait(use_tuple);
+        if (ec) co_return;
+        log_.write(log_level::info, "server", "signal " + std::to_string(signo) + ": draining");
+        stop_signals.async_wait([&](boost::system::error_code e, int) {
+            if (e) return;
+            log_.write(log_level::warn, "server", "second signal: stopping now");
+            stop_all();
+        });
+        // Stop taking work, answer what is parked, close idle connections; requests in
+        // flight finish, up to drain_timeout.
+        draining = true;
+        boost::system::error_code ignored;
+        proxy_acceptor.close(ignored);
+        gates.close();
+        sessions.close_idle();
+        steady_timer drain(control);
+        const auto deadline = clock::now() + gates.current_config()->drain_timeout;
+        while (sessions.size() > 0 && clock::now() < deadline) {
+            drain.expires_after(drain_poll);
+            co_await drain.async_wait(use_tuple);
+        }
+        if (sessions.size() > 0)
+            log_.write(log_level::warn, "server", std::to_string(sessions.size()) + " sessions cut at drain_timeout");
+        admin_acceptor.close(ignored);
+        stop_all();
+    }, asio::detached);
+
+    std::vector<std::thread> worker_threads;
+    for (std::size_t i = 1; i < workers.size(); ++i)
+        worker_threads.emplace_back([&ioc = workers[i]->ioc] { ioc.run(); });
+    control.run();
+    for (auto& t : worker_threads) t.join();
+    // The pools' sockets and the timers belong to the workers' loops, which go first.
+    for (auto& w : workers) w->pool.clear();
+    housekeeping.clear();
+    log_.write(log_level::info, "server", "stopped");
+    return 0;
+}
+
+void proxy_server::reload(host_gates& gates, metrics& m) {
+    auto loaded = load_config_file(config_path_);
+    if (!loaded) {
+        m.config_reload(false);
+        log_.write(log_level::error, "config", "reload rejected, keeping the running config: " + loaded.error());
+        return;
+    }
+    // Addresses and threads are bound at start; the rest applies now.
+    const auto running = gates.current_config();
+    loaded->listen = running->listen;
+    loaded->admin_listen = running->admin_listen;
+    loaded->workers = running->workers;
+    gates.set_config(std::make_shared<const config>(std::move(*loaded)));
+    m.config_reload(true);
+    log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen and workers apply at restart)");
+}
+
+}  // namespace politeproxy

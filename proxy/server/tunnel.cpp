@@ -1,0 +1,129 @@
+#include "politeproxy/server/tunnel.hpp"
+
+#include "politeproxy/http1/answers.hpp"
+#include "politeproxy/http1/hop_by_hop.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/http1/origin_target.hpp"
+#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/net/origin_connect.hpp"
+#include "politeproxy/exchange/park.hpp"
+#include "politeproxy/base/executor.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr std::size_t tunnel_chunk_size = 16 * 1024;
+constexpr std::string_view established =
+    "HTTP/1.1 200 Connection established\r\nProxy-Status: politeproxy\r\n\r\n";
+
+// Both directions of one tunnel; all of it runs on the session's worker loop.
+struct tunnel_state {
+    tcp_socket& client;
+    tcp_socket& origin;
+    clock::time_point last_activity = clock::now();
+};
+
+// Copies until `from` reaches EOF, then half-closes `to`: the other direction goes on
+// (a client may finish sending long before the response ends). An error ends both.
+task<void> pump(tunnel_state& t, tcp_socket& from, tcp_socket& to) {
+    std::array<char, tunnel_chunk_size> chunk;
+    for (;;) {
+        auto [rec, n] = co_await from.async_read_some(asio::buffer(chunk), use_tuple);
+        if (rec == asio::error::eof) {
+            boost::system::error_code ignored;
+            to.shutdown(tcp_socket::shutdown_send, ignored);
+            co_return;
+        }
+        if (!rec) {
+            t.last_activity = clock::now();
+            auto [wec, m] = co_await asio::async_write(to, asio::buffer(chunk.data(), n), use_tuple);
+            if (!wec) continue;
+        }
+        boost::system::error_code ignored;
+        t.client.close(ignored);
+        t.origin.close(ignored);
+        co_return;
+    }
+}
+
+// Ends the tunnel once neither direction has carried a byte for `idle`.
+task<void> idle_watch(tunnel_state& t, clock::duration idle) {
+    steady_timer timer(co_await asio::this_coro::executor);
+    for (;;) {
+        timer.expires_at(t.last_activity + idle);
+        auto [ec] = co_await timer.async_wait(use_tuple);
+        if (ec) co_return;
+        if (clock::now() - t.last_activity >= idle) co_return;
+    }
+}
+
+}  // namespace
+
+task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
+                      request_header_parser& header) {
+    auto parsed = parse_connect_target(header.get().target());
+    if (auto* e = std::get_if<target_error>(&parsed)) {
+        co_await send_answer(ctx, client, e->why, e->details, {});
+        co_return;
+    }
+    const connect_target& target = std::get<connect_target>(parsed);
+    const std::string& key = target.key;
+    const std::uint16_t port = target.port;
+    if (!cfg.connect_port_allowed(port)) {
+        const std::string details = "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports";
+        co_await send_answer(ctx, client, errc::connect_port_denied, details, {});
+        co_return;
+    }
+    if (via_contains(header.get(), ctx.via)) {
+        co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", {});
+        co_return;
+    }
+
+    if (auto denied = check_known_destination(cfg, key, target.address)) {
+        co_await send_answer(ctx, client, denied->why, denied->details, {});
+        co_return;
+    }
+    permit slot = admit_at_once(ctx, key);
+    if (!slot) {
+        auto admitted = co_await admit(ctx, client, key, {});
+        if (!admitted.granted) co_return;
+        slot = std::move(admitted.granted);
+    }
+    const host_policy& policy = slot.policy();
+
+    timed_socket origin(co_await asio::this_coro::executor);
+    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect)) {
+        slot.set_outcome(outcome_of(failure->why));
+        if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
+        co_await send_answer(ctx, client, failure->why, failure->details, {});
+        co_return;
+    }
+    connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::tunnel);
+    client.expires_after(policy.timeouts.idle);
+    if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(established), use_tuple); ec) co_return;
+    client.expires_never();
+    // Bytes the client sent right behind its CONNECT (an eager TLS ClientHello).
+    if (buffer.size() > 0) {
+        origin.expires_after(policy.timeouts.idle);
+        if (auto [ec, n] = co_await asio::async_write(origin, buffer.data(), use_tuple); ec) co_return;
+        origin.expires_never();
+        buffer.consume(buffer.size());
+    }
+    slot.set_outcome(outcome::ok);
+
+    tunnel_state t{client.socket(), origin.socket()};
+    co_await ((pump(t, t.client, t.origin) && pump(t, t.origin, t.client)) || idle_watch(t, policy.timeouts.idle));
+}
+
+}  // namespace politeproxy
