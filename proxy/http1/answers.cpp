@@ -116,33 +116,4 @@ task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool ke
     co_return !ec && keep_alive;
 }
 
-outcome outcome_of(errc why) {
-    switch (why) {
-    case errc::dns_timeout:
-    case errc::origin_connect_timeout:
-    case errc::origin_response_timeout: return outcome::timeout;
-    case errc::origin_refused:
-    case errc::origin_closed: return outcome::refused;
-    case errc::queue_full:
-    case errc::queue_timeout:
-    case errc::shutting_down:
-    case errc::destination_denied: return outcome::rejected;
-    default: return outcome::error;
-    }
-}
-
-void append_queue_wait_status(clock::duration waited, std::string& out) {
-    // "%.3f" seconds, without printf's floating-point path (this is on every response).
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited + std::chrono::microseconds(500)).count();
-    out += "politeproxy; queue-wait=";
-    char seconds[24];
-    const auto [end, ec] = std::to_chars(seconds, seconds + sizeof seconds, ms / 1000);
-    out.append(seconds, end);
-    out += '.';
-    const auto frac = ms % 1000;
-    out += static_cast<char>('0' + frac / 100);
-    out += static_cast<char>('0' + frac / 10 % 10);
-    out += static_cast<char>('0' + frac % 10);
-}
-
 }  // namespace politeproxy

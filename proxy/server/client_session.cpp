@@ -3,7 +3,7 @@
 
 #include "politeproxy/policy/address_filter.hpp"
 #include "politeproxy/http1/answers.hpp"
-#include "politeproxy/exchange/forward.hpp"
+#include "politeproxy/http1/forward.hpp"
 #include "politeproxy/server/tunnel.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/admin/metrics.hpp"

@@ -1,6 +1,7 @@
 #include "politeproxy/server/tunnel.hpp"
 
 #include "politeproxy/http1/answers.hpp"
+#include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/http1/hop_by_hop.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/http1/origin_target.hpp"

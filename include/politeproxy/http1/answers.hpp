@@ -41,11 +41,4 @@ task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why,
 /// methods it forwards.
 task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool keep_alive);
 
-/// How a request that failed with `why` counts in requests_total.
-outcome outcome_of(errc why);
-
-/// Appends the Proxy-Status entry for responses that come from the origin
-/// ("politeproxy; queue-wait=0.012").
-void append_queue_wait_status(clock::duration waited, std::string& out);
-
 }  // namespace politeproxy

@@ -1,5 +1,5 @@
 #pragma once
-#include "politeproxy/exchange/forward.hpp"
+#include "politeproxy/http1/forward.hpp"
 
 #include "politeproxy/base/executor.hpp"
 #include <boost/beast/core/flat_buffer.hpp>

@@ -1,4 +1,6 @@
-#include "politeproxy/exchange/forward.hpp"
+#include "politeproxy/http1/forward.hpp"
+
+#include "politeproxy/exchange/exchange.hpp"
 
 #include "politeproxy/http1/answers.hpp"
 #include "politeproxy/net/dns_resolver.hpp"
@@ -14,7 +16,6 @@
 #include "politeproxy/exchange/park.hpp"
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/relay.hpp"
-#include "politeproxy/policy/retry_after.hpp"
 
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/write.hpp>
@@ -126,7 +127,8 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         if (!admitted.granted) co_return admitted.keep;
         slot = std::move(admitted.granted);
     }
-    const host_policy& policy = slot.policy();
+    exchange trip(ctx.metrics, ctx.log, std::move(slot), key);
+    const host_policy& policy = trip.policy();
     const relay_buffers::loan buffers = relay_buffers::lend();
     relay_buffers& scratch = *buffers;
 
@@ -149,8 +151,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
             origin.emplace(co_await asio::this_coro::executor);
             if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, key, target.port,
                                                        policy.timeouts.connect)) {
-                slot.set_outcome(outcome_of(failure->why));
-                if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
+                trip.connect_failed(failure->why);
                 co_return co_await send_answer(ctx, client, failure->why, failure->details, keeping);
             }
         }
@@ -162,17 +163,16 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
             if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(continue_line), use_tuple); ec)
                 co_return false;
         }
-        const auto sent_at = clock::now();
+        trip.request_sent();
         const auto sent = co_await relay(client, buffer, verdict.body, verdict.body.kind == body_kind::chunked, *origin,
                                          policy.timeouts.idle, scratch);
         if (sent.end == relay_end::read_failed || sent.end == relay_end::malformed) {
-            slot.set_outcome(outcome::error);  // the client's doing: no health signal
+            trip.client_failed();
             co_return co_await answer_broken_upload(ctx, client, sent);
         }
         if (sent.end == relay_end::write_failed) {
             if (may_retry) continue;
-            slot.set_outcome(outcome::refused);
-            slot.report(health_signal::refused_connection());
+            trip.request_refused();
             co_return co_await send_answer(ctx, client, errc::origin_closed,
                                            "origin closed the connection while receiving the request", closing);
         }
@@ -204,37 +204,15 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
             const errc why = timed_out ? errc::origin_response_timeout
                              : closed  ? errc::origin_closed
                                        : errc::origin_bad_response;
-            slot.set_outcome(outcome_of(why));
-            if (timed_out)  // the slowest answer there is
-                slot.report(health_signal::answered(clock::now() - sent_at));
-            else if (closed)
-                slot.report(health_signal::refused_connection());
+            trip.response_failed(why);
             // Named, not a temporary in the co_await: GCC 12 destroys temporaries of a
             // conditional expression inside co_await twice.
             const std::string details = timed_out ? std::string("no response headers within timeouts.response_headers")
                                                   : "origin response unreadable: " + ec.message();
             co_return co_await send_answer(ctx, client, why, details, closing);
         }
-        const auto latency = clock::now() - sent_at;
-        ctx.metrics.origin_response(latency);
-
         const unsigned status = response->status();
-        if (ctx.log.enabled(log_level::debug))
-            ctx.log.write(log_level::debug, "forward",
-                          std::string(http::to_string(method)) + " " + key + " -> " + std::to_string(status) + " in " +
-                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(latency).count()) +
-                              " ms after " +
-                              std::to_string(
-                                  std::chrono::duration_cast<std::chrono::milliseconds>(slot.queue_wait()).count()) +
-                              " ms parked" + (reused ? ", pooled connection" : ""));
-        const bool throttled = status == 429 || status == 503;
-        slot.set_outcome(throttled ? outcome::throttled : outcome::ok);
-        if (throttled)
-            slot.report(health_signal::throttled_by(latency,
-                         parse_retry_after(response->retry_after(), std::chrono::system_clock::now(),
-                                           policy.retry_after_cap)));
-        else
-            slot.report(health_signal::answered(latency));
+        trip.response_arrived(status, response->retry_after(), http::to_string(method), reused);
 
         const auto plan = plan_response(response->framing(), status, method == http::verb::head, client_version);
         const bool origin_keeps = response->keep_alive() && plan.from_origin.kind != body_kind::until_close;
@@ -243,7 +221,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         std::string& added = scratch.added;
         added = ctx.via_line;
         added += "Proxy-Status: ";
-        append_queue_wait_status(slot.queue_wait(), added);
+        trip.append_proxy_status(added);
         added += "\r\n";
         append_framing(plan.told, plan.length, response->other_codings(), added);
         if (!keep) added += "Connection: close\r\n";
@@ -253,10 +231,10 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         const auto received = co_await relay(*origin, origin_buffer, plan.from_origin, plan.out_chunked, client,
                                              policy.timeouts.idle, scratch);
         if (received.end == relay_end::read_failed || received.end == relay_end::malformed) {
-            slot.set_outcome(received.ec == beast::error::timeout ? outcome::timeout : outcome::error);
+            trip.body_failed(received.ec == beast::error::timeout);
             co_return false;  // the client saw a truncated body: closing tells it so
         }
-        slot.reset();  // the origin is done with this request
+        trip.origin_done();
         if (received.end == relay_end::write_failed) co_return false;
         // Relayed whole (done); nothing unasked-for behind it.
         if (origin_keeps && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
