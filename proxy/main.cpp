@@ -2,6 +2,7 @@
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/server/proxy_server.hpp"
+#include "politeproxy/tls/certificate_authority.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -10,19 +11,22 @@
 #include <optional>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
 
 constexpr const char* usage =
     "usage: politeproxy --config FILE [--listen ADDR:PORT] [--admin-listen ADDR:PORT]\n"
     "                   [--log-level trace|debug|info|warn|error]\n"
     "       politeproxy --check-config FILE   validate, print the effective per-host table\n"
+    "       politeproxy --gen-ca DIR          write DIR/ca.pem and DIR/ca.key (mode 0600) for tls.mode intercept\n"
     "       politeproxy --version | --help\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace politeproxy;
-    std::string config_path, check_path, listen, admin_listen;
+    std::string config_path, check_path, listen, admin_listen, ca_dir;
     log_level level = log_level::info;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -41,6 +45,7 @@ int main(int argc, char** argv) {
             return 0;
         } else if (arg == "--config") value(config_path);
         else if (arg == "--check-config") value(check_path);
+        else if (arg == "--gen-ca") value(ca_dir);
         else if (arg == "--listen") value(listen);
         else if (arg == "--admin-listen") value(admin_listen);
         else if (arg == "--log-level") {
@@ -56,6 +61,17 @@ int main(int argc, char** argv) {
         }
     }
 
+    if (!ca_dir.empty()) {
+        char host[256] = {};
+        ::gethostname(host, sizeof host - 1);
+        if (auto error = tls::generate_ca(ca_dir, host)) {
+            std::fprintf(stderr, "politeproxy: %s\n", error->c_str());
+            return 1;
+        }
+        std::printf("politeproxy: wrote %s/ca.pem and %s/ca.key (mode 0600); trust ca.pem in your crawler\n",
+                    ca_dir.c_str(), ca_dir.c_str());
+        return 0;
+    }
     if (!check_path.empty()) {
         auto cfg = load_config_file(check_path);
         if (!cfg) {
