@@ -93,6 +93,12 @@ struct metrics::impl {
     prometheus::Counter& reload_ok = reloads.Add({{"result", "success"}});
     prometheus::Counter& reload_failed = reloads.Add({{"result", "failure"}});
 
+    prometheus::Family<prometheus::Counter>& connects =
+        prometheus::BuildCounter().Name(std::string(prefix) + "connect_total")
+            .Help("CONNECT requests served, by mode (intercepted, tunneled)").Register(registry);
+    prometheus::Counter& connect_intercepted = connects.Add({{"mode", "intercepted"}});
+    prometheus::Counter& connect_tunneled = connects.Add({{"mode", "tunneled"}});
+
     // Fixed label sets, resolved once: no map look-up per connection.
     prometheus::Gauge& client_http1 = client_connections.Add({{"protocol", "http1"}});
     prometheus::Gauge& origin_http1 = origin_connections.Add({{"protocol", "http1"}});
@@ -132,6 +138,10 @@ void metrics::connection_opened(connection_side side, connection_protocol protoc
 
 void metrics::connection_closed(connection_side side, connection_protocol protocol) {
     impl_->connections(side, protocol).Decrement();
+}
+
+void metrics::connect_served(connect_mode mode) {
+    (mode == connect_mode::intercepted ? impl_->connect_intercepted : impl_->connect_tunneled).Increment();
 }
 
 std::string metrics::render(const host_gates& gates, std::size_t idle_origin_connections) const {

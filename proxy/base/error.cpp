@@ -34,6 +34,9 @@ public:
         case errc::origin_connect_timeout: return "connecting to the origin timed out";
         case errc::origin_response_timeout: return "no response headers in time";
         case errc::origin_bad_response: return "origin sent a malformed response";
+        case errc::tls_certificate_error: return "the origin's TLS certificate did not verify";
+        case errc::tls_protocol_error: return "TLS handshake with the origin failed";
+        case errc::misdirected_request: return "the request names another host than this TLS connection's";
         }
         return "unknown politeproxy error";
     }

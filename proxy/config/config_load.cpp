@@ -1,10 +1,12 @@
 #include "politeproxy/config/config_load.hpp"
+#include "politeproxy/tls/certificate_authority.hpp"
 
 #include "politeproxy/base/duration.hpp"
 #include "politeproxy/policy/host_key.hpp"
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -245,7 +247,7 @@ public:
             if (l["host_idle_ttl"]) c.limits.host_idle_ttl = duration(l["host_idle_ttl"], "limits.host_idle_ttl");
         }
         security(root["security"], c);
-        tls(root["tls"]);
+        tls(root["tls"], c);
         return c;
     }
 
@@ -270,12 +272,50 @@ public:
         }
     }
 
-    void tls(const YAML::Node& t) const {
+    void tls(const YAML::Node& t, config& c) const {
         if (!t || t.IsNull()) return;
         expect_map(t, "tls");
-        only_keys(t, "tls", {"mode", "ca_cert", "ca_key", "upstream_ca_file", "alpn"});
-        if (t["mode"] && text(t["mode"], "tls.mode") != "tunnel")
-            fail(t["mode"], "tls.mode: only 'tunnel' works; interception is not supported yet");
+        only_keys(t, "tls", {"mode", "ca_cert", "ca_key", "upstream_ca_file", "alpn", "intercept_exclude", "leaf_cache"});
+        auto optional_text = [&](const char* key) {
+            return t[key] && !t[key].IsNull() ? text(t[key], std::string("tls.") + key) : std::string();
+        };
+        c.tls.ca_cert = optional_text("ca_cert");
+        c.tls.ca_key = optional_text("ca_key");
+        c.tls.upstream_ca_file = optional_text("upstream_ca_file");
+        if (const auto a = t["alpn"]) {
+            if (!a.IsSequence()) fail(a, "tls.alpn must be a list");
+            c.tls.alpn.clear();
+            for (const auto& p : a) {
+                const std::string name = text(p, "tls.alpn");
+                if (name != "h2" && name != "http/1.1") fail(p, "tls.alpn: '" + name + "' is not h2 or http/1.1");
+                c.tls.alpn.push_back(name);
+            }
+        }
+        if (const auto x = t["intercept_exclude"]) {
+            if (!x.IsSequence()) fail(x, "tls.intercept_exclude must be a list");
+            for (const auto& p : x) {
+                std::string name = text(p, "tls.intercept_exclude");
+                std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+                const std::string_view bare = std::string_view(name).substr(name.starts_with("*.") ? 2 : 0);
+                if (!valid_host_name(bare) && !parse_host_address(bare))
+                    fail(p, "tls.intercept_exclude: '" + name + "' is not a host name, *.suffix or address");
+                c.tls.intercept_exclude.push_back(std::move(name));
+            }
+        }
+        if (t["leaf_cache"]) c.tls.leaf_cache = count(t["leaf_cache"], "tls.leaf_cache", 1);
+        if (t["mode"]) {
+            const std::string mode = text(t["mode"], "tls.mode");
+            if (mode == "intercept")
+                c.tls.mode = tls_config::mode_type::intercept;
+            else if (mode != "tunnel")
+                fail(t["mode"], "tls.mode: '" + mode + "' is not tunnel or intercept");
+        }
+        if (c.tls.mode == tls_config::mode_type::intercept) {
+            if (c.tls.ca_cert.empty() || c.tls.ca_key.empty())
+                fail(t["mode"], "tls.mode intercept needs tls.ca_cert and tls.ca_key (politeproxy --gen-ca DIR writes them)");
+            if (auto ca = tls::certificate_authority::load(c.tls.ca_cert, c.tls.ca_key); !ca)
+                fail(t["ca_key"], "tls: " + ca.error());
+        }
     }
 
 private:

@@ -48,6 +48,9 @@ answer_kind kind_of(errc why) {
     case errc::origin_connect_timeout: return {http::status::gateway_timeout, "connection_timeout"};
     case errc::origin_response_timeout: return {http::status::gateway_timeout, "http_response_timeout"};
     case errc::origin_bad_response: return {http::status::bad_gateway, "http_protocol_error"};
+    case errc::tls_certificate_error: return {http::status::bad_gateway, "tls_certificate_error"};
+    case errc::tls_protocol_error: return {http::status::bad_gateway, "tls_protocol_error"};
+    case errc::misdirected_request: return {http::status::misdirected_request, "http_request_denied"};
     case errc::bad_request:
     case errc::bad_framing:
     case errc::bad_host:

@@ -1,6 +1,7 @@
 #include "politeproxy/http1/forward.hpp"
 
 #include "politeproxy/exchange/exchange.hpp"
+#include "politeproxy/tls/session.hpp"
 
 #include "politeproxy/http1/answers.hpp"
 #include "politeproxy/net/dns_resolver.hpp"
@@ -101,7 +102,8 @@ void write_request_head(http::request_header<wire_fields>& out, const origin_tar
 }  // namespace
 
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
-                           request_header_parser& header, const request_verdict& verdict) {
+                           request_header_parser& header, const request_verdict& verdict,
+                           const origin_target& target) {
     auto& out = header.get();
     const unsigned client_version = out.version();
     const http::verb method = out.method();
@@ -112,9 +114,6 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     const answer_mode keeping{client_keep_alive && !has_body, method == http::verb::head};
     const answer_mode closing{false, keeping.head};
 
-    auto parsed = parse_origin_target(out.target(), out.get_allocator());
-    if (auto* e = std::get_if<target_error>(&parsed)) co_return co_await send_answer(ctx, client, e->why, e->details, closing);
-    const origin_target& target = std::get<origin_target>(parsed);
     if (via_contains(out, ctx.via))
         co_return co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", closing);
     if (auto denied = check_known_destination(cfg, target.key, target.address))
@@ -137,7 +136,8 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
     write_request_head(out, target, verdict, ctx.via_line, scratch);
     // "host:port", in lent storage (no allocation once warm)
     std::string& pool_key = scratch.pool_key;
-    pool_key.assign(key);
+    pool_key.assign(target.tls ? "https:" : "");
+    pool_key += key;
     pool_key += ':';
     char port_digits[8];
     pool_key.append(port_digits, std::to_chars(port_digits, port_digits + sizeof port_digits, target.port).ptr);
@@ -153,6 +153,17 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
                                                        policy.timeouts.connect)) {
                 trip.connect_failed(failure->why);
                 co_return co_await send_answer(ctx, client, failure->why, failure->details, keeping);
+            }
+            if (target.tls) {  // nothing goes to an origin whose certificate did not verify
+                origin->expires_after(policy.timeouts.connect);
+                const auto hs = co_await tls::session::connect(*origin, *ctx.origin_tls, key);
+                origin->expires_never();
+                if (hs.ec) {
+                    const errc why = hs.verify_error.empty() ? errc::tls_protocol_error : errc::tls_certificate_error;
+                    trip.connect_failed(why);
+                    const std::string details = hs.verify_error.empty() ? hs.ec.message() : hs.verify_error;
+                    co_return co_await send_answer(ctx, client, why, details, keeping);
+                }
             }
         }
         connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::http1);

@@ -89,7 +89,7 @@ void origin_target::append_host(std::string& out) const {
     if (ipv6) out += '[';
     out += key;
     if (ipv6) out += ']';
-    if (port != default_http_port) {
+    if (port != (tls ? 443 : default_http_port)) {
         char digits[8];
         out += ':';
         out.append(digits, std::to_chars(digits, digits + sizeof digits, port).ptr);

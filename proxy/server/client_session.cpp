@@ -11,10 +11,18 @@
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/request_head.hpp"
 #include "politeproxy/server/session_set.hpp"
+#include "politeproxy/base/log.hpp"
+#include "politeproxy/http1/origin_target.hpp"
+#include "politeproxy/policy/host_key.hpp"
+#include "politeproxy/tls/session.hpp"
 
 #include <boost/asio/this_coro.hpp>
 
 #include <array>
+#include <optional>
+#include <string>
+#include <variant>
+#include <boost/asio/write.hpp>
 
 namespace politeproxy {
 namespace asio = boost::asio;
@@ -44,6 +52,135 @@ task<void> close_gracefully(timed_socket& client) {
     }
 }
 
+// The origin every request on an intercepted TLS connection goes to: the CONNECT's.
+struct intercepted_origin {
+    connect_target target;
+    std::string name_key;  ///< the key of the name the client asked for (SNI, else the CONNECT host)
+};
+
+// A request's target inside intercepted TLS: origin-form ("/path", Host naming the
+// connection's host) or absolute-form "https://host/path" for the same host. Another
+// host is 421, as a TLS server answers a request that is not for it.
+std::variant<origin_target, target_error> intercepted_target(const request_header_parser& header,
+                                                              const intercepted_origin& in_tls) {
+    const auto& req = header.get();
+    std::string_view target = req.target();
+    std::string_view authority = req[http::field::host];
+    if (target.starts_with("https://")) {
+        target.remove_prefix(8);
+        const auto slash = target.find('/');
+        authority = target.substr(0, slash);
+        target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+    } else if (!target.starts_with('/') && !(target == "*" && req.method() == http::verb::options)) {
+        return target_error{errc::bad_request, "a request inside TLS needs an origin-form or https:// target"};
+    }
+    // The host part of an authority: "[v6]:port", "host:port" or "host".
+    std::string_view host = authority;
+    if (host.starts_with('[')) {
+        host = host.substr(1, host.find(']') == std::string_view::npos ? 0 : host.find(']') - 1);
+    } else if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
+        host = host.substr(0, colon);
+    }
+    const auto named = read_host(host);
+    if (!named || named->key != in_tls.name_key)
+        return target_error{errc::misdirected_request, "the request names another host than this TLS connection"};
+    origin_target t(req.get_allocator());
+    t.key = in_tls.target.key;
+    t.address = in_tls.target.address;
+    t.port = in_tls.target.port;
+    t.tls = true;
+    t.path.assign(target == "*" ? std::string_view("/") : target);
+    t.no_path = target == "*";
+    return t;
+}
+
+// What one client connection carries: its requests, one after another (keep-alive),
+// read from `client` (plain, or TLS once a CONNECT was intercepted: then `in_tls`
+// says where they go). Returns when the connection should close.
+task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
+                          session_set::handle& registration, const tcp::endpoint& peer, bool allowed,
+                          const intercepted_origin* in_tls);
+
+// An intercepted CONNECT: 200, then TLS with the client as its origin, then its requests.
+task<void> serve_intercepted(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
+                             session_set::handle& registration, const tcp::endpoint& peer, connect_target target) {
+    const auto cfg = ctx.gates.current_config();
+    client.expires_after(cfg->defaults.timeouts.idle);
+    if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(connect_established), use_tuple); ec) co_return;
+    // A client that sends garbage or stalls mid-handshake is closed at the deadline.
+    client.expires_after(cfg->defaults.timeouts.idle);
+    const std::string_view eager(static_cast<const char*>(buffer.data().data()), buffer.size());
+    const auto hs = co_await tls::session::accept(client, *ctx.intercept, target.key, eager);
+    buffer.consume(buffer.size());
+    if (hs.ec) {
+        if (ctx.log.enabled(log_level::debug))
+            ctx.log.write(log_level::debug, "intercept", target.key + ": client TLS handshake failed: " + hs.ec.message());
+        co_return;
+    }
+    intercepted_origin origin{std::move(target), {}};
+    const auto sni = hs.server_name.empty() ? std::nullopt : read_host(hs.server_name);
+    origin.name_key = sni ? sni->key : origin.target.key;
+    if (ctx.log.enabled(log_level::debug))
+        ctx.log.write(log_level::debug, "intercept", origin.target.key + ": TLS with the client, SNI '" + hs.server_name + "'");
+    co_await serve_requests(ctx, client, buffer, registration, peer, true, &origin);
+}
+
+task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
+                          session_set::handle& registration, const tcp::endpoint& peer, bool allowed,
+                          const intercepted_origin* in_tls) {
+    for (;;) {
+        if (ctx.draining) break;
+        const auto cfg = ctx.gates.current_config();
+        field_arena arena(ctx.field_blocks);  // this request's header fields, freed as one
+        request_header_parser header(std::piecewise_construct, std::make_tuple(), std::make_tuple(arena.allocator()));
+        header.header_limit(static_cast<std::uint32_t>(cfg->limits.request_header_bytes));
+        header.body_limit(boost::none);
+        client.expires_after(cfg->defaults.timeouts.idle);
+        registration.idle = buffer.size() == 0;  // a drain may close us while we wait
+        const auto rec = co_await read_header(client, buffer, header);
+        registration.idle = false;
+        if (rec == beast::error::timeout && header.got_some()) {
+            co_await send_answer(ctx, client, errc::request_timeout, "the request header stalled for timeouts.idle", {});
+            break;
+        }
+        if (rec == http::error::end_of_stream || rec == beast::error::timeout ||
+            rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
+            co_return;
+        bool keep = false;
+        if (rec) {
+            if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
+            const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
+            const auto refusal = refuse_unparsed_head(rec, seen, cfg->limits);
+            co_await send_answer(ctx, client, refusal.why, refusal.details, {});
+        } else if (!allowed) {
+            const std::string details = "client " + peer.address().to_string() + " is not in security.allow_clients";
+            co_await send_answer(ctx, client, errc::client_denied, details, {});
+        } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
+            co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
+        } else if (verdict.answer_options) {  // a body it had stays unread: then close
+            keep = co_await send_options_answer(ctx, client, header.get().keep_alive() && !verdict.has_body());
+        } else if (header.get().method() == http::verb::connect) {
+            if (in_tls) {
+                co_await send_answer(ctx, client, errc::bad_request, "CONNECT inside an intercepted TLS connection", {});
+                break;
+            }
+            auto intercept = co_await run_tunnel(ctx, *cfg, client, buffer, header);
+            if (intercept) co_await serve_intercepted(ctx, client, buffer, registration, peer, std::move(*intercept));
+            break;  // a refusal must still reach the client (see close_gracefully)
+        } else {
+            const answer_mode closing{false, header.get().method() == http::verb::head};
+            auto target = in_tls ? intercepted_target(header, *in_tls)
+                                 : parse_origin_target(header.get().target(), header.get().get_allocator());
+            if (auto* e = std::get_if<target_error>(&target))
+                keep = co_await send_answer(ctx, client, e->why, e->details, closing);
+            else
+                keep = co_await forward_request(ctx, *cfg, client, buffer, header, verdict,
+                                                std::get<origin_target>(target));
+        }
+        if (!keep) break;
+    }
+}
+
 }  // namespace
 
 task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
@@ -60,45 +197,7 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
     beast::flat_buffer buffer;
     session_set::registration registered(ctx.sessions,
                                          ctx.sessions.add(co_await asio::this_coro::executor, client));
-
-    for (;;) {
-        if (ctx.draining) break;
-        const auto cfg = ctx.gates.current_config();
-        field_arena arena(ctx.field_blocks);  // this request's header fields, freed as one
-        request_header_parser header(std::piecewise_construct, std::make_tuple(), std::make_tuple(arena.allocator()));
-        header.header_limit(static_cast<std::uint32_t>(cfg->limits.request_header_bytes));
-        header.body_limit(boost::none);
-        client.expires_after(cfg->defaults.timeouts.idle);
-        registered.get().idle = buffer.size() == 0;  // a drain may close us while we wait
-        const auto rec = co_await read_header(client, buffer, header);
-        registered.get().idle = false;
-        if (rec == beast::error::timeout && header.got_some()) {
-            co_await send_answer(ctx, client, errc::request_timeout, "the request header stalled for timeouts.idle", {});
-            break;
-        }
-        if (rec == http::error::end_of_stream || rec == beast::error::timeout ||
-            rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
-            co_return;
-        bool keep = false;
-        if (rec) {
-            const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
-            const auto refusal = refuse_unparsed_head(rec, seen, cfg->limits);
-            co_await send_answer(ctx, client, refusal.why, refusal.details, {});
-        } else if (!allowed) {
-            const std::string details = "client " + peer.address().to_string() + " is not in security.allow_clients";
-            co_await send_answer(ctx, client, errc::client_denied, details, {});
-        } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
-            co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
-        } else if (verdict.answer_options) {  // a body it had stays unread: then close
-            keep = co_await send_options_answer(ctx, client, header.get().keep_alive() && !verdict.has_body());
-        } else if (header.get().method() == http::verb::connect) {
-            co_await run_tunnel(ctx, *cfg, client, buffer, header);
-            break;  // a refusal must still reach the client (see close_gracefully)
-        } else {
-            keep = co_await forward_request(ctx, *cfg, client, buffer, header, verdict);
-        }
-        if (!keep) break;
-    }
+    co_await serve_requests(ctx, client, buffer, registered.get(), peer, allowed, nullptr);
     co_await close_gracefully(client);
 }
 

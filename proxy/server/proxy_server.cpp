@@ -1,4 +1,5 @@
 #include "politeproxy/server/proxy_server.hpp"
+#include "politeproxy/tls/session.hpp"
 #include "politeproxy/base/executor.hpp"
 
 #include "politeproxy/admin/admin_server.hpp"
@@ -22,6 +23,7 @@
 #include <memory>
 #include <memory_resource>
 #include <optional>
+#include <stdexcept>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -38,6 +40,8 @@ constexpr std::size_t dns_threads = 8;
 constexpr auto housekeeping_period = std::chrono::seconds(1);
 constexpr auto accept_error_pause = std::chrono::milliseconds(100);
 constexpr auto drain_poll = std::chrono::milliseconds(50);
+// A minted leaf certificate is valid this long (and minted again a quarter before).
+constexpr auto leaf_lifetime = std::chrono::hours(24 * 30);
 
 std::string make_via() {
     std::random_device rd;
@@ -85,11 +89,26 @@ int proxy_server::run() {
     metrics m;
     session_set sessions;
     std::atomic<bool> draining{false};
+    // TLS for interception: the CA was checked when the config loaded; a reload keeps
+    // these (a new CA needs a restart).
+    std::optional<tls::leaf_cache> leaves;
+    std::unique_ptr<tls::server_side> intercept;
+    std::unique_ptr<tls::client_side> origin_tls;
+    if (cfg_->tls.mode == tls_config::mode_type::intercept) {
+        auto ca = tls::certificate_authority::load(cfg_->tls.ca_cert, cfg_->tls.ca_key);
+        if (!ca) throw std::runtime_error("tls: " + ca.error());
+        leaves.emplace(std::move(*ca), cfg_->tls.leaf_cache, leaf_lifetime);
+        intercept = std::make_unique<tls::server_side>(*leaves, cfg_->tls.alpn);
+        auto sides = tls::client_side::make(cfg_->tls.upstream_ca_file);
+        if (!sides) throw std::runtime_error("tls: " + sides.error());
+        origin_tls = std::move(*sides);
+    }
     std::vector<std::unique_ptr<worker>> workers;
     for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<worker>());
     dns_resolver resolver(dns_threads);  // after the workers: its threads post to them until joined
     const std::string via = make_via();
-    for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_, w->field_blocks});
+    for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_, w->field_blocks,
+                                           intercept.get(), origin_tls.get()});
     const auto stop_all = [&] {
         for (auto& w : workers) w->ioc.stop();
     };

@@ -25,8 +25,7 @@ using namespace asio::experimental::awaitable_operators;
 namespace {
 
 constexpr std::size_t tunnel_chunk_size = 16 * 1024;
-constexpr std::string_view established =
-    "HTTP/1.1 200 Connection established\r\nProxy-Status: politeproxy\r\n\r\n";
+
 
 // Both directions of one tunnel; all of it runs on the session's worker loop.
 struct tunnel_state {
@@ -71,12 +70,15 @@ task<void> idle_watch(tunnel_state& t, clock::duration idle) {
 
 }  // namespace
 
-task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
-                      request_header_parser& header) {
+const std::string_view connect_established =
+    "HTTP/1.1 200 Connection established\r\nProxy-Status: politeproxy\r\n\r\n";
+
+task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client,
+                                               beast::flat_buffer& buffer, request_header_parser& header) {
     auto parsed = parse_connect_target(header.get().target());
     if (auto* e = std::get_if<target_error>(&parsed)) {
         co_await send_answer(ctx, client, e->why, e->details, {});
-        co_return;
+        co_return std::nullopt;
     }
     const connect_target& target = std::get<connect_target>(parsed);
     const std::string& key = target.key;
@@ -84,21 +86,26 @@ task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& clien
     if (!cfg.connect_port_allowed(port)) {
         const std::string details = "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports";
         co_await send_answer(ctx, client, errc::connect_port_denied, details, {});
-        co_return;
+        co_return std::nullopt;
     }
     if (via_contains(header.get(), ctx.via)) {
         co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", {});
-        co_return;
+        co_return std::nullopt;
     }
 
     if (auto denied = check_known_destination(cfg, key, target.address)) {
         co_await send_answer(ctx, client, denied->why, denied->details, {});
-        co_return;
+        co_return std::nullopt;
     }
+    if (ctx.intercept && cfg.tls.intercepts(key)) {
+        ctx.metrics.connect_served(connect_mode::intercepted);
+        co_return target;
+    }
+    ctx.metrics.connect_served(connect_mode::tunneled);
     permit slot = admit_at_once(ctx, key);
     if (!slot) {
         auto admitted = co_await admit(ctx, client, key, {});
-        if (!admitted.granted) co_return;
+        if (!admitted.granted) co_return std::nullopt;
         slot = std::move(admitted.granted);
     }
     const host_policy& policy = slot.policy();
@@ -108,16 +115,16 @@ task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& clien
         slot.set_outcome(outcome_of(failure->why));
         if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
         co_await send_answer(ctx, client, failure->why, failure->details, {});
-        co_return;
+        co_return std::nullopt;
     }
     connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::tunnel);
     client.expires_after(policy.timeouts.idle);
-    if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(established), use_tuple); ec) co_return;
+    if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(connect_established), use_tuple); ec) co_return std::nullopt;
     client.expires_never();
     // Bytes the client sent right behind its CONNECT (an eager TLS ClientHello).
     if (buffer.size() > 0) {
         origin.expires_after(policy.timeouts.idle);
-        if (auto [ec, n] = co_await asio::async_write(origin, buffer.data(), use_tuple); ec) co_return;
+        if (auto [ec, n] = co_await asio::async_write(origin, buffer.data(), use_tuple); ec) co_return std::nullopt;
         origin.expires_never();
         buffer.consume(buffer.size());
     }
@@ -125,6 +132,7 @@ task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& clien
 
     tunnel_state t{client.socket(), origin.socket()};
     co_await ((pump(t, t.client, t.origin) && pump(t, t.origin, t.client)) || idle_watch(t, policy.timeouts.idle));
+    co_return std::nullopt;
 }
 
 }  // namespace politeproxy

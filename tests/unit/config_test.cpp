@@ -105,8 +105,29 @@ TEST_CASE("unknown keys and bad values are errors with file and line") {
 
 TEST_CASE("features that are not built yet are refused, not silently ignored") {
     CHECK(load_error("fleet: { redis: redis://127.0.0.1 }\n").find("not supported yet") != std::string::npos);
-    CHECK(load_error("tls: { mode: intercept }\n").find("not supported yet") != std::string::npos);
     CHECK(load_error("defaults: { key: domain }\n").find("not supported yet") != std::string::npos);
+}
+
+TEST_CASE("tls: intercept needs a CA; its keys are checked") {
+    const std::string e = load_error("tls: { mode: intercept }\n");
+    CHECK(e.find("tls.ca_cert and tls.ca_key") != std::string::npos);
+    CHECK(e.starts_with("test.yaml:1"));
+    CHECK(load_error("tls: { mode: bump }\n").find("not tunnel or intercept") != std::string::npos);
+    CHECK(load_error("tls: { mode: intercept, ca_cert: /nonexistent/ca.pem, ca_key: /nonexistent/ca.key }\n")
+              .find("/nonexistent/ca.pem") != std::string::npos);
+    CHECK(load_error("tls: { alpn: [spdy] }\n").find("spdy") != std::string::npos);
+    CHECK(load_error("tls: { intercept_exclude: ['bad host!'] }\n").find("bad host!") != std::string::npos);
+
+    const config c = load_ok("tls: { intercept_exclude: [Pinned.Example.com, '*.bank.test'], leaf_cache: 50 }\n");
+    CHECK(c.tls.mode == tls_config::mode_type::tunnel);
+    CHECK(c.tls.leaf_cache == 50);
+    CHECK_FALSE(c.tls.intercepts("a.test"));  // tunnel mode intercepts nothing
+    tls_config t = c.tls;
+    t.mode = tls_config::mode_type::intercept;
+    CHECK(t.intercepts("a.test"));
+    CHECK_FALSE(t.intercepts("pinned.example.com"));
+    CHECK_FALSE(t.intercepts("www.bank.test"));
+    CHECK(t.intercepts("bank.test"));
 }
 
 TEST_CASE("security and resolve") {

@@ -15,6 +15,7 @@ class host_gates;
 
 enum class connection_side { client, origin };
 enum class connection_protocol { http1, tunnel };
+enum class connect_mode { intercepted, tunneled };
 
 class metrics {
 public:
@@ -35,6 +36,8 @@ public:
     /// client_connections / upstream_connections{protocol}.
     void connection_opened(connection_side side, connection_protocol protocol);
     void connection_closed(connection_side side, connection_protocol protocol);
+    /// connect_total{mode}: a CONNECT that passed its checks, intercepted or tunneled.
+    void connect_served(connect_mode mode);
 
     /// The Prometheus text exposition of everything, per-host series from `gates`;
     /// `idle_origin_connections` (pooled) count as open upstream connections.

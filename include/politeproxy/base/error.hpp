@@ -59,6 +59,14 @@ enum class errc {
     origin_response_timeout,
     /// The origin's response could not be parsed.
     origin_bad_response,
+    /// The origin's TLS certificate did not verify (untrusted, expired, another name).
+    tls_certificate_error,
+    /// The TLS handshake with the origin failed for another reason (reset, no common
+    /// protocol or cipher, not TLS at all).
+    tls_protocol_error,
+    /// A request inside an intercepted TLS connection names another host than the
+    /// connection's.
+    misdirected_request,
 };
 
 const boost::system::error_category& politeproxy_category() noexcept;

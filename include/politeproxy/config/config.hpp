@@ -95,6 +95,20 @@ struct security_config {
     address_filter destinations = default_destinations();
 };
 
+/// tls: how CONNECT is served. In `intercept` mode the proxy completes TLS with the
+/// client itself (a leaf signed by ca_cert for each name) and gates every request inside.
+struct tls_config {
+    enum class mode_type { tunnel, intercept };
+    mode_type mode = mode_type::tunnel;
+    std::string ca_cert, ca_key;  ///< intercept: the CA that signs the leaves (checked at load)
+    std::string upstream_ca_file;   ///< extra trust for origins (the system store is always used)
+    std::vector<std::string> alpn{"h2", "http/1.1"};
+    std::vector<std::string> intercept_exclude;  ///< exact names or "*.suffix": always tunneled
+    std::size_t leaf_cache = 10000;               ///< leaf certificates kept (least recently used go)
+
+    bool intercepts(std::string_view host) const;
+};
+
 struct config {
     std::string source;  ///< the file it came from
     listen_address listen{"127.0.0.1", 3128};
@@ -107,6 +121,7 @@ struct config {
     std::size_t max_host_series = 10000;
     limits_config limits;
     security_config security;
+    tls_config tls;
 
     /// The override that applies to `key` on `today` (most specific match, unexpired),
     /// or nullptr for defaults.

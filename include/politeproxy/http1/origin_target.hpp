@@ -21,9 +21,12 @@ struct origin_target {
     /// The target had neither path nor query ("http://a.test"): an OPTIONS for it goes
     /// to the origin as "OPTIONS *" (RFC 9112 section 3.2.4).
     bool no_path = false;
+    /// https: reached over TLS (a request inside an intercepted CONNECT).
+    bool tls = false;
 
     /// The Host field value sent to the origin, written from the key: "key", or
-    /// "key:port" for another port than 80 (IPv6 in brackets).
+    /// "key:port" for another port than the scheme's (80, or 443 over TLS; IPv6 in
+    /// brackets).
     void append_host(std::string& out) const;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/connect.hpp>
@@ -17,6 +18,10 @@
 #include <utility>
 
 namespace politeproxy {
+
+namespace tls {
+class session;
+}
 
 /// A TCP socket with a deadline, as beast::tcp_stream has one, at the price of storing
 /// a time point per operation rather than arming a timer per operation.
@@ -69,7 +74,10 @@ public:
     auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
         return boost::asio::async_initiate<ReadToken, void(boost::system::error_code, std::size_t)>(
             [](auto handler, state* s, const MutableBufferSequence& b) {
-                s->socket.async_read_some(b, watched(*s, std::move(handler)));
+                if (s->tls)
+                    tls_read_some(*s, first_buffer<boost::asio::mutable_buffer>(b), std::move(handler));
+                else
+                    s->socket.async_read_some(b, watched(*s, std::move(handler)));
             },
             token, state_.get(), buffers);
     }
@@ -78,7 +86,10 @@ public:
     auto async_write_some(const ConstBufferSequence& buffers, WriteToken&& token) {
         return boost::asio::async_initiate<WriteToken, void(boost::system::error_code, std::size_t)>(
             [](auto handler, state* s, const ConstBufferSequence& b) {
-                s->socket.async_write_some(b, watched(*s, std::move(handler)));
+                if (s->tls)
+                    tls_write_some(*s, first_buffer<boost::asio::const_buffer>(b), std::move(handler));
+                else
+                    s->socket.async_write_some(b, watched(*s, std::move(handler)));
             },
             token, state_.get(), buffers);
     }
@@ -89,6 +100,8 @@ public:
     /// failure. See send_all().
     template <class ConstBufferSequence>
     std::size_t write_now(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
+        ec.clear();
+        if (state_->tls) return 0;  // TLS records are written by its session, asynchronously
         std::array<::iovec, max_write_now_buffers> iov;
         std::size_t count = 0;
         for (auto it = boost::asio::buffer_sequence_begin(buffers);
@@ -98,6 +111,40 @@ public:
         }
         return write_now(iov.data(), count, ec);
     }
+
+    /// Whether reads and writes go through TLS (tls/session.hpp starts it).
+    bool secure() const { return state_->tls != nullptr; }
+
+    /// The connection's bytes as they are on the wire, under its deadline: what a TLS
+    /// session reads its records from and writes them to. Models AsyncReadStream and
+    /// AsyncWriteStream, and is valid as long as the timed_socket.
+    class wire {
+    public:
+        using executor_type = timed_socket::executor_type;
+        using lowest_layer_type = socket_type::lowest_layer_type;
+        explicit wire(timed_socket& t) : s_(t.state_.get()) {}
+        executor_type get_executor() noexcept { return s_->socket.get_executor(); }
+        lowest_layer_type& lowest_layer() { return s_->socket.lowest_layer(); }
+        template <class MutableBufferSequence, class ReadToken>
+        auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
+            return boost::asio::async_initiate<ReadToken, void(boost::system::error_code, std::size_t)>(
+                [](auto handler, state* s, const MutableBufferSequence& b) {
+                    s->socket.async_read_some(b, watched(*s, std::move(handler)));
+                },
+                token, s_, buffers);
+        }
+        template <class ConstBufferSequence, class WriteToken>
+        auto async_write_some(const ConstBufferSequence& buffers, WriteToken&& token) {
+            return boost::asio::async_initiate<WriteToken, void(boost::system::error_code, std::size_t)>(
+                [](auto handler, state* s, const ConstBufferSequence& b) {
+                    s->socket.async_write_some(b, watched(*s, std::move(handler)));
+                },
+                token, s_, buffers);
+        }
+
+    private:
+        state* s_;
+    };
 
     /// Connects to the first of `endpoints` that accepts, as asio::async_connect does.
     template <class EndpointSequence, class ConnectToken>
@@ -128,6 +175,20 @@ public:
     };
 
 private:
+    friend class tls::session;
+    using io_handler = boost::asio::any_completion_handler<void(boost::system::error_code, std::size_t)>;
+    // Through the TLS session (defined with it, in proxy/tls/session.cpp).
+    static void tls_read_some(state& s, boost::asio::mutable_buffer b, io_handler handler);
+    static void tls_write_some(state& s, boost::asio::const_buffer b, io_handler handler);
+
+    // A TLS session reads or writes one buffer at a time: the sequence's first non-empty one.
+    template <class Buffer, class Sequence>
+    static Buffer first_buffer(const Sequence& buffers) {
+        for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers); ++it)
+            if (Buffer(*it).size() > 0) return Buffer(*it);
+        return Buffer();
+    }
+
     static constexpr std::size_t max_write_now_buffers = 8;
     std::size_t write_now(const ::iovec* iov, std::size_t count, boost::system::error_code& ec);
 
@@ -141,6 +202,7 @@ private:
         unsigned pending = 0;  ///< operations started through this object, not yet complete
         bool timed_out = false;
         bool close_on_timeout = true;
+        std::shared_ptr<tls::session> tls;  ///< set once TLS is started on the connection
     };
 
     template <class Handler>

@@ -14,6 +14,10 @@ class origin_pool;
 class session_set;
 class dns_resolver;
 class logger;
+namespace tls {
+class server_side;
+class client_side;
+}  // namespace tls
 
 /// What every client session shares: the gates (which also hold the current config,
 /// see host_gates::current_config), the origin pool, metrics. The referenced objects
@@ -32,6 +36,10 @@ struct proxy_context {
     /// Where this worker's field arenas take their blocks (see field_arena); used only
     /// on the worker's own thread.
     std::pmr::memory_resource& field_blocks;
+    /// TLS towards intercepted clients (null unless tls.mode is intercept) and towards
+    /// HTTPS origins; both shared by every worker.
+    tls::server_side* intercept;
+    tls::client_side* origin_tls;
     /// The field line the proxy adds to every message it forwards: "Via: <via>\r\n"
     /// (last, so the positional initialisation above leaves it to its default).
     std::string via_line = "Via: " + via + "\r\n";

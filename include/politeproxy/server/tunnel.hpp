@@ -1,5 +1,9 @@
 #pragma once
 #include "politeproxy/http1/forward.hpp"
+#include "politeproxy/http1/origin_target.hpp"
+
+#include <optional>
+#include <string_view>
 
 #include "politeproxy/base/executor.hpp"
 #include <boost/beast/core/flat_buffer.hpp>
@@ -7,11 +11,16 @@
 
 namespace politeproxy {
 
-/// Opens a CONNECT tunnel for a request whose header has been read. The tunnel holds one
-/// slot of its host's gate while it is open, forwards half-close both ways, and closes
-/// after timeouts.idle without traffic. The client connection ends with it. `cfg` is
-/// the config the session read this request under (it outlives the call).
-task<void> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client,
-                      boost::beast::flat_buffer& buffer, request_header_parser& header);
+/// Serves a CONNECT whose header has been read. Tunnel mode: opens a tunnel that holds
+/// one slot of its host's gate while it is open, forwards half-close both ways, and
+/// closes after timeouts.idle without traffic; the client connection ends with it.
+/// When the CONNECT is to be intercepted instead (tls.mode intercept, the host not in
+/// tls.intercept_exclude), returns its target once every check passed, with nothing
+/// answered yet. `cfg` is the config the session read this request under.
+task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client,
+                                               boost::beast::flat_buffer& buffer, request_header_parser& header);
+
+/// The answer to a CONNECT that is served: "200 Connection established".
+extern const std::string_view connect_established;
 
 }  // namespace politeproxy

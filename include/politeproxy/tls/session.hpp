@@ -1,0 +1,83 @@
+#pragma once
+// TLS on a timed_socket, both ways: as the origin a client asked for (interception: a
+// leaf for its SNI from the leaf cache) and as the client of an HTTPS origin (SNI, the
+// certificate verified for the host name). Once a handshake succeeds, the
+// timed_socket's reads and writes go through the session, so everything that speaks
+// HTTP/1.1 over a timed_socket speaks it over TLS unchanged. OpenSSL through Asio's
+// ssl::stream; its headers stay in session.cpp.
+#include "politeproxy/base/executor.hpp"
+#include "politeproxy/net/timed_socket.hpp"
+#include "politeproxy/tls/certificate_authority.hpp"
+
+#include <boost/system/error_code.hpp>
+#include <boost/system/result.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace politeproxy::tls {
+
+/// Towards clients: TLS as the origin they asked for. One per proxy, shared by the
+/// workers (OpenSSL's context is thread-safe for handshakes).
+class server_side {
+public:
+    /// `alpn`: the protocols offered (tls.alpn); http/1.1 is the one selected until
+    /// HTTP/2 lands.
+    server_side(leaf_cache& leaves, std::vector<std::string> alpn);
+    ~server_side();
+    server_side(const server_side&) = delete;
+    server_side& operator=(const server_side&) = delete;
+
+    struct impl;
+    impl& get() { return *impl_; }
+
+private:
+    std::unique_ptr<impl> impl_;
+};
+
+/// Towards origins: certificates verified against the system store plus an extra CA
+/// file (tls.upstream_ca_file), host names checked, ALPN http/1.1.
+class client_side {
+public:
+    static boost::system::result<std::unique_ptr<client_side>, std::string> make(const std::string& extra_ca_file);
+    ~client_side();
+
+    struct impl;
+    impl& get() { return *impl_; }
+
+private:
+    client_side();
+    std::unique_ptr<impl> impl_;
+};
+
+struct handshake_result {
+    boost::system::error_code ec;
+    std::string verify_error;  ///< why the origin's certificate was refused (empty otherwise)
+    std::string server_name;   ///< the SNI a client sent (accept; empty when none)
+};
+
+/// The state of one TLS connection, owned by its timed_socket.
+class session {
+public:
+    /// Completes TLS with a client as `host` would: the leaf names its SNI, or `host`
+    /// when it sends none. `already_read`: the start of the handshake, read with the
+    /// CONNECT. The handshake runs under the socket's deadline.
+    static task<handshake_result> accept(timed_socket& client, server_side& side, const std::string& host,
+                                         std::string_view already_read);
+
+    /// Completes TLS with an origin: SNI `host` (none for an IP literal), its certificate
+    /// verified for `host`. On a failed verification nothing is sent to the origin.
+    static task<handshake_result> connect(timed_socket& origin, client_side& side, const std::string& host);
+
+    struct impl;
+    explicit session(std::unique_ptr<impl> i);
+    ~session();
+    impl& get() { return *impl_; }
+
+private:
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace politeproxy::tls

@@ -1,0 +1,179 @@
+#include "politeproxy/tls/session.hpp"
+
+#include "politeproxy/policy/host_key.hpp"
+
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <arpa/inet.h>
+
+namespace politeproxy::tls {
+namespace asio = boost::asio;
+namespace ssl = boost::asio::ssl;
+
+namespace {
+
+bool is_ip_literal(const std::string& host) {
+    unsigned char buf[16];
+    return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+}  // namespace
+
+// ---- towards clients ----------------------------------------------------------------
+
+struct server_side::impl {
+    leaf_cache& leaves;
+    std::vector<std::string> alpn;
+    ssl::context ctx{ssl::context::tls_server};
+    int host_index = -1;  ///< SSL ex_data slot: the CONNECT host, for clients without SNI
+
+    // During the ClientHello: the leaf for the SNI (or the CONNECT host).
+    static int on_server_name(SSL* s, int* alert, void* arg) {
+        auto* self = static_cast<impl*>(arg);
+        const char* sni = SSL_get_servername(s, TLSEXT_NAMETYPE_host_name);
+        const auto* host = static_cast<const std::string*>(SSL_get_ex_data(s, self->host_index));
+        std::string name = sni && valid_dns_name(sni) ? std::string(sni) : (host ? *host : std::string());
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (name.empty()) {
+            *alert = SSL_AD_UNRECOGNIZED_NAME;
+            return SSL_TLSEXT_ERR_ALERT_FATAL;
+        }
+        try {
+            const leaf l = self->leaves.get(name, std::chrono::system_clock::now());
+            if (SSL_use_certificate(s, l.cert.get()) != 1 || SSL_use_PrivateKey(s, l.key.get()) != 1) {
+                *alert = SSL_AD_INTERNAL_ERROR;
+                return SSL_TLSEXT_ERR_ALERT_FATAL;
+            }
+        } catch (const std::exception&) {
+            *alert = SSL_AD_INTERNAL_ERROR;
+            return SSL_TLSEXT_ERR_ALERT_FATAL;
+        }
+        return SSL_TLSEXT_ERR_OK;
+    }
+
+    // ALPN: http/1.1 when the client offers it and tls.alpn lists it; otherwise none.
+    static int on_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                       unsigned int inlen, void* arg) {
+        auto* self = static_cast<impl*>(arg);
+        if (std::find(self->alpn.begin(), self->alpn.end(), "http/1.1") == self->alpn.end())
+            return SSL_TLSEXT_ERR_NOACK;
+        for (unsigned i = 0; i < inlen;) {
+            const unsigned len = in[i];
+            if (i + 1 + len > inlen) break;
+            if (len == 8 && std::memcmp(in + i + 1, "http/1.1", 8) == 0) {
+                *out = in + i + 1;
+                *outlen = static_cast<unsigned char>(len);
+                return SSL_TLSEXT_ERR_OK;
+            }
+            i += 1 + len;
+        }
+        return SSL_TLSEXT_ERR_NOACK;
+    }
+};
+
+server_side::server_side(leaf_cache& leaves, std::vector<std::string> alpn)
+    : impl_(std::make_unique<impl>(impl{leaves, std::move(alpn)})) {
+    SSL_CTX* ctx = impl_->ctx.native_handle();
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    impl_->host_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    SSL_CTX_set_tlsext_servername_callback(ctx, &impl::on_server_name);
+    SSL_CTX_set_tlsext_servername_arg(ctx, impl_.get());
+    SSL_CTX_set_alpn_select_cb(ctx, &impl::on_alpn, impl_.get());
+}
+
+server_side::~server_side() = default;
+
+// ---- towards origins ----------------------------------------------------------------
+
+struct client_side::impl {
+    ssl::context ctx{ssl::context::tls_client};
+};
+
+client_side::client_side() : impl_(std::make_unique<impl>()) {}
+client_side::~client_side() = default;
+
+boost::system::result<std::unique_ptr<client_side>, std::string> client_side::make(const std::string& extra_ca_file) {
+    std::unique_ptr<client_side> side(new client_side());
+    ssl::context& ctx = side->impl_->ctx;
+    boost::system::error_code ec;
+    ctx.set_default_verify_paths(ec);
+    if (ec) return "the system's certificate store: " + ec.message();
+    if (!extra_ca_file.empty()) {
+        ctx.load_verify_file(extra_ca_file, ec);
+        if (ec) return extra_ca_file + ": " + ec.message();
+    }
+    ctx.set_verify_mode(ssl::verify_peer);
+    SSL_CTX* native = ctx.native_handle();
+    SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+    static const unsigned char alpn[] = "\x08http/1.1";
+    SSL_CTX_set_alpn_protos(native, alpn, sizeof alpn - 1);
+    return side;
+}
+
+// ---- a connection -------------------------------------------------------------------
+
+struct session::impl {
+    impl(timed_socket& t, ssl::context& ctx) : stream(timed_socket::wire(t), ctx) {}
+    ssl::stream<timed_socket::wire> stream;
+};
+
+session::session(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+session::~session() = default;
+
+task<handshake_result> session::accept(timed_socket& client, server_side& side, const std::string& host,
+                                       std::string_view already_read) {
+    auto s = std::make_shared<session>(std::make_unique<impl>(client, side.get().ctx));
+    SSL* native = s->get().stream.native_handle();
+    SSL_set_ex_data(native, side.get().host_index, const_cast<std::string*>(&host));
+    auto [ec, used] = co_await s->get().stream.async_handshake(
+        ssl::stream_base::server, asio::buffer(already_read.data(), already_read.size()), use_tuple);
+    handshake_result r{ec, {}, {}};
+    if (const char* sni = SSL_get_servername(native, TLSEXT_NAMETYPE_host_name)) r.server_name = sni;
+    SSL_set_ex_data(native, side.get().host_index, nullptr);  // `host` is the caller's
+    if (!ec) client.state_->tls = std::move(s);
+    co_return r;
+}
+
+task<handshake_result> session::connect(timed_socket& origin, client_side& side, const std::string& host) {
+    auto s = std::make_shared<session>(std::make_unique<impl>(origin, side.get().ctx));
+    SSL* native = s->get().stream.native_handle();
+    if (is_ip_literal(host)) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(native), host.c_str());
+    } else {
+        SSL_set_tlsext_host_name(native, host.c_str());
+        SSL_set1_host(native, host.c_str());
+    }
+    auto [ec] = co_await s->get().stream.async_handshake(ssl::stream_base::client, use_tuple);
+    handshake_result r{ec, {}, {}};
+    if (ec) {
+        const long verdict = SSL_get_verify_result(native);
+        if (verdict != X509_V_OK) r.verify_error = X509_verify_cert_error_string(verdict);
+    } else {
+        origin.state_->tls = std::move(s);
+    }
+    co_return r;
+}
+
+}  // namespace politeproxy::tls
+
+namespace politeproxy {
+
+void timed_socket::tls_read_some(state& s, boost::asio::mutable_buffer b, io_handler handler) {
+    s.tls->get().stream.async_read_some(b, std::move(handler));
+}
+
+void timed_socket::tls_write_some(state& s, boost::asio::const_buffer b, io_handler handler) {
+    s.tls->get().stream.async_write_some(b, std::move(handler));
+}
+
+}  // namespace politeproxy

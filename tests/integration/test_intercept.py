@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""tls.mode intercept: every request inside a client's TLS connection is gated as its own
+request. The proxy's CA comes from --gen-ca; the TLS test origin's certificate is trusted
+through tls.upstream_ca_file.
+- curl and Python requests trust the proxy's CA and get the origin's answers, each with
+  Proxy-Status queue-wait (a tunnel would pass the origin's response untouched);
+- the certificate the client sees names the origin's host and is issued by the CA;
+- concurrency 2: four keep-alive TLS connections sending 10 slow requests each: the
+  origin sees at most 2 at once, and exactly 2 at some point;
+- the rate holds per request on one keep-alive TLS connection (not once per tunnel);
+- a 200 KB upload arrives intact (sha256 at the origin);
+- a request naming another host inside the connection gets 421;
+- an origin whose certificate the proxy does not trust gets 502 tls_certificate_error
+  and its application sees nothing; a host in intercept_exclude is tunneled (the client
+  sees the origin's own certificate);
+- afterwards every host's in_flight and waiting are 0."""
+import hashlib
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+import requests  # noqa: E402
+
+HOST = "tls.test"
+
+
+def gen_ca(t):
+    d = os.path.join(t.workdir, "ca")
+    os.mkdir(d)
+    r = subprocess.run([t.binary, "--gen-ca", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=20)
+    H.check(r.returncode == 0, "--gen-ca: %s" % r.stderr)
+    return os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
+
+
+def tls_through_proxy(proxy, host, port, cafile, timeout=10):
+    """CONNECT, then TLS over it; returns (ssl socket, the peer certificate as a dict)."""
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=timeout)
+    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, port, host, port)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        if not chunk:
+            raise H.TestFailure("CONNECT %s: closed after %r" % (host, head))
+        head += chunk
+    H.check(head.startswith(b"HTTP/1.1 200"), "CONNECT %s answered %r" % (host, head))
+    ctx = ssl.create_default_context(cafile=cafile)
+    ts = ctx.wrap_socket(s, server_hostname=host)
+    return ts, ts.getpeercert()
+
+
+def session(proxy, cafile):
+    s = requests.Session()
+    s.trust_env = False  # REQUESTS_CA_BUNDLE in the environment would replace `verify`
+    s.proxies = {"https": "http://127.0.0.1:%d" % proxy.port}
+    s.verify = cafile
+    return s
+
+
+def test(t):
+    ca_cert, ca_key = gen_ca(t)
+    # The origin's own certificate (self-signed: tls.upstream_ca_file trusts it) names
+    # every host the test sends to it.
+    t._cert = H.make_cert(t.workdir, HOST, extra_names=("paced.test", "excluded.test"))
+    origin = t.origin(tls=True)
+    origin_cert, _ = t.cert()
+    base = "https://%s:%d" % (HOST, origin.port)
+
+    cfg = H.base_config(tls_port=origin.port, concurrency=2, rate=1000, burst=1000)
+    cfg["hosts"] = {"paced.test": {"rate": 10, "burst": 1}}
+    cfg["tls"] = {"mode": "intercept", "ca_cert": ca_cert, "ca_key": ca_key, "upstream_ca_file": origin_cert,
+                  "intercept_exclude": ["excluded.test"]}
+    proxy = t.proxy(cfg)
+
+    # curl, as a crawler would run it
+    r = subprocess.run(["curl", "-sS", "--max-time", "10", "--cacert", ca_cert, "-x",
+                        "http://127.0.0.1:%d" % proxy.port, "-D", "-", "-o", "/dev/null", base + "/curl"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=20)
+    H.check(r.returncode == 0, "curl through interception failed: %s" % r.stderr)
+    heads = [h for h in r.stdout.replace("\r\n", "\n").split("\n\n") if h.strip()]
+    H.check(len(heads) == 2 and heads[0].startswith("HTTP/1.1 200") and heads[1].startswith("HTTP/1.1 200"),
+            "curl got %r" % heads)
+    H.check("proxy-status: politeproxy; queue-wait=" in heads[1].lower(), "no Proxy-Status queue-wait on the "
+            "response: the request was not gated\n" + heads[1])
+    H.log("curl --cacert through interception: %s; %s" % (heads[0].splitlines()[0], heads[1].splitlines()[0]))
+
+    # the certificate the client sees
+    ts, cert = tls_through_proxy(proxy, HOST, origin.port, ca_cert)
+    ts.close()
+    issuer = dict(x[0] for x in cert["issuer"])
+    sans = [v for k, v in cert.get("subjectAltName", ()) if k == "DNS"]
+    H.check(issuer.get("commonName", "").startswith("politeproxy CA on"), "issuer %r" % issuer)
+    H.check(sans == [HOST], "subjectAltName %r" % sans)
+
+    # concurrency: 4 keep-alive TLS connections x 10 slow requests
+    origin.reset()
+    results, errors = [], []
+
+    def client(i):
+        s = session(proxy, ca_cert)
+        try:
+            for j in range(10):
+                resp = s.get(base + "/slow?delay=0.1&c=%d&j=%d" % (i, j), timeout=30)
+                results.append((resp.status_code, resp.headers.get("Proxy-Status", "")))
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+        finally:
+            s.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    H.check(not errors, "requests through interception failed: %s" % errors[:3])
+    H.check(len(results) == 40 and all(s == 200 for s, _ in results), "statuses %r" % [s for s, _ in results])
+    H.check(all("queue-wait=" in p for _, p in results), "a response without Proxy-Status queue-wait")
+    stats = origin.host(HOST)
+    H.check(stats["count"] == 40, "the origin saw %d requests, not 40" % stats["count"])
+    H.check(stats["peak"] == 2, "the origin saw %d requests at once; the bound is 2" % stats["peak"])
+    H.log("4 keep-alive TLS connections x 10 requests: origin peak %d (bound 2), %d requests"
+          % (stats["peak"], stats["count"]))
+
+    # the rate, per request, on one keep-alive connection
+    s = session(proxy, ca_cert)
+    paced = "https://paced.test:%d" % origin.port
+    for j in range(6):
+        resp = s.get(paced + "/p%d" % j, timeout=10)
+        H.check(resp.status_code == 200, "paced request %d: %d" % (j, resp.status_code))
+    arrivals = origin.host("paced.test")["arrivals"]
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    H.check(len(arrivals) == 6 and min(gaps) >= 0.08, "rate 10/s over one TLS connection: gaps %r" % gaps)
+    H.log("rate 10/s on one keep-alive TLS connection: smallest gap %.3f s" % min(gaps))
+
+    # a 200 KB upload
+    body = os.urandom(200 * 1024)
+    resp = s.post(base + "/upload", data=body, timeout=20)
+    H.check(resp.status_code == 200 and resp.json().get("sha256") == hashlib.sha256(body).hexdigest(),
+            "upload: %d %r" % (resp.status_code, resp.text[:200]))
+    s.close()
+    H.log("200 KB upload arrived intact")
+
+    # another host inside the connection: 421
+    ts, _ = tls_through_proxy(proxy, HOST, origin.port, ca_cert)
+    ts.sendall(("GET /x HTTP/1.1\r\nHost: other.test:%d\r\n\r\n" % origin.port).encode())
+    answer = ts.recv(4096)
+    ts.close()
+    H.check(answer.startswith(b"HTTP/1.1 421"), "a request for another host: %r" % answer[:80])
+
+    # excluded: tunneled, the origin's own certificate
+    ts, cert = tls_through_proxy(proxy, "excluded.test", origin.port, origin_cert)
+    ts.close()
+    H.check(dict(x[0] for x in cert["issuer"]).get("commonName") == "tls.test", "excluded host intercepted")
+    m = proxy.metrics()
+    H.check(H.msum(m, "politeproxy_connect_total", mode="tunneled") >= 1, "the exclusion was not counted")
+    H.check(H.msum(m, "politeproxy_connect_total", mode="intercepted") >= 5, "interceptions not counted")
+
+    # an origin the proxy does not trust
+    cfg2 = dict(cfg, tls=dict(cfg["tls"], upstream_ca_file=None))
+    untrusting = t.proxy(cfg2, name="untrusting")
+    origin.reset()
+    s = session(untrusting, ca_cert)
+    resp = s.get(base + "/secret", timeout=10)
+    s.close()
+    H.check(resp.status_code == 502 and "tls_certificate_error" in resp.headers.get("Proxy-Status", ""),
+            "untrusted origin: %d %r" % (resp.status_code, resp.headers.get("Proxy-Status")))
+    H.check(origin.host(HOST)["count"] == 0, "the untrusted origin's application saw a request")
+    H.log("untrusted origin: %d %s" % (resp.status_code, resp.headers.get("Proxy-Status")))
+
+    for p in (proxy, untrusting):
+        H.check(H.wait_until(lambda: all(v == 0 for v in (
+            H.msum(p.metrics(), "politeproxy_host_in_flight"), H.msum(p.metrics(), "politeproxy_host_waiting"))), 5),
+            "%s: in_flight/waiting did not return to 0" % p.name)
+
+
+if __name__ == "__main__":
+    H.main(test, timeout=90)
