@@ -99,6 +99,12 @@ struct metrics::impl {
     prometheus::Counter& connect_intercepted = connects.Add({{"mode", "intercepted"}});
     prometheus::Counter& connect_tunneled = connects.Add({{"mode", "tunneled"}});
 
+    prometheus::Family<prometheus::Counter>& leaves =
+        prometheus::BuildCounter().Name(std::string(prefix) + "tls_leaf_certificates_total")
+            .Help("Leaf certificates intercepted handshakes used, minted or from the cache").Register(registry);
+    prometheus::Counter& leaf_minted = leaves.Add({{"result", "minted"}});
+    prometheus::Counter& leaf_cached = leaves.Add({{"result", "cached"}});
+
     // Fixed label sets, resolved once: no map look-up per connection.
     prometheus::Gauge& client_http1 = client_connections.Add({{"protocol", "http1"}});
     prometheus::Gauge& origin_http1 = origin_connections.Add({{"protocol", "http1"}});
@@ -143,6 +149,8 @@ void metrics::connection_closed(connection_side side, connection_protocol protoc
 void metrics::connect_served(connect_mode mode) {
     (mode == connect_mode::intercepted ? impl_->connect_intercepted : impl_->connect_tunneled).Increment();
 }
+
+void metrics::leaf_certificate(bool minted) { (minted ? impl_->leaf_minted : impl_->leaf_cached).Increment(); }
 
 std::string metrics::render(const host_gates& gates, std::size_t idle_origin_connections) const {
     using prometheus::MetricType;

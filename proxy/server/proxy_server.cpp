@@ -98,7 +98,8 @@ int proxy_server::run() {
         auto ca = tls::certificate_authority::load(cfg_->tls.ca_cert, cfg_->tls.ca_key);
         if (!ca) throw std::runtime_error("tls: " + ca.error());
         leaves.emplace(std::move(*ca), cfg_->tls.leaf_cache, leaf_lifetime);
-        intercept = std::make_unique<tls::server_side>(*leaves, cfg_->tls.alpn);
+        intercept = std::make_unique<tls::server_side>(*leaves, cfg_->tls.alpn,
+                                                       [&m](bool minted) { m.leaf_certificate(minted); });
         auto sides = tls::client_side::make(cfg_->tls.upstream_ca_file);
         if (!sides) throw std::runtime_error("tls: " + sides.error());
         origin_tls = std::move(*sides);

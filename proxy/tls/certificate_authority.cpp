@@ -226,7 +226,8 @@ bool leaf_cache::fresh(const entry& e, system_time now) const {
     return e.current.cert && now < e.current.not_after - lifetime_ / 4;
 }
 
-leaf leaf_cache::get(const std::string& name, system_time now) {
+leaf leaf_cache::get(const std::string& name, system_time now, bool* minted) {
+    if (minted) *minted = false;
     std::unique_lock lock(mutex_);
     for (;;) {
         auto it = entries_.find(name);
@@ -263,6 +264,7 @@ leaf leaf_cache::get(const std::string& name, system_time now) {
         e->current = made;
         e->minting = false;
         ++counts_.minted;
+        if (minted) *minted = true;
         evict_beyond_capacity();
         minted_.notify_all();
         return made;

@@ -33,6 +33,7 @@ bool is_ip_literal(const std::string& host) {
 struct server_side::impl {
     leaf_cache& leaves;
     std::vector<std::string> alpn;
+    std::function<void(bool minted)> counted;
     ssl::context ctx{ssl::context::tls_server};
     int host_index = -1;  ///< SSL ex_data slot: the CONNECT host, for clients without SNI
 
@@ -48,7 +49,9 @@ struct server_side::impl {
             return SSL_TLSEXT_ERR_ALERT_FATAL;
         }
         try {
-            const leaf l = self->leaves.get(name, std::chrono::system_clock::now());
+            bool minted = false;
+            const leaf l = self->leaves.get(name, std::chrono::system_clock::now(), &minted);
+            if (self->counted) self->counted(minted);
             if (SSL_use_certificate(s, l.cert.get()) != 1 || SSL_use_PrivateKey(s, l.key.get()) != 1) {
                 *alert = SSL_AD_INTERNAL_ERROR;
                 return SSL_TLSEXT_ERR_ALERT_FATAL;
@@ -80,8 +83,8 @@ struct server_side::impl {
     }
 };
 
-server_side::server_side(leaf_cache& leaves, std::vector<std::string> alpn)
-    : impl_(std::make_unique<impl>(impl{leaves, std::move(alpn)})) {
+server_side::server_side(leaf_cache& leaves, std::vector<std::string> alpn, std::function<void(bool)> counted)
+    : impl_(std::make_unique<impl>(impl{leaves, std::move(alpn), std::move(counted)})) {
     SSL_CTX* ctx = impl_->ctx.native_handle();
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);

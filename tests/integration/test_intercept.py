@@ -10,6 +10,7 @@ through tls.upstream_ca_file.
 - the rate holds per request on one keep-alive TLS connection (not once per tunnel);
 - a 200 KB upload arrives intact (sha256 at the origin);
 - a request naming another host inside the connection gets 421;
+- 50 concurrent first connections to a new name mint one leaf (tls_leaf_certificates_total);
 - an origin whose certificate the proxy does not trust gets 502 tls_certificate_error
   and its application sees nothing; a host in intercept_exclude is tunneled (the client
   sees the origin's own certificate);
@@ -161,6 +162,29 @@ def test(t):
     m = proxy.metrics()
     H.check(H.msum(m, "politeproxy_connect_total", mode="tunneled") >= 1, "the exclusion was not counted")
     H.check(H.msum(m, "politeproxy_connect_total", mode="intercepted") >= 5, "interceptions not counted")
+
+    # 50 first connections to a new name at once: one leaf is minted for them
+    minted_before = H.msum(proxy.metrics(), "politeproxy_tls_leaf_certificates_total", result="minted")
+    handshakes, failures = [], []
+
+    def handshake():
+        try:
+            ts, c = tls_through_proxy(proxy, "fresh.test", origin.port, ca_cert)
+            handshakes.append(c["serialNumber"])
+            ts.close()
+        except Exception as e:  # noqa: BLE001
+            failures.append(repr(e))
+
+    threads = [threading.Thread(target=handshake) for _ in range(50)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(30)
+    minted = H.msum(proxy.metrics(), "politeproxy_tls_leaf_certificates_total", result="minted") - minted_before
+    H.check(not failures and len(handshakes) == 50, "concurrent handshakes failed: %s" % failures[:3])
+    H.check(minted == 1 and len(set(handshakes)) == 1, "50 concurrent first connections minted %d leaves (%d "
+            "serials)" % (minted, len(set(handshakes))))
+    H.log("50 concurrent first connections to fresh.test: %d leaf minted" % minted)
 
     # an origin the proxy does not trust
     cfg2 = dict(cfg, tls=dict(cfg["tls"], upstream_ca_file=None))

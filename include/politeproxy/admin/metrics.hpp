@@ -38,6 +38,9 @@ public:
     void connection_closed(connection_side side, connection_protocol protocol);
     /// connect_total{mode}: a CONNECT that passed its checks, intercepted or tunneled.
     void connect_served(connect_mode mode);
+    /// tls_leaf_certificates_total{result}: a leaf an intercepted handshake used,
+    /// `minted` for it or `cached`.
+    void leaf_certificate(bool minted);
 
     /// The Prometheus text exposition of everything, per-host series from `gates`;
     /// `idle_origin_connections` (pooled) count as open upstream connections.

@@ -68,7 +68,8 @@ class leaf_cache {
 public:
     leaf_cache(certificate_authority ca, std::size_t capacity, std::chrono::seconds lifetime);
 
-    leaf get(const std::string& name, system_time now);
+    /// The leaf for `name`; `*minted` (when given) says whether this call minted it.
+    leaf get(const std::string& name, system_time now, bool* minted = nullptr);
 
     struct counts {
         std::uint64_t minted = 0;

@@ -12,6 +12,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/result.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,7 +26,8 @@ class server_side {
 public:
     /// `alpn`: the protocols offered (tls.alpn); http/1.1 is the one selected until
     /// HTTP/2 lands.
-    server_side(leaf_cache& leaves, std::vector<std::string> alpn);
+    /// `counted` hears of each leaf a handshake used: minted for it, or from the cache.
+    server_side(leaf_cache& leaves, std::vector<std::string> alpn, std::function<void(bool minted)> counted);
     ~server_side();
     server_side(const server_side&) = delete;
     server_side& operator=(const server_side&) = delete;
