@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""TLS interception when something goes wrong, and a throttled origin:
+- a client that sends garbage instead of a ClientHello is closed at once; one that stalls
+  mid-handshake is closed at timeouts.idle; neither holds a slot or a parked request;
+- an origin that resets the connection during the TLS handshake gets the client a 502
+  with Proxy-Status error=tls_protocol_error;
+- a 429 with Retry-After from a TLS origin, seen on one intercepted connection, pauses
+  the host for requests on every other intercepted connection."""
+import os
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+import requests  # noqa: E402
+
+HOST = "tls.test"
+
+
+def gen_ca(t):
+    d = os.path.join(t.workdir, "ca")
+    os.mkdir(d)
+    r = subprocess.run([t.binary, "--gen-ca", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=20)
+    H.check(r.returncode == 0, "--gen-ca: %s" % r.stderr)
+    return os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
+
+
+def connect(proxy, host, port):
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, port, host, port)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        H.check(chunk, "CONNECT closed after %r" % head)
+        head += chunk
+    H.check(head.startswith(b"HTTP/1.1 200"), "CONNECT answered %r" % head)
+    return s
+
+
+def closed_within(s, seconds):
+    """Seconds until the proxy closed `s` (reading and dropping whatever it sends), or None."""
+    start = time.monotonic()
+    s.settimeout(seconds)
+    try:
+        while True:
+            if not s.recv(4096):
+                return time.monotonic() - start
+    except (ConnectionResetError, BrokenPipeError):
+        return time.monotonic() - start
+    except socket.timeout:
+        return None
+
+
+def session(proxy, cafile):
+    s = requests.Session()
+    s.trust_env = False  # REQUESTS_CA_BUNDLE in the environment would replace `verify`
+    s.proxies = {"https": "http://127.0.0.1:%d" % proxy.port}
+    s.verify = cafile
+    return s
+
+
+def resetting_server():
+    """Accepts TCP connections and resets each at once (SO_LINGER 0): a TLS handshake
+    with it fails. Returns (port, stop)."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(16)
+    ls.settimeout(0.2)
+    done = threading.Event()
+
+    def serve():
+        while not done.is_set():
+            try:
+                c, _ = ls.accept()
+            except socket.timeout:
+                continue
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.close()
+        ls.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return ls.getsockname()[1], done.set
+
+
+def test(t):
+    ca_cert, ca_key = gen_ca(t)
+    origin = t.origin(tls=True)
+    origin_cert, _ = t.cert()
+    reset_port, stop_reset = resetting_server()
+    cfg = H.base_config(tls_port=origin.port, concurrency=2, rate=1000, burst=1000,
+                        timeouts={"idle": "2s"})
+    cfg["security"]["connect_ports"].append(reset_port)
+    cfg["tls"] = {"mode": "intercept", "ca_cert": ca_cert, "ca_key": ca_key, "upstream_ca_file": origin_cert}
+    proxy = t.proxy(cfg)
+
+    # garbage instead of a ClientHello
+    s = connect(proxy, HOST, origin.port)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: tls.test\r\n\r\n")
+    took = closed_within(s, 5)
+    s.close()
+    H.check(took is not None and took < 1.0, "garbage instead of a ClientHello: closed after %r s" % took)
+    H.log("garbage instead of a ClientHello: closed after %.3f s" % took)
+
+    # a stall in the middle of the handshake: the first bytes of a ClientHello, then nothing
+    s = connect(proxy, HOST, origin.port)
+    s.sendall(bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc]))
+    took = closed_within(s, 6)
+    s.close()
+    H.check(took is not None and 1.5 < took < 4.0, "a stalled handshake: closed after %r s (timeouts.idle 2s)" % took)
+    H.log("a handshake stalled mid-ClientHello: closed after %.2f s (timeouts.idle 2s)" % took)
+
+    # an origin that resets during the handshake
+    sess = session(proxy, ca_cert)
+    resp = sess.get("https://%s:%d/x" % (HOST, reset_port), timeout=10)
+    sess.close()
+    stop_reset()
+    status = resp.headers.get("Proxy-Status", "")
+    H.check(resp.status_code == 502 and "error=tls_protocol_error" in status,
+            "origin reset during the handshake: %d %r" % (resp.status_code, status))
+    H.log("origin reset during the handshake: %d %s" % (resp.status_code, status))
+
+    # a 429 on one intercepted connection pauses the host on another
+    a, b = session(proxy, ca_cert), session(proxy, ca_cert)
+    base = "https://%s:%d" % (HOST, origin.port)
+    H.check(b.get(base + "/warm", timeout=10).status_code == 200, "warm-up request failed")
+    origin.reset()
+    r = a.get(base + "/throttle?status=429&retry_after=2", timeout=10)
+    H.check(r.status_code == 429, "the origin's 429 did not pass through: %d" % r.status_code)
+    start = time.monotonic()
+    r = b.get(base + "/after", timeout=20)
+    waited = time.monotonic() - start
+    a.close()
+    b.close()
+    H.check(r.status_code == 200 and waited >= 1.5, "a request on another connection after the 429: %d after "
+            "%.2f s (Retry-After 2)" % (r.status_code, waited))
+    arrivals = origin.host(HOST)["arrivals"]
+    H.check(len(arrivals) == 2 and arrivals[1] - arrivals[0] >= 1.5, "origin arrivals %r" % arrivals)
+    H.log("429 with Retry-After 2 on one connection: the next request on another waited %.2f s" % waited)
+
+    H.check(H.wait_until(lambda: H.msum(proxy.metrics(), "politeproxy_host_in_flight") == 0 and
+                         H.msum(proxy.metrics(), "politeproxy_host_waiting") == 0, 5),
+            "in_flight/waiting did not return to 0")
+
+
+if __name__ == "__main__":
+    H.main(test, timeout=60)
