@@ -75,6 +75,39 @@ std::optional<named_host> read_authority_host(std::string_view host) {
 
 }  // namespace
 
+std::variant<origin_target, target_error> parse_intercepted_target(std::string_view target,
+                                                                   std::string_view host_field, bool is_options,
+                                                                   const connect_target& tunnel,
+                                                                   std::string_view expected_key,
+                                                                   wire_allocator arena) {
+    std::string_view authority = host_field;
+    std::string_view path_and_query = target;
+    if (target.starts_with("https://")) {
+        const std::string_view rest = target.substr(8);
+        const std::size_t end = rest.find_first_of("/?");
+        authority = rest.substr(0, end);
+        path_and_query = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+        if (!path_and_query.empty() && !plain_path(path_and_query))
+            return target_error{errc::bad_request, "request target is not a valid https URI"};
+    } else if (target == "*" && is_options) {
+        path_and_query = {};
+    } else if (!target.starts_with('/')) {
+        return target_error{errc::bad_request, "a request inside TLS needs an origin-form or https:// target"};
+    }
+    const auto parts = split_authority(authority);
+    const auto named = parts ? read_authority_host(parts->host) : std::nullopt;
+    const auto port = parts && parts->port ? parse_port(*parts->port) : std::optional<std::uint16_t>(443);
+    if (!named || !port || named->key != expected_key || *port != tunnel.port)
+        return target_error{errc::misdirected_request, "the request names another origin than this TLS connection's"};
+    origin_target t(arena);
+    t.key = tunnel.key;
+    t.address = tunnel.address;
+    t.port = tunnel.port;
+    t.tls = true;
+    set_path(t, path_and_query);
+    return t;
+}
+
 std::optional<std::uint16_t> parse_port(std::string_view digits) {
     unsigned port = 0;
     if (digits.empty() || digits.size() > 5) return std::nullopt;

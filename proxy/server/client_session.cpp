@@ -58,42 +58,6 @@ struct intercepted_origin {
     std::string name_key;  ///< the key of the name the client asked for (SNI, else the CONNECT host)
 };
 
-// A request's target inside intercepted TLS: origin-form ("/path", Host naming the
-// connection's host) or absolute-form "https://host/path" for the same host. Another
-// host is 421, as a TLS server answers a request that is not for it.
-std::variant<origin_target, target_error> intercepted_target(const request_header_parser& header,
-                                                              const intercepted_origin& in_tls) {
-    const auto& req = header.get();
-    std::string_view target = req.target();
-    std::string_view authority = req[http::field::host];
-    if (target.starts_with("https://")) {
-        target.remove_prefix(8);
-        const auto slash = target.find('/');
-        authority = target.substr(0, slash);
-        target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
-    } else if (!target.starts_with('/') && !(target == "*" && req.method() == http::verb::options)) {
-        return target_error{errc::bad_request, "a request inside TLS needs an origin-form or https:// target"};
-    }
-    // The host part of an authority: "[v6]:port", "host:port" or "host".
-    std::string_view host = authority;
-    if (host.starts_with('[')) {
-        host = host.substr(1, host.find(']') == std::string_view::npos ? 0 : host.find(']') - 1);
-    } else if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
-        host = host.substr(0, colon);
-    }
-    const auto named = read_host(host);
-    if (!named || named->key != in_tls.name_key)
-        return target_error{errc::misdirected_request, "the request names another host than this TLS connection"};
-    origin_target t(req.get_allocator());
-    t.key = in_tls.target.key;
-    t.address = in_tls.target.address;
-    t.port = in_tls.target.port;
-    t.tls = true;
-    t.path.assign(target == "*" ? std::string_view("/") : target);
-    t.no_path = target == "*";
-    return t;
-}
-
 // What one client connection carries: its requests, one after another (keep-alive),
 // read from `client` (plain, or TLS once a CONNECT was intercepted: then `in_tls`
 // says where they go). Returns when the connection should close.
@@ -169,8 +133,11 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             break;  // a refusal must still reach the client (see close_gracefully)
         } else {
             const answer_mode closing{false, header.get().method() == http::verb::head};
-            auto target = in_tls ? intercepted_target(header, *in_tls)
-                                 : parse_origin_target(header.get().target(), header.get().get_allocator());
+            const auto& req = header.get();
+            auto target = in_tls ? parse_intercepted_target(req.target(), req[http::field::host],
+                                                            req.method() == http::verb::options, in_tls->target,
+                                                            in_tls->name_key, req.get_allocator())
+                                 : parse_origin_target(req.target(), req.get_allocator());
             if (auto* e = std::get_if<target_error>(&target))
                 keep = co_await send_answer(ctx, client, e->why, e->details, closing);
             else

@@ -1,4 +1,5 @@
-// Request targets and CONNECT authorities, and the host keys made from them.
+// Request targets (absolute-form, and inside intercepted TLS) and CONNECT authorities,
+// and the host keys made from them.
 // Invariants: a key is canonical (host_key is idempotent on it) and has no byte a
 // gate name or metric label should not; the hand-read common case agrees with the full
 // parse wherever it answers; an accepted CONNECT port is 1 to 65535.
@@ -45,6 +46,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (const auto* t = std::get_if<connect_target>(&c)) {
         require_clean_key(t->key);
         fuzz::require(t->port != 0, "CONNECT port 0 accepted");
+    }
+    // Inside intercepted TLS: the input split at its first newline into a target and a
+    // Host field; whatever is accepted goes to the tunnel's origin, over TLS, and names it.
+    {
+        const auto nl = input.find('\n');
+        const std::string_view target = input.substr(0, nl);
+        const std::string_view host = nl == std::string_view::npos ? std::string_view() : input.substr(nl + 1);
+        connect_target tunnel{"tls.test", std::nullopt, 8443};
+        const auto in_tls = parse_intercepted_target(target, host, true, tunnel, "tls.test", wire_allocator{&arena});
+        if (const auto* t = std::get_if<origin_target>(&in_tls)) {
+            fuzz::require(t->key == "tls.test" && t->port == 8443 && t->tls, "an intercepted request left its origin");
+            fuzz::require(!t->path.empty() && t->path.front() == '/', "an intercepted path not in origin form");
+            fuzz::require(host.find("tls.test") != std::string_view::npos || target.find("tls.test") != std::string_view::npos,
+                          "accepted without naming the connection's host");
+        }
     }
     if (valid_host_name(input)) require_clean_key(host_key(input));
     if (const auto address = parse_host_address(input))

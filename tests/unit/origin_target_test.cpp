@@ -125,3 +125,35 @@ TEST_CASE("wherever the hand-read path answers, the full parse answers the same"
     std::pmr::monotonic_buffer_resource arena;
     CHECK(detail::parse_plain_target("http://a.bench.test:18080/1k", wire_allocator{&arena}).has_value());
 }
+
+TEST_CASE("inside intercepted TLS: origin-form or https:// for the connection's host, anything else 421") {
+    std::pmr::monotonic_buffer_resource arena;
+    const connect_target tunnel{"shop.test", std::nullopt, 443};
+    auto in_tls = [&](std::string_view target, std::string_view host, bool options = false) {
+        return flatten(parse_intercepted_target(target, host, options, tunnel, "shop.test", wire_allocator{&arena}));
+    };
+    const parsed ok{"shop.test", "shop.test", "/cart?id=1", 443};
+    CHECK(in_tls("/cart?id=1", "shop.test") == ok);
+    CHECK(in_tls("/cart?id=1", "SHOP.test:443") == ok);
+    CHECK(in_tls("https://shop.test/cart?id=1", "ignored.test") == ok);
+    CHECK(in_tls("https://shop.test:443/cart?id=1", "") == ok);
+    CHECK(in_tls("https://shop.test", "").path == "/");
+    CHECK(in_tls("*", "shop.test", true).path == "/");
+
+    CHECK(in_tls("/cart", "other.test").why == errc::misdirected_request);
+    CHECK(in_tls("/cart", "shop.test:8443").why == errc::misdirected_request);  // another origin
+    CHECK(in_tls("/cart", "").why == errc::misdirected_request);
+    CHECK(in_tls("/cart", "shop.test.evil.test").why == errc::misdirected_request);
+    CHECK(in_tls("https://other.test/cart", "shop.test").why == errc::misdirected_request);
+    CHECK(in_tls("/cart", "[::1]").why == errc::misdirected_request);
+    CHECK(in_tls("http://shop.test/cart", "shop.test").why == errc::bad_request);
+    CHECK(in_tls("*", "shop.test").why == errc::bad_request);  // only OPTIONS has "*"
+
+    // An IP literal tunnel: the Host may spell the address any way
+    const connect_target by_ip{"127.0.0.1", std::nullopt, 8443};
+    const auto t = parse_intercepted_target("/", "0x7f000001:8443", false, by_ip, "127.0.0.1", wire_allocator{&arena});
+    REQUIRE(std::holds_alternative<origin_target>(t));
+    std::string host;
+    std::get<origin_target>(t).append_host(host);
+    CHECK(host == "127.0.0.1:8443");
+}

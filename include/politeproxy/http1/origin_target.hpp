@@ -53,6 +53,19 @@ std::variant<origin_target, target_error> parse_origin_target(std::string_view t
 /// digits only. Nothing else (no userinfo, scheme, path or sign).
 std::variant<connect_target, target_error> parse_connect_target(std::string_view authority);
 
+/// Where a request inside an intercepted TLS connection goes: always the connection's
+/// origin (`tunnel`, reached over TLS). The target is origin-form ("/path", or "*" for
+/// an OPTIONS) or absolute-form "https://authority/path". The host and port it names
+/// (the absolute-form authority, else the Host field; port 443 when none is written) must
+/// be `expected_key` (the key of the connection's SNI, or of its CONNECT host) and the
+/// tunnel's port: anything else is misdirected_request (421), as a TLS server answers a
+/// request that is not for it.
+std::variant<origin_target, target_error> parse_intercepted_target(std::string_view target,
+                                                                   std::string_view host_field, bool is_options,
+                                                                   const connect_target& tunnel,
+                                                                   std::string_view expected_key,
+                                                                   wire_allocator arena);
+
 /// A port as RFC 3986 writes it (digits only), when it is 1 to 65535.
 std::optional<std::uint16_t> parse_port(std::string_view digits);
 
