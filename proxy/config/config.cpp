@@ -65,15 +65,8 @@ std::optional<std::string_view> config::static_address(std::string_view host) co
 
 bool tls_config::intercepts(std::string_view host) const {
     if (mode != mode_type::intercept) return false;
-    for (const auto& pattern : intercept_exclude) {
-        if (pattern.starts_with("*.")) {
-            const std::string_view suffix = std::string_view(pattern).substr(1);  // ".example.com"
-            if (host.size() > suffix.size() && host.ends_with(suffix)) return false;
-        } else if (host == pattern) {
-            return false;
-        }
-    }
-    return true;
+    return std::none_of(intercept_exclude.begin(), intercept_exclude.end(),
+                        [&](const std::string& pattern) { return host_matches(pattern, host); });
 }
 
 bool config::connect_port_allowed(std::uint16_t port) const {

@@ -294,12 +294,12 @@ public:
         if (const auto x = t["intercept_exclude"]) {
             if (!x.IsSequence()) fail(x, "tls.intercept_exclude must be a list");
             for (const auto& p : x) {
-                std::string name = text(p, "tls.intercept_exclude");
-                std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
-                const std::string_view bare = std::string_view(name).substr(name.starts_with("*.") ? 2 : 0);
-                if (!valid_host_name(bare) && !parse_host_address(bare))
+                const std::string name = text(p, "tls.intercept_exclude");
+                const bool wildcard = name.starts_with("*.");
+                const std::string_view bare = std::string_view(name).substr(wildcard ? 2 : 0);
+                if (!valid_host_name(bare))
                     fail(p, "tls.intercept_exclude: '" + name + "' is not a host name, *.suffix or address");
-                c.tls.intercept_exclude.push_back(std::move(name));
+                c.tls.intercept_exclude.push_back((wildcard ? "*." : "") + host_key(bare));  // matched against keys
             }
         }
         if (t["leaf_cache"]) c.tls.leaf_cache = count(t["leaf_cache"], "tls.leaf_cache", 1);

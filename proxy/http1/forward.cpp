@@ -18,6 +18,7 @@
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/relay.hpp"
 
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
@@ -159,9 +160,14 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
                 const auto hs = co_await tls::session::connect(*origin, *ctx.origin_tls, key);
                 origin->expires_never();
                 if (hs.ec) {
-                    const errc why = hs.verify_error.empty() ? errc::tls_protocol_error : errc::tls_certificate_error;
+                    const errc why = hs.ec == beast::error::timeout ? errc::origin_connect_timeout
+                                     : hs.verify_error.empty()      ? errc::tls_protocol_error
+                                                                    : errc::tls_certificate_error;
                     trip.connect_failed(why);
-                    const std::string details = hs.verify_error.empty() ? hs.ec.message() : hs.verify_error;
+                    const std::string details = !hs.verify_error.empty() ? hs.verify_error
+                                                : why == errc::origin_connect_timeout
+                                                    ? std::string("TLS handshake not done within timeouts.connect")
+                                                    : hs.ec.message();
                     co_return co_await send_answer(ctx, client, why, details, keeping);
                 }
             }
@@ -211,7 +217,9 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
         if (ec) {
             const bool timed_out = ec == beast::error::timeout;
             if (may_retry && !timed_out && !response->got_some()) continue;
-            const bool closed = ec == http::error::end_of_stream || ec == asio::error::connection_reset;
+            // A TLS origin that closes without close_notify: the stream is truncated.
+            const bool closed = ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
+                                ec == asio::ssl::error::stream_truncated;
             const errc why = timed_out ? errc::origin_response_timeout
                              : closed  ? errc::origin_closed
                                        : errc::origin_bad_response;

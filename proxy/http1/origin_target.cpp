@@ -87,13 +87,13 @@ std::variant<origin_target, target_error> parse_intercepted_target(std::string_v
         const std::size_t end = rest.find_first_of("/?");
         authority = rest.substr(0, end);
         path_and_query = end == std::string_view::npos ? std::string_view() : rest.substr(end);
-        if (!path_and_query.empty() && !plain_path(path_and_query))
-            return target_error{errc::bad_request, "request target is not a valid https URI"};
     } else if (target == "*" && is_options) {
         path_and_query = {};
     } else if (!target.starts_with('/')) {
         return target_error{errc::bad_request, "a request inside TLS needs an origin-form or https:// target"};
     }
+    if (!plain_path(path_and_query))  // RFC 3986 characters and valid %-escapes only, as absolute-form
+        return target_error{errc::bad_request, "request target is not a valid path and query"};
     const auto parts = split_authority(authority);
     const auto named = parts ? read_authority_host(parts->host) : std::nullopt;
     const auto port = parts && parts->port ? parse_port(*parts->port) : std::optional<std::uint16_t>(443);

@@ -272,7 +272,7 @@ leaf leaf_cache::get(const std::string& name, system_time now, bool* minted) {
 }
 
 void leaf_cache::evict_beyond_capacity() {
-    // Oldest first; a name being minted is kept (its minter holds an iterator to it).
+    // Oldest first; a name being minted is kept (its minter stores the leaf into it).
     for (auto r = recency_.end(); entries_.size() > capacity_ && r != recency_.begin();) {
         --r;
         auto e = entries_.find(*r);

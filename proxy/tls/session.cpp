@@ -13,20 +13,9 @@
 #include <chrono>
 #include <cstring>
 
-#include <arpa/inet.h>
-
 namespace politeproxy::tls {
 namespace asio = boost::asio;
 namespace ssl = boost::asio::ssl;
-
-namespace {
-
-bool is_ip_literal(const std::string& host) {
-    unsigned char buf[16];
-    return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
-}  // namespace
 
 // ---- towards clients ----------------------------------------------------------------
 
@@ -37,16 +26,25 @@ struct server_side::impl {
     ssl::context ctx{ssl::context::tls_server};
     int host_index = -1;  ///< SSL ex_data slot: the CONNECT host, for clients without SNI
 
-    // During the ClientHello: the leaf for the SNI (or the CONNECT host).
+    // During the ClientHello: the leaf for the CONNECT host. A client's SNI must name
+    // that host (any name when the CONNECT named an address): else one allowed CONNECT
+    // could have leaves minted for any number of names.
     static int on_server_name(SSL* s, int* alert, void* arg) {
         auto* self = static_cast<impl*>(arg);
-        const char* sni = SSL_get_servername(s, TLSEXT_NAMETYPE_host_name);
-        const auto* host = static_cast<const std::string*>(SSL_get_ex_data(s, self->host_index));
-        std::string name = sni && valid_dns_name(sni) ? std::string(sni) : (host ? *host : std::string());
-        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-        if (name.empty()) {
-            *alert = SSL_AD_UNRECOGNIZED_NAME;
+        const auto* connect_host = static_cast<const std::string*>(SSL_get_ex_data(s, self->host_index));
+        if (!connect_host || connect_host->empty()) {
+            *alert = SSL_AD_INTERNAL_ERROR;
             return SSL_TLSEXT_ERR_ALERT_FATAL;
+        }
+        std::string name = *connect_host;
+        if (const char* sni = SSL_get_servername(s, TLSEXT_NAMETYPE_host_name)) {
+            const auto named = read_host(sni);
+            const bool by_address = parse_host_address(*connect_host).has_value();
+            if (!named || (!by_address && named->key != *connect_host)) {
+                *alert = SSL_AD_UNRECOGNIZED_NAME;
+                return SSL_TLSEXT_ERR_ALERT_FATAL;
+            }
+            name = named->key;
         }
         try {
             bool minted = false;
@@ -150,12 +148,12 @@ task<handshake_result> session::accept(timed_socket& client, server_side& side, 
 task<handshake_result> session::connect(timed_socket& origin, client_side& side, const std::string& host) {
     auto s = std::make_shared<session>(std::make_unique<impl>(origin, side.get().ctx));
     SSL* native = s->get().stream.native_handle();
-    if (is_ip_literal(host)) {
-        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(native), host.c_str());
-    } else {
-        SSL_set_tlsext_host_name(native, host.c_str());
-        SSL_set1_host(native, host.c_str());
-    }
+    // The name check is what makes a trusted certificate this origin's: no handshake without it.
+    const bool named = parse_host_address(host)
+                           ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(native), host.c_str()) == 1
+                           : SSL_set_tlsext_host_name(native, host.c_str()) == 1 && SSL_set1_host(native, host.c_str()) == 1;
+    if (!named) co_return handshake_result{asio::error::invalid_argument, "the origin's name could not be set for "
+                                                                          "verification", {}};
     auto [ec] = co_await s->get().stream.async_handshake(ssl::stream_base::client, use_tuple);
     handshake_result r{ec, {}, {}};
     if (ec) {

@@ -54,12 +54,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const std::string_view target = input.substr(0, nl);
         const std::string_view host = nl == std::string_view::npos ? std::string_view() : input.substr(nl + 1);
         connect_target tunnel{"tls.test", std::nullopt, 8443};
-        const auto in_tls = parse_intercepted_target(target, host, true, tunnel, "tls.test", wire_allocator{&arena});
+        const bool options = size > 0 && (data[0] & 1);
+        const auto in_tls = parse_intercepted_target(target, host, options, tunnel, "tls.test", wire_allocator{&arena});
         if (const auto* t = std::get_if<origin_target>(&in_tls)) {
-            fuzz::require(t->key == "tls.test" && t->port == 8443 && t->tls, "an intercepted request left its origin");
             fuzz::require(!t->path.empty() && t->path.front() == '/', "an intercepted path not in origin form");
-            fuzz::require(host.find("tls.test") != std::string_view::npos || target.find("tls.test") != std::string_view::npos,
-                          "accepted without naming the connection's host");
+            if (target.starts_with('/'))
+                fuzz::require(t->path == target, "an origin-form path not forwarded as it came");
+            // It named the connection's host: the authority it read says tls.test.
+            const std::string_view authority = target.starts_with("https://")
+                                                   ? target.substr(8, target.substr(8).find_first_of("/?"))
+                                                   : host;
+            const auto colon = authority.rfind(':');
+            const auto named = read_host(authority.substr(0, colon));
+            fuzz::require(named && named->key == "tls.test", "accepted without naming the connection's host");
         }
     }
     if (valid_host_name(input)) require_clean_key(host_key(input));

@@ -9,7 +9,8 @@ through tls.upstream_ca_file.
   origin sees at most 2 at once, and exactly 2 at some point;
 - the rate holds per request on one keep-alive TLS connection (not once per tunnel);
 - a 200 KB upload arrives intact (sha256 at the origin);
-- a request naming another host inside the connection gets 421;
+- a request naming another host inside the connection gets 421; a TLS client whose SNI
+  names another host than its CONNECT is refused;
 - 50 concurrent first connections to a new name mint one leaf (tls_leaf_certificates_total);
 - an origin whose certificate the proxy does not trust gets 502 tls_certificate_error
   and its application sees nothing; a host in intercept_exclude is tunneled (the client
@@ -99,6 +100,19 @@ def test(t):
     sans = [v for k, v in cert.get("subjectAltName", ()) if k == "DNS"]
     H.check(issuer.get("commonName", "").startswith("politeproxy CA on"), "issuer %r" % issuer)
     H.check(sans == [HOST], "subjectAltName %r" % sans)
+
+    # a client whose SNI names another host than its CONNECT's gets no leaf for it
+    refused = None
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (HOST, origin.port, HOST, origin.port)).encode())
+    s.recv(4096)
+    try:
+        ssl.create_default_context(cafile=ca_cert).wrap_socket(s, server_hostname="bank.test").close()
+    except (ssl.SSLError, ConnectionResetError) as e:
+        refused = e
+    s.close()
+    H.check(refused is not None, "a handshake with SNI bank.test inside CONNECT tls.test succeeded")
+    H.log("SNI naming another host than the CONNECT: refused (%s)" % refused)
 
     # concurrency: 4 keep-alive TLS connections x 10 slow requests
     origin.reset()

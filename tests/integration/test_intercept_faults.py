@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """TLS interception when something goes wrong, and a throttled origin:
 - a client that sends garbage instead of a ClientHello is closed at once; one that stalls
-  mid-handshake is closed at timeouts.idle; neither holds a slot or a parked request;
+  mid-handshake is closed at timeouts.idle;
 - an origin that resets the connection during the TLS handshake gets the client a 502
   with Proxy-Status error=tls_protocol_error;
 - a 429 with Retry-After from a TLS origin, seen on one intercepted connection, pauses

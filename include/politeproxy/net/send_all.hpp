@@ -15,7 +15,7 @@ namespace politeproxy {
 /// asio::async_write(out, buffers), except that what the socket takes at once (a whole
 /// request or response of a few KiB, nearly always) is sent before the coroutine would
 /// suspend: a write that completes at once costs no trip through the event loop. The
-/// rest, if any, is written as asio::async_write does, under `out`'s deadline.
+/// rest (everything, over TLS) is written as asio::async_write does, under `out`'s deadline.
 /// `buffers` must stay valid until the returned task completes.
 template <class ConstBufferSequence>
 task<std::tuple<boost::system::error_code, std::size_t>> send_all(timed_socket& out, ConstBufferSequence buffers) {

@@ -37,7 +37,8 @@ class session;
 /// timer wake-up per timeout period, not two timer operations per read or write.
 ///
 /// Reads and writes go to the socket with the caller's buffers unchanged, so a single
-/// buffer is one send()/recv(). Models Asio's AsyncReadStream and AsyncWriteStream.
+/// buffer is one send()/recv(); once TLS is started on it (tls/session.hpp) they go
+/// through the TLS session, one buffer at a time. Models Asio's AsyncReadStream and AsyncWriteStream.
 ///
 /// Thread safety: as a socket; use it from its executor (a single-threaded loop). Like
 /// any Asio I/O object it must outlive the handlers of its pending operations.
@@ -96,8 +97,8 @@ public:
 
     /// Writes what the socket takes at once, without waiting and without a trip through
     /// the event loop: one send(), or one sendmsg() for several buffers. Returns the
-    /// bytes written (0 when the socket's send buffer is full); `ec` is set on any other
-    /// failure. See send_all().
+    /// bytes written (0 when the socket's send buffer is full, and always over TLS, whose
+    /// records its session writes); `ec` is set on any other failure. See send_all().
     template <class ConstBufferSequence>
     std::size_t write_now(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
         ec.clear();

@@ -63,8 +63,9 @@ struct handshake_result {
 /// The state of one TLS connection, owned by its timed_socket.
 class session {
 public:
-    /// Completes TLS with a client as `host` would: the leaf names its SNI, or `host`
-    /// when it sends none. `already_read`: the start of the handshake, read with the
+    /// Completes TLS with a client as `host` (the CONNECT's host key) would, with a leaf
+    /// for it; a client whose SNI names another host is refused (unrecognized_name),
+    /// unless `host` is an address. `already_read`: the start of the handshake, read with the
     /// CONNECT. The handshake runs under the socket's deadline.
     static task<handshake_result> accept(timed_socket& client, server_side& side, const std::string& host,
                                          std::string_view already_read);
