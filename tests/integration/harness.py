@@ -639,6 +639,16 @@ def raw_get(port, host, origin_port, path="/", extra_headers="", connection="clo
 # --------------------------------------------------------------------------------------
 # polling
 # --------------------------------------------------------------------------------------
+def https_session(proxy, cafile):
+    """A requests session that sends HTTPS through `proxy` and trusts `cafile` alone."""
+    import requests
+    s = requests.Session()
+    s.trust_env = False  # REQUESTS_CA_BUNDLE in the environment would replace `verify`
+    s.proxies = {"https": "http://127.0.0.1:%d" % proxy.port}
+    s.verify = cafile
+    return s
+
+
 def wait_until(pred, timeout, interval=0.02, what="condition"):
     """Poll pred() until it returns a truthy value; return it (or the last value)."""
     deadline = time.monotonic() + timeout
@@ -705,6 +715,15 @@ class TestContext:
         p = Proxy(self.binary, config, self.workdir, name, extra_args)
         self.proxies.append(p)
         return p.start()
+
+    def gen_ca(self):
+        """`politeproxy --gen-ca` into the work directory: (ca.pem, ca.key) paths."""
+        d = os.path.join(self.workdir, "ca")
+        os.mkdir(d)
+        r = subprocess.run([self.binary, "--gen-ca", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=20, preexec_fn=_pdeathsig)
+        check(r.returncode == 0, "--gen-ca: %s" % r.stderr)
+        return os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
 
     def check_config(self, config, name="check"):
         """Run --check-config on a config (dict or YAML text).

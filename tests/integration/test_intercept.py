@@ -23,23 +23,12 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
-import requests  # noqa: E402
 
 HOST = "tls.test"
-
-
-def gen_ca(t):
-    d = os.path.join(t.workdir, "ca")
-    os.mkdir(d)
-    r = subprocess.run([t.binary, "--gen-ca", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=20)
-    H.check(r.returncode == 0, "--gen-ca: %s" % r.stderr)
-    return os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
 
 
 def tls_through_proxy(proxy, host, port, cafile, timeout=10):
@@ -58,16 +47,8 @@ def tls_through_proxy(proxy, host, port, cafile, timeout=10):
     return ts, ts.getpeercert()
 
 
-def session(proxy, cafile):
-    s = requests.Session()
-    s.trust_env = False  # REQUESTS_CA_BUNDLE in the environment would replace `verify`
-    s.proxies = {"https": "http://127.0.0.1:%d" % proxy.port}
-    s.verify = cafile
-    return s
-
-
 def test(t):
-    ca_cert, ca_key = gen_ca(t)
+    ca_cert, ca_key = t.gen_ca()
     # The origin's own certificate (self-signed: tls.upstream_ca_file trusts it) names
     # every host the test sends to it.
     t._cert = H.make_cert(t.workdir, HOST, extra_names=("paced.test", "excluded.test"))
@@ -119,7 +100,7 @@ def test(t):
     results, errors = [], []
 
     def client(i):
-        s = session(proxy, ca_cert)
+        s = H.https_session(proxy, ca_cert)
         try:
             for j in range(10):
                 resp = s.get(base + "/slow?delay=0.1&c=%d&j=%d" % (i, j), timeout=30)
@@ -144,7 +125,7 @@ def test(t):
           % (stats["peak"], stats["count"]))
 
     # the rate, per request, on one keep-alive connection
-    s = session(proxy, ca_cert)
+    s = H.https_session(proxy, ca_cert)
     paced = "https://paced.test:%d" % origin.port
     for j in range(6):
         resp = s.get(paced + "/p%d" % j, timeout=10)
@@ -204,7 +185,7 @@ def test(t):
     cfg2 = dict(cfg, tls=dict(cfg["tls"], upstream_ca_file=None))
     untrusting = t.proxy(cfg2, name="untrusting")
     origin.reset()
-    s = session(untrusting, ca_cert)
+    s = H.https_session(untrusting, ca_cert)
     resp = s.get(base + "/secret", timeout=10)
     s.close()
     H.check(resp.status_code == 502 and "tls_certificate_error" in resp.headers.get("Proxy-Status", ""),

@@ -21,15 +21,6 @@ import harness as H  # noqa: E402
 REQUESTS = 12
 
 
-def gen_ca(t):
-    d = os.path.join(t.workdir, "ca")
-    os.mkdir(d)
-    r = subprocess.run([t.binary, "--gen-ca", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=20)
-    H.check(r.returncode == 0, "--gen-ca: %s" % r.stderr)
-    return os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
-
-
 def with_httpx(proxy_url, urls, ca):
     import httpx
 
@@ -87,7 +78,7 @@ def with_scrapy(t, proxy_url, urls):
 
 
 def test(t):
-    ca_cert, ca_key = gen_ca(t)
+    ca_cert, ca_key = t.gen_ca()
     t._cert = H.make_cert(t.workdir, "httpx.test", extra_names=("aiohttp.test", "scrapy.test", "tunnel.test"))
     origin = t.origin(tls=True)
     origin_cert, _ = t.cert()

@@ -8,9 +8,7 @@
   the host for requests on every other intercepted connection."""
 import os
 import socket
-import ssl
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -18,18 +16,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
-import requests  # noqa: E402
 
 HOST = "tls.test"
-
-
-def gen_ca(t):
-    d = os.path.join(t.workdir, "ca")
-    os.mkdir(d)
-    r = subprocess.run([t.binary, "--gen-ca", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=20)
-    H.check(r.returncode == 0, "--gen-ca: %s" % r.stderr)
-    return os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
 
 
 def connect(proxy, host, port):
@@ -58,17 +46,9 @@ def closed_within(s, seconds):
         return None
 
 
-def session(proxy, cafile):
-    s = requests.Session()
-    s.trust_env = False  # REQUESTS_CA_BUNDLE in the environment would replace `verify`
-    s.proxies = {"https": "http://127.0.0.1:%d" % proxy.port}
-    s.verify = cafile
-    return s
-
-
 def resetting_server():
-    """Accepts TCP connections and resets each at once (SO_LINGER 0): a TLS handshake
-    with it fails. Returns (port, stop)."""
+    """Accepts TCP connections and resets each (SO_LINGER 0) once the ClientHello's first
+    bytes arrived: the handshake fails in the middle. Returns (port, stop)."""
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
     ls.listen(16)
@@ -81,6 +61,11 @@ def resetting_server():
                 c, _ = ls.accept()
             except socket.timeout:
                 continue
+            c.settimeout(5)
+            try:
+                c.recv(1)  # the ClientHello has started
+            except OSError:
+                pass
             c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             c.close()
         ls.close()
@@ -90,7 +75,7 @@ def resetting_server():
 
 
 def test(t):
-    ca_cert, ca_key = gen_ca(t)
+    ca_cert, ca_key = t.gen_ca()
     origin = t.origin(tls=True)
     origin_cert, _ = t.cert()
     reset_port, stop_reset = resetting_server()
@@ -117,7 +102,7 @@ def test(t):
     H.log("a handshake stalled mid-ClientHello: closed after %.2f s (timeouts.idle 2s)" % took)
 
     # an origin that resets during the handshake
-    sess = session(proxy, ca_cert)
+    sess = H.https_session(proxy, ca_cert)
     resp = sess.get("https://%s:%d/x" % (HOST, reset_port), timeout=10)
     sess.close()
     stop_reset()
@@ -127,7 +112,7 @@ def test(t):
     H.log("origin reset during the handshake: %d %s" % (resp.status_code, status))
 
     # a 429 on one intercepted connection pauses the host on another
-    a, b = session(proxy, ca_cert), session(proxy, ca_cert)
+    a, b = H.https_session(proxy, ca_cert), H.https_session(proxy, ca_cert)
     base = "https://%s:%d" % (HOST, origin.port)
     H.check(b.get(base + "/warm", timeout=10).status_code == 200, "warm-up request failed")
     origin.reset()
