@@ -108,12 +108,12 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
         if (!admitted.granted) co_return std::nullopt;
         slot = std::move(admitted.granted);
     }
-    const host_policy& policy = slot.policy();
+    exchange trip(ctx.metrics, ctx.log, std::move(slot), key);  // the tunnel is one request
+    const host_policy& policy = trip.policy();
 
     timed_socket origin(co_await asio::this_coro::executor);
     if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect)) {
-        slot.set_outcome(outcome_of(failure->why));
-        if (failure->why == errc::origin_refused) slot.report(health_signal::refused_connection());
+        trip.connect_failed(failure->why);
         co_await send_answer(ctx, client, failure->why, failure->details, {});
         co_return std::nullopt;
     }
@@ -128,7 +128,7 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
         origin.expires_never();
         buffer.consume(buffer.size());
     }
-    slot.set_outcome(outcome::ok);
+    trip.tunnel_opened();
 
     tunnel_state t{client.socket(), origin.socket()};
     co_await ((pump(t, t.client, t.origin) && pump(t, t.origin, t.client)) || idle_watch(t, policy.timeouts.idle));

@@ -49,6 +49,8 @@ public:
     void response_arrived(unsigned status, std::string_view retry_after, std::string_view method, bool pooled);
     /// The response body could not be relayed whole.
     void body_failed(bool timed_out) { slot_.set_outcome(timed_out ? outcome::timeout : outcome::error); }
+    /// A CONNECT tunnel is open: as a request, it went well (its slot is held until it closes).
+    void tunnel_opened() { slot_.set_outcome(outcome::ok); }
     /// The origin is done with the request: its slot goes back now.
     void origin_done() { slot_.reset(); }
 
