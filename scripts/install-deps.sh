@@ -9,6 +9,7 @@ packages=(
   curl openssl python3 python3-requests python3-yaml prometheus clang
   haproxy  # test_hostile_input.py: the HTTP/1.1 differential (skipped without it)
   python3-httpx python3-aiohttp python3-scrapy  # test_intercept_clients.py: real crawlers through interception
+  python3-cryptography  # test_origin_certificates.py: expired and misnamed origin certificates
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light libnginx-mod-http-echo squid tinyproxy valgrind)
