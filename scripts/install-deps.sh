@@ -12,7 +12,8 @@ packages=(
   python3-cryptography  # test_origin_certificates.py: expired and misnamed origin certificates
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(wrk nginx-light libnginx-mod-http-echo squid tinyproxy valgrind)
+  # squid-openssl: Squid 5.7 with ssl_bump (it replaces the squid package; plain proxying is the same)
+  packages+=(wrk nginx-light libnginx-mod-http-echo squid-openssl tinyproxy valgrind mitmproxy)
 fi
 
 missing=()

@@ -53,9 +53,22 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 LISTEN_RE = re.compile(r"politeproxy: listening proxy=([0-9.]+):(\d+) admin=([0-9.]+):(\d+)")
 METRIC_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-PROXIES = ["direct", "haproxy", "squid", "tinyproxy", "politeproxy"]
+PROXIES = ["direct", "haproxy", "squid", "tinyproxy", "mitmproxy", "politeproxy"]
 RUNNABLE = PROXIES + ["baseline"]  # baseline: only with --baseline
-SCENARIOS = ["gate", "passthrough", "politeness", "memory"]
+PASSTHROUGH_PROXIES = ["direct", "haproxy", "squid", "tinyproxy", "politeproxy", "baseline"]
+# In the intercept scenario: direct = TLS straight to nginx, haproxy = HAProxy terminating
+# TLS as a reverse proxy, squid = Squid ssl_bump, mitmproxy and politeproxy intercepting.
+INTERCEPT_PROXIES = ["direct", "haproxy", "squid", "mitmproxy", "politeproxy", "baseline"]
+TLS_ORIGIN_NAME = "origin.bench.test"  # every target resolves it to 127.0.0.1 (Squid's certificates name an IP
+# literal in a DNS SAN, which no client accepts: a name keeps the comparison fair, and SNI in it)
+# (requests per client connection (0: keep-alive), paced: at --intercept-rate req/s rather than as fast as answered)
+INTERCEPT_CELLS = [(0, False), (10, False), (0, True), (10, True)]
+
+
+def intercept_cell(per_connection, paced, rate):
+    return "%s%s" % ("keep-alive" if per_connection == 0 else "new TLS conn / %d req" % per_connection,
+                     ", %d req/s" % rate if paced else "")
+SCENARIOS = ["gate", "passthrough", "intercept", "politeness", "memory"]
 BODIES = [("1k", 1024), ("100k", 102400)]
 CONNS = [1, 64, 256]
 HEADLINE = ("1k", 64)  # the cell the goals are about: it runs for --duration
@@ -293,9 +306,11 @@ class Bench:
         self.dir = workdir
         self.procs = Procs(workdir)
         self.failures = []
-        self.results = {"passthrough": {}, "politeness": None, "memory": None, "parked": None, "gate": None}
+        self.results = {"passthrough": {}, "intercept": {}, "politeness": None, "memory": None, "parked": None, "gate": None}
         self.nginx = None
         self.nginx_port = None
+        self.nginx_tls_port = None
+        self.tls = None  # the intercept scenario's certificates (make_tls_files)
         self.echo_module = False
 
     # ---- helpers -----------------------------------------------------------------------
@@ -313,9 +328,14 @@ class Bench:
 
     def run_wrk(self, url, conns, seconds, script, script_args, threads=1, until=None, name="wrk"):
         """Runs wrk on the load core; returns the BENCH_JSON dict (+ 'rc', 'error')."""
-        outfile = os.path.join(self.dir, "wrk-last.out")
         argv = ["wrk", "-t", str(threads), "-c", str(conns), "-d", "%ds" % max(1, int(round(seconds))),
                 "--timeout", "10s", "-s", os.path.join(LUA, script), url, "--"] + [str(x) for x in script_args]
+        return self.run_load(argv, seconds, until, name)
+
+    def run_load(self, argv, seconds, until=None, name="wrk"):
+        """Runs a load generator that ends with a BENCH_JSON line (wrk with lua/common.lua,
+        build/tls_load) on the load core; returns that dict (+ 'rc', 'error')."""
+        outfile = os.path.join(self.dir, "%s-last.out" % name)
         with open(outfile, "wb") as out:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                  preexec_fn=_child_setup(LOAD_CPU), start_new_session=True)
@@ -329,7 +349,7 @@ class Bench:
                     p.kill()
                     break
                 if until is not None and not interrupted and until(p.pid):
-                    p.send_signal(signal.SIGINT)  # wrk stops its threads and reports
+                    p.send_signal(signal.SIGINT)  # wrk stops its threads and reports (tls_load never gets here)
                     interrupted = True
                 time.sleep(0.2 if until else 0.05)
             p.wait()
@@ -343,7 +363,7 @@ class Bench:
             res.update(json.loads(m.group(1)))
             res["rps"] = res["requests"] / (res["duration_us"] / 1e6) if res["duration_us"] else 0.0
         if p.returncode != 0 or not m:
-            why = "wrk exit %s" % p.returncode
+            why = "%s exit %s" % (name, p.returncode)
             if m and res.get("bad"):
                 why += ", %d bad responses (first: %s)" % (res["bad"], res.get("first_bad"))
             elif m and res.get("ok") != res.get("requests"):
@@ -377,8 +397,14 @@ class Bench:
         delays = ("        location = /slow { echo_sleep %s; echo \"ok\"; }\n"
                   "        location = /park { echo_sleep 600; echo \"ok\"; }" % self.a.polite_delay)
         port = free_port()
+        tls_server = ""
+        if "intercept" in self.a.scenarios:
+            self.tls = self.make_tls_files()
+            self.nginx_tls_port = free_port()
+            tls_server = render("nginx-tls-server.in", port=self.nginx_tls_port, dir=self.dir,
+                                cert=self.tls["origin_cert"], key=self.tls["origin_key"])
         conf = self.write("nginx-test.conf", render("nginx.conf.in", echo_module=echo, dir=self.dir, port=port,
-                                                    delay_locations=delays))
+                                                    delay_locations=delays, tls_server=tls_server))
         t = subprocess.run(["nginx", "-t", "-q", "-p", self.dir, "-e", os.path.join(self.dir, "nginx-error.log"),
                             "-c", conf], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.echo_module = t.returncode == 0
@@ -387,7 +413,7 @@ class Bench:
                 "slow_origin.py instead" % t.stdout.strip()[-200:])
             echo, delays = "", ""
         conf = self.write("nginx.conf", render("nginx.conf.in", echo_module=echo, dir=self.dir, port=port,
-                                               delay_locations=delays))
+                                               delay_locations=delays, tls_server=tls_server))
         self.nginx = self.procs.start("nginx", ["nginx", "-p", self.dir, "-e", os.path.join(self.dir, "nginx-error.log"),
                                                 "-c", conf], LOAD_CPU)
         wait_port(port, self.nginx)
@@ -454,7 +480,7 @@ class Bench:
 
     def scenario_passthrough(self):
         a = self.a
-        names = [p for p in RUNNABLE if p in a.proxies]
+        names = [p for p in PASSTHROUGH_PROXIES if p in a.proxies]
         procs = {}
         try:
             for name in names:
@@ -483,6 +509,172 @@ class Bench:
                             log("rep %d %-5s c%-3d %-11s %8.0f req/s  p99 %6.2f ms  cpu %s us/req" % (
                                 rep + 1, body, conns, name, r["rps"], r["p99_us"] / 1000,
                                 fmt(r.get("cpu_us_per_req"))))
+        finally:
+            for p in procs.values():
+                self.procs.stop(p)
+
+    # ---- scenario 1b: TLS interception ---------------------------------------------------
+    def openssl(self, *args):
+        r = subprocess.run(["openssl"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("openssl %s: %s" % (args[0], r.stdout[-300:]))
+
+    def make_tls_files(self):
+        """The intercept scenario's certificates, made here: an origin CA and the origin's
+        certificate (TLS_ORIGIN_NAME) that nginx serves, that HAProxy's frontend presents
+        and that every proxy verifies; a CA for Squid's ssl_bump; politeproxy's from
+        --gen-ca. mitmproxy makes its own CA in its confdir."""
+        d = os.path.join(self.dir, "tls")
+        os.makedirs(d)
+        os.chmod(d, 0o755)  # squid and nginx workers read these as their own users
+        f = {k: os.path.join(d, v) for k, v in {
+            "origin_ca": "origin-ca.pem", "origin_ca_key": "origin-ca.key", "origin_cert": "origin.pem",
+            "origin_key": "origin.key", "origin_cert_and_key": "origin-cert-and-key.pem",
+            "squid_ca": "squid-ca.pem", "squid_ca_key": "squid-ca.key"}.items()}
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        ca_ext = ["-addext", "basicConstraints=critical,CA:TRUE,pathlen:0", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]
+        self.openssl("req", "-x509", *ec, "-keyout", f["origin_ca_key"], "-out", f["origin_ca"], "-days", "2",
+                     "-subj", "/CN=politeproxy bench origin CA", *ca_ext)
+        self.openssl("req", "-x509", *ec, "-keyout", f["origin_key"], "-out", f["origin_cert"], "-days", "2",
+                     "-subj", "/CN=" + TLS_ORIGIN_NAME, "-CA", f["origin_ca"], "-CAkey", f["origin_ca_key"],
+                     "-addext", "subjectAltName=DNS:" + TLS_ORIGIN_NAME, "-addext", "basicConstraints=critical,CA:FALSE",
+                     "-addext", "extendedKeyUsage=serverAuth")
+        with open(f["origin_cert_and_key"], "w") as out:
+            out.write(open(f["origin_cert"]).read() + open(f["origin_key"]).read())
+        self.openssl("req", "-x509", *ec, "-keyout", f["squid_ca_key"], "-out", f["squid_ca"], "-days", "2",
+                     "-subj", "/CN=politeproxy bench squid ssl_bump CA", *ca_ext)
+        for path in f.values():
+            os.chmod(path, 0o644)  # a throwaway benchmark CA: the proxies' own users must read it
+        pp = os.path.join(d, "politeproxy-ca")
+        os.mkdir(pp)
+        r = subprocess.run([self.a.binary, "--gen-ca", pp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("politeproxy --gen-ca: %s" % r.stdout)
+        f["politeproxy_ca"], f["politeproxy_ca_key"] = os.path.join(pp, "ca.pem"), os.path.join(pp, "ca.key")
+        return f
+
+    def start_intercept_proxy(self, name):
+        """Starts one target of the intercept scenario; returns its Proc with .port and
+        .cafile (the CA its clients trust)."""
+        t, port = self.tls, free_port()
+        if name in ("politeproxy", "baseline"):
+            proc = self.start_politeproxy("%s-intercept" % name, render(
+                "politeproxy-intercept.yaml.in", origin_port=self.nginx_tls_port, ca_cert=t["politeproxy_ca"],
+                ca_key=t["politeproxy_ca_key"], origin_ca=t["origin_ca"]),
+                self.a.baseline if name == "baseline" else None)
+            proc.cafile = t["politeproxy_ca"]
+            return proc
+        if name == "haproxy":
+            nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            cfg = self.write("haproxy-tls.cfg", render(
+                "haproxy-tls.cfg.in", port=port, origin_port=self.nginx_tls_port, maxconn=max(512, min(9000, (nofile - 200) // 2)),
+                cert_and_key=t["origin_cert_and_key"], origin_ca=t["origin_ca"], origin_name=TLS_ORIGIN_NAME))
+            proc = self.procs.start("haproxy-tls", ["haproxy", "-db", "-f", cfg], PROXY_CPU)
+            proc.cafile = t["origin_ca"]
+        elif name == "squid":
+            sdir = os.path.join(self.dir, "squid-bump")
+            os.makedirs(sdir)
+            os.chmod(sdir, 0o777)
+            db = subprocess.run(["/usr/lib/squid/security_file_certgen", "-c", "-s", os.path.join(sdir, "ssl_db"),
+                                 "-M", "16MB"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if db.returncode != 0:
+                raise RuntimeError("security_file_certgen -c: %s" % db.stdout)
+            subprocess.run(["chown", "-R", "proxy:proxy", os.path.join(sdir, "ssl_db")], check=True)
+            hosts = self.write("squid-hosts", "127.0.0.1 %s\n" % TLS_ORIGIN_NAME)
+            cfg = self.write("squid-bump.conf", render("squid-bump.conf.in", port=port, dir=sdir, ca_cert=t["squid_ca"],
+                                                       ca_key=t["squid_ca_key"], origin_ca=t["origin_ca"],
+                                                       hosts_file=hosts))
+            proc = self.procs.start("squid-bump", ["squid", "-N", "-f", cfg], PROXY_CPU)
+            proc.cafile = t["squid_ca"]
+        elif name == "mitmproxy":
+            confdir = os.path.join(self.dir, "mitmproxy")
+            os.makedirs(confdir)
+            proc = self.procs.start("mitmproxy", [
+                "mitmdump", "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", "confdir=" + confdir,
+                "--set", "ssl_verify_upstream_trusted_ca=" + t["origin_ca"], "--set", "termlog_verbosity=error",
+                "--set", "flow_detail=0", "-s", os.path.join(CONF, "mitmproxy_resolve.py")], PROXY_CPU)
+            proc.cafile = os.path.join(confdir, "mitmproxy-ca-cert.pem")
+        else:
+            raise ValueError(name)
+        wait_port(port, proc)
+        proc.port = port
+        return proc
+
+    def leaf_certificates(self, proc):
+        """politeproxy's (minted, cached) leaf certificate counters."""
+        count = {labels.get("result"): v for n, labels, v in self.metrics(proc)
+                 if n == "politeproxy_tls_leaf_certificates_total"}
+        return count.get("minted", 0), count.get("cached", 0)
+
+    def nginx_accepts(self):
+        """Connections nginx has accepted so far (stub_status)."""
+        return int(http_get("http://127.0.0.1:%d/nginx_status" % self.nginx_port).splitlines()[2].split()[0])
+
+    def intercept_run(self, name, proc, per_connection, seconds, rate=0):
+        authority = "%s:%d" % (TLS_ORIGIN_NAME, self.nginx_tls_port)
+        argv = [self.a.tls_load, "--sni", TLS_ORIGIN_NAME, "--host", authority, "--path", "/1k",
+                "--expect-length", "1024", "--connections", "64", "--seconds", str(seconds),
+                "--per-connection", str(per_connection), "--rate", str(rate), "--warmup", "1" if seconds >= 3 else "0"]
+        if name == "direct":
+            argv += ["--target", "127.0.0.1:%d" % self.nginx_tls_port, "--cafile", self.tls["origin_ca"]]
+        elif name == "haproxy":
+            argv += ["--target", "127.0.0.1:%d" % proc.port, "--cafile", proc.cafile]
+        else:
+            argv += ["--target", "127.0.0.1:%d" % proc.port, "--connect", authority,
+                     "--cafile", proc.cafile]
+        if proc is not None and not proc.alive():
+            return {"error": "%s is not running (exit %s)" % (name, proc.popen.returncode)}
+        pids = [proc.pid] + children_of(proc.pid) if proc else []  # Squid's certificate helpers count too
+        politeproxy = name in ("politeproxy", "baseline")
+        leaves0 = self.leaf_certificates(proc) if politeproxy else None
+        cpu0 = sum(proc_cpu_seconds(p) for p in pids)
+        accepts0 = self.nginx_accepts()
+        res = self.run_load(argv, seconds, name="tls_load")
+        res["origin_connections"] = self.nginx_accepts() - accepts0 - 1  # minus the status request itself
+        if politeproxy and proc.alive():
+            res["leaves_minted"], res["leaves_cached"] = (
+                b - a for a, b in zip(leaves0, self.leaf_certificates(proc)))
+        if proc is not None:
+            if not proc.alive():
+                res["error"] = "%s died during the run:\n%s" % (name, proc.log_tail())
+                return res
+            if res.get("requests"):
+                res["cpu_us_per_req"] = (sum(proc_cpu_seconds(p) for p in pids) - cpu0) * 1e6 / res["requests"]
+        return res
+
+    def scenario_intercept(self):
+        a = self.a
+        names = [p for p in INTERCEPT_PROXIES if p in a.proxies]
+        procs = {}
+        try:
+            for name in names:
+                if name != "direct":
+                    try:
+                        procs[name] = self.start_intercept_proxy(name)
+                    except Exception as e:
+                        self.fail("intercept/%s" % name, "does not start: %s" % e)
+            names = [n for n in names if n == "direct" or n in procs]
+            log("intercept warm-up (2 s each, not counted: the first connection to the origin mints a leaf)")
+            for name in names:
+                r = self.intercept_run(name, procs.get(name), 0, 2)
+                if r.get("error"):
+                    log("warm-up %s: %s" % (name, r["error"]))
+            for rep in range(a.repeats):
+                for ci, (per_connection, paced) in enumerate(INTERCEPT_CELLS):
+                    label = intercept_cell(per_connection, paced, a.intercept_rate)
+                    seconds = a.duration if (per_connection, paced) == INTERCEPT_CELLS[0] else max(5, a.sweep_duration)
+                    k = (rep + ci) % len(names)
+                    for name in names[k:] + names[:k]:
+                        r = self.intercept_run(name, procs.get(name), per_connection, seconds,
+                                               a.intercept_rate if paced else 0)
+                        self.results["intercept"].setdefault(label + "/" + name, []).append(r)
+                        if r.get("error"):
+                            self.fail("intercept %s %s (repeat %d)" % (label, name, rep + 1), r["error"])
+                        else:
+                            log("rep %d %-22s %-11s %7.0f req/s  p99 %6.2f ms  cpu %s us/req  %d origin conns" % (
+                                rep + 1, label, name, r["rps"], r["p99_us"] / 1000, fmt(r.get("cpu_us_per_req")),
+                                r["origin_connections"]))
         finally:
             for p in procs.values():
                 self.procs.stop(p)
@@ -750,7 +942,7 @@ class Bench:
 
     # ---- driver ---------------------------------------------------------------------------
     def run(self):
-        if {"passthrough", "memory"} & set(self.a.scenarios):
+        if {"passthrough", "intercept", "memory"} & set(self.a.scenarios):
             try:
                 self.start_nginx()
             except (KeyboardInterrupt, Interrupted):
@@ -760,7 +952,7 @@ class Bench:
         for s in SCENARIOS:
             if s not in self.a.scenarios:
                 continue
-            if s in ("passthrough", "memory") and not self.nginx_port:
+            if s in ("passthrough", "intercept", "memory") and not self.nginx_port:
                 continue
             try:
                 if s == "memory":
@@ -891,6 +1083,63 @@ def summarize(bench, info, args, elapsed):
                  if "tinyproxy" in errs else "") + ".")
             L.append("")
 
+    ic = R["intercept"]
+    if ic:
+        L.append("### 1b. TLS interception (1 KiB, 64 client connections, TLS on both sides)")
+        L.append("")
+        L.append("tls_load (tests/bench/tls_load.cpp) sends CONNECT, completes TLS with the proxy (verifying the "
+                 "certificate it mints) and sends keep-alive GETs; HAProxy and direct are TLS straight to them. "
+                 "Latency (p50, p99) is a request's, from writing it to its response's last byte, as wrk measures; "
+                 "set-up is a connection's, from the TCP connect to the end of the TLS handshake, the CONNECT included; "
+                 "both without the first second of each run (64 handshakes at once, pools filling). Paced cells send "
+                 "at a fixed rate and charge a late request from the moment it was due (as wrk2). "
+                 "Ratios are this row / politeproxy's in the same cell. Origin conns = TCP connections nginx accepted "
+                 "per 1000 requests (the proxy's TLS pool reuse). Squid's CPU includes its certificate helpers.")
+        L.append("")
+        L.append("| client connections | target | req/s | ×pp | p50 ms | p99 ms | p99 ×pp | set-up p50 / p99 ms | CPU µs/req | ×pp "
+                 "| origin conns / 1000 req |")
+        L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for per_connection, paced in INTERCEPT_CELLS:
+            label = intercept_cell(per_connection, paced, args.intercept_rate)
+            agg = {}
+            for name in INTERCEPT_PROXIES:
+                runs = ic.get(label + "/" + name)
+                if runs is None:
+                    continue
+                good = [r for r in runs if not r.get("error")]
+                agg[name] = {
+                    "rps": median([r["rps"] for r in good]),
+                    "p50": median([r["p50_us"] / 1000 for r in good]),
+                    "p99": median([r["p99_us"] / 1000 for r in good]),
+                    "setup_p50": median([r["setup_p50_us"] / 1000 for r in good]),
+                    "setup_p99": median([r["setup_p99_us"] / 1000 for r in good]),
+                    "cpu": median([r.get("cpu_us_per_req") for r in good]),
+                    "origin_conns": median([1000.0 * r["origin_connections"] / r["requests"] for r in good
+                                            if r.get("requests")]),
+                    "failed": len(runs) - len(good), "runs": len(runs),
+                }
+            ref = agg.get("politeproxy", {})
+            labels = {"direct": "direct (TLS to nginx)", "haproxy": "HAProxy TLS termination",
+                      "squid": "Squid ssl_bump", "mitmproxy": "mitmproxy"}
+            for name, g in agg.items():
+                shown = "**politeproxy**" if name == "politeproxy" else labels.get(name, name)
+                if g["failed"]:
+                    shown += " (%d/%d runs failed)" % (g["failed"], g["runs"])
+                L.append("| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s |" % (
+                    label, shown, fmt(g["rps"], 0), ratio(g["rps"], ref.get("rps")), fmt(g["p50"], 2), fmt(g["p99"], 2),
+                    ratio(g["p99"], ref.get("p99")), fmt(g["setup_p50"], 2), fmt(g["setup_p99"], 2),
+                    fmt(g["cpu"], 1), ratio(g["cpu"], ref.get("cpu")),
+                    fmt(g["origin_conns"], 2)))
+            R.setdefault("intercept_medians", {})[label] = agg
+        L.append("")
+        runs = [r for key, rs in ic.items() if key.endswith("/politeproxy") for r in rs if "leaves_minted" in r]
+        if runs:
+            L.append("politeproxy's leaf certificates over these runs (tls_leaf_certificates_total): %d minted, %d "
+                     "from the cache, for %d client TLS handshakes (the first connection to the name, in the warm-up run, minted its leaf)." % (
+                         sum(r["leaves_minted"] for r in runs), sum(r["leaves_cached"] for r in runs),
+                         sum(r.get("handshakes", 0) for r in runs)))
+            L.append("")
+
     po = R["politeness"]
     if po:
         L.append("### 2. Politeness (%d hosts × concurrency 2, origin delay %.0f ms)" % (po["hosts"], po["delay_s"] * 1000))
@@ -956,9 +1205,9 @@ def summarize(bench, info, args, elapsed):
             L.append("| %s | %d | %d | %.1f |" % (r["layer"], r["hosts"], r["requests"], r["ns"]))
         L.append("")
 
-    goals = evaluate_goals(R)
+    goals = evaluate_goals(R, args.intercept_rate)
     if goals:
-        L.append("### Goals (issue 4), from this run")
+        L.append("### Goals (issues 4 and 9), from this run")
         L.append("")
         L.append("| goal | measured | met |")
         L.append("|---|---|---|")
@@ -974,7 +1223,7 @@ def summarize(bench, info, args, elapsed):
     return "\n".join(L)
 
 
-def evaluate_goals(R):
+def evaluate_goals(R, rate):
     goals = []
     med = R.get("passthrough_medians", {}).get("1k/64", {})
     pp, ha, sq = med.get("politeproxy"), med.get("haproxy"), med.get("squid")
@@ -998,6 +1247,28 @@ def evaluate_goals(R):
         if both(pp["cpu"], sq["cpu"]):
             goals.append(("1 KiB c64: CPU/request <= Squid / 1.5", "Squid uses %.2fx politeproxy's" % (sq["cpu"] / pp["cpu"]),
                           sq["cpu"] >= 1.5 * pp["cpu"]))
+    im = R.get("intercept_medians", {})
+    keep = im.get(intercept_cell(*INTERCEPT_CELLS[0], rate), {})
+    ipp, isq, iha = keep.get("politeproxy"), keep.get("squid"), keep.get("haproxy")
+    if ipp and isq and both(ipp["cpu"], isq["cpu"]):
+        goals.append(("intercept keep-alive: CPU/request <= 0.5x Squid ssl_bump", "%.1f vs %.1f µs (%.2fx)" % (
+            ipp["cpu"], isq["cpu"], ipp["cpu"] / isq["cpu"]), ipp["cpu"] <= 0.5 * isq["cpu"]))
+    if ipp and iha and both(ipp["cpu"], iha["cpu"]):
+        goals.append(("intercept keep-alive: CPU/request <= 1.2x HAProxy TLS termination", "%.1f vs %.1f µs (%.2fx)" % (
+            ipp["cpu"], iha["cpu"], ipp["cpu"] / iha["cpu"]), ipp["cpu"] <= 1.2 * iha["cpu"]))
+    def p99_ratio(paced, name):
+        k = im.get(intercept_cell(0, paced, rate), {}).get(name)
+        f = im.get(intercept_cell(INTERCEPT_CELLS[1][0], paced, rate), {}).get(name)
+        return (k["p99"], f["p99"]) if k and f and k["p99"] and f["p99"] else None
+
+    for paced in (True, False):  # the goal at a rate every TLS target sustains; at saturation for the record
+        pp_p99, ha_p99 = p99_ratio(paced, "politeproxy"), p99_ratio(paced, "haproxy")
+        if pp_p99:
+            goals.append(("intercept, %s: p99 with a new TLS connection every %d requests <= 2x keep-alive p99" % (
+                "%d req/s" % rate if paced else "as fast as answered", INTERCEPT_CELLS[1][0]),
+                "%.2f vs %.2f ms (%.2fx)%s" % (pp_p99[1], pp_p99[0], pp_p99[1] / pp_p99[0],
+                                             "; HAProxy TLS %.2fx" % (ha_p99[1] / ha_p99[0]) if ha_p99 else ""),
+                pp_p99[1] <= 2 * pp_p99[0]))
     po = R.get("politeness")
     if po:
         if po["achieved_ratio"] is not None:
@@ -1046,6 +1317,10 @@ def main():
                     help="another politeproxy binary (the code before a change), run as 'baseline' in the"
                          " pass-through runs, interleaved with the others: an A/B in the same run")
     ap.add_argument("--gate-bench", default=os.path.join(REPO, "build", "gate_bench"))
+    ap.add_argument("--intercept-rate", type=int, default=3000,
+                    help="req/s of the intercept scenario's paced cells (every TLS target but mitmproxy sustains it)")
+    ap.add_argument("--tls-load", default=os.path.join(REPO, "build", "tls_load"),
+                    help="the intercept scenario's load generator (tests/bench/tls_load.cpp)")
     ap.add_argument("--out", default=None, help="report path (default /tmp/politeproxy-bench-DATE.md)")
     ap.add_argument("--no-install", action="store_true", help="skip scripts/install-deps.sh --bench")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the temporary directory (configs, logs)")
@@ -1072,9 +1347,11 @@ def main():
         log("warning: not root; /proc/PID/clear_refs and other users' processes may be out of reach")
     if not a.no_install:
         subprocess.run([os.path.join(REPO, "scripts", "install-deps.sh"), "--bench"], check=True)
-    for tool in ("wrk", "nginx", "haproxy", "squid", "tinyproxy"):
+    for tool in ("wrk", "nginx", "haproxy", "squid", "tinyproxy") + (("mitmdump",) if "mitmproxy" in a.proxies else ()):
         if not shutil.which(tool):
             sys.exit("%s not found: run scripts/install-deps.sh --bench" % tool)
+    if "intercept" in a.scenarios and not os.access(a.tls_load, os.X_OK):
+        sys.exit("%s not found: build the project first (cmake --build build)" % a.tls_load)
     if not os.access(a.binary, os.X_OK):
         sys.exit("%s not found: build politeproxy first (scripts/build.sh or cmake --build build)" % a.binary)
 
