@@ -8,6 +8,8 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -20,6 +22,18 @@ using namespace asio::experimental::awaitable_operators;
 namespace {
 
 
+// How often a parked request whose client has bytes waiting looks for the client's FIN.
+constexpr auto close_poll_interval = std::chrono::milliseconds(250);
+
+// Whether the peer has closed (FIN: CLOSE_WAIT) or reset (CLOSE) the connection, whatever
+// bytes wait unread in front of that.
+bool peer_closed(tcp_socket& client) {
+    ::tcp_info info{};
+    ::socklen_t size = sizeof info;
+    if (::getsockopt(client.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &size) != 0) return true;
+    return info.tcpi_state == TCP_CLOSE_WAIT || info.tcpi_state == TCP_CLOSE;
+}
+
 // Completes when the client has gone, or when cancelled.
 task<void> client_gone(tcp_socket& client) {
     auto [ec] = co_await client.async_wait(tcp_socket::wait_read, use_tuple);
@@ -27,8 +41,14 @@ task<void> client_gone(tcp_socket& client) {
     char byte;
     const ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) co_return;
-    // Bytes are waiting (a body): an orderly close hides behind them; errors do not.
-    co_await client.async_wait(tcp_socket::wait_error, use_tuple);
+    // Bytes are waiting (a body, a pipelined request, or inside TLS a close_notify): the
+    // socket stays readable, so readiness tells nothing more. A FIN or reset behind them
+    // still changes the TCP state: look at it now and then.
+    steady_timer poll(client.get_executor());
+    while (!peer_closed(client)) {
+        poll.expires_after(close_poll_interval);
+        if (auto [cancelled] = co_await poll.async_wait(use_tuple); cancelled) co_return;
+    }
 }
 
 }  // namespace

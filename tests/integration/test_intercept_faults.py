@@ -4,10 +4,13 @@
   mid-handshake is closed at timeouts.idle;
 - an origin that resets the connection during the TLS handshake gets the client a 502
   with Proxy-Status error=tls_protocol_error;
+- a client that sends close_notify and FIN while its request is parked leaves the queue,
+  and the request never reaches the origin;
 - a 429 with Retry-After from a TLS origin, seen on one intercepted connection, pauses
   the host for requests on every other intercepted connection."""
 import os
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -111,9 +114,39 @@ def test(t):
             "origin reset during the handshake: %d %r" % (resp.status_code, status))
     H.log("origin reset during the handshake: %d %s" % (resp.status_code, status))
 
+    # a client that leaves while its request is parked, with a TLS close_notify (bytes
+    # the proxy cannot peek past) and then a FIN: the request leaves the queue
+    origin.reset()
+    base = "https://%s:%d" % (HOST, origin.port)
+    holders = [threading.Thread(target=lambda i=i: H.https_session(proxy, ca_cert).get(
+        base + "/hold?delay=2&i=%d" % i, timeout=20)) for i in range(2)]
+    for th in holders:
+        th.start()
+    H.check(H.wait_until(lambda: origin.host(HOST)["in_flight"] == 2, 5), "the 2 slow requests did not start")
+    ts = ssl.create_default_context(cafile=ca_cert).wrap_socket(connect(proxy, HOST, origin.port),
+                                                                 server_hostname=HOST)
+    ts.sendall(("GET /abandoned HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (HOST, origin.port)).encode())
+    H.check(H.wait_until(lambda: H.mget(proxy.metrics(), "politeproxy_host_waiting", host=HOST, default=0) == 1,
+                         2), "the third request was not parked")
+    ts.settimeout(0.2)
+    try:
+        ts.unwrap()  # sends close_notify; the proxy sends none back
+    except (socket.timeout, ssl.SSLError, OSError):
+        pass
+    ts.close()
+    left = time.monotonic()
+    gone = H.wait_until(lambda: H.mget(proxy.metrics(), "politeproxy_host_waiting", host=HOST, default=0) == 0, 2)
+    H.check(gone, "a client that sent close_notify and FIN stayed parked")
+    H.log("a parked client inside TLS left (close_notify, FIN): out of the queue after %.2f s"
+          % (time.monotonic() - left))
+    for th in holders:
+        th.join(20)
+    time.sleep(0.3)
+    H.check(not [r for r in origin.host(HOST)["requests"] if r["target"].startswith("/abandoned")],
+            "the abandoned request reached the origin")
+
     # a 429 on one intercepted connection pauses the host on another
     a, b = H.https_session(proxy, ca_cert), H.https_session(proxy, ca_cert)
-    base = "https://%s:%d" % (HOST, origin.port)
     H.check(b.get(base + "/warm", timeout=10).status_code == 200, "warm-up request failed")
     origin.reset()
     r = a.get(base + "/throttle?status=429&retry_after=2", timeout=10)

@@ -17,10 +17,11 @@ struct proxy_context;
 /// and nothing is granted to it.
 ///
 /// The watch only reads with MSG_PEEK, so the request body stays in the socket. Once
-/// the client has sent bytes beyond the header (a body, a pipelined request), a clean
-/// close can no longer be seen behind them; only a reset or error is noticed then. A
-/// client that half-closes (shutdown(SHUT_WR)) right after its request counts as gone,
-/// as with Squid's default half_closed_clients off.
+/// the client has sent bytes beyond the header (a body, a pipelined request, a TLS
+/// close_notify), readiness cannot show a close behind them: the watch then looks at
+/// the TCP state every 250 ms (a FIN or a reset). A client that half-closes
+/// (shutdown(SHUT_WR)) after its request counts as gone, as with Squid's default
+/// half_closed_clients off and HAProxy's abortonclose.
 task<acquire_result> park(host_gates& gates, std::string key,
                           tcp_socket& client);
 
