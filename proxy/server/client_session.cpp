@@ -39,8 +39,15 @@ bool client_allowed(const config& cfg, const tcp::endpoint& peer) {
 }
 
 // Closing with unread request bytes makes the kernel send a reset that can destroy the
-// answer just written; half-close first and drain briefly (RFC 9112 section 9.6).
+// answer just written; half-close first and drain briefly (RFC 9112 section 9.6). Inside
+// TLS the close_notify comes first, so the client can tell the end from a cut (a
+// response read to the close), and waiting for the client's is the drain.
 task<void> close_gracefully(timed_socket& client) {
+    if (client.secure()) {
+        client.expires_after(lingering_close);
+        co_await tls::session::shutdown(client);
+        co_return;
+    }
     boost::system::error_code ec;
     client.socket().shutdown(tcp_socket::shutdown_send, ec);
     if (ec) co_return;

@@ -90,7 +90,7 @@ int proxy_server::run() {
     session_set sessions;
     std::atomic<bool> draining{false};
     // TLS for interception: the CA was checked when the config loaded; a reload keeps
-    // these (a new CA needs a restart).
+    // these and the tls keys they were made from (see reload()).
     std::optional<tls::leaf_cache> leaves;
     std::unique_ptr<tls::server_side> intercept;
     std::unique_ptr<tls::client_side> origin_tls;
@@ -235,14 +235,29 @@ void proxy_server::reload(host_gates& gates, metrics& m) {
         log_.write(log_level::error, "config", "reload rejected, keeping the running config: " + loaded.error());
         return;
     }
-    // Addresses and threads are bound at start; the rest applies now.
+    // Addresses, threads and TLS (the CA, the origin trust store, the leaf cache were made
+    // from them at start) stay as they run; the rest applies now, tls.intercept_exclude too.
     const auto running = gates.current_config();
     loaded->listen = running->listen;
     loaded->admin_listen = running->admin_listen;
     loaded->workers = running->workers;
+    std::string ignored;
+    const auto keep = [&ignored](auto& field, const auto& running_value, const char* name) {
+        if (field != running_value) ignored += std::string(ignored.empty() ? "" : ", ") + name;
+        field = running_value;
+    };
+    keep(loaded->tls.mode, running->tls.mode, "tls.mode");
+    keep(loaded->tls.ca_cert, running->tls.ca_cert, "tls.ca_cert");
+    keep(loaded->tls.ca_key, running->tls.ca_key, "tls.ca_key");
+    keep(loaded->tls.upstream_ca_file, running->tls.upstream_ca_file, "tls.upstream_ca_file");
+    keep(loaded->tls.alpn, running->tls.alpn, "tls.alpn");
+    keep(loaded->tls.leaf_cache, running->tls.leaf_cache, "tls.leaf_cache");
     gates.set_config(std::make_shared<const config>(std::move(*loaded)));
     m.config_reload(true);
-    log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen and workers apply at restart)");
+    log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen, workers and tls "
+                                          "other than tls.intercept_exclude apply at restart)");
+    if (!ignored.empty())
+        log_.write(log_level::warn, "config", "changed, kept as running until a restart: " + ignored);
 }
 
 }  // namespace politeproxy

@@ -9,15 +9,18 @@ through tls.upstream_ca_file.
   origin sees at most 2 at once, and exactly 2 at some point;
 - the rate holds per request on one keep-alive TLS connection (not once per tunnel);
 - a 200 KB upload arrives intact (sha256 at the origin);
-- a request naming another host inside the connection gets 421; a TLS client whose SNI
+- a request naming another host inside the connection gets 421; Connection: close ends
+  with the proxy's close_notify (the client can tell the end from a cut); a TLS client whose SNI
   names another host than its CONNECT is refused;
 - 50 concurrent first connections to a new name mint one leaf (tls_leaf_certificates_total);
+- a reload applies tls.intercept_exclude, and keeps tls.mode until a restart (warning);
 - an origin whose certificate the proxy does not trust gets 502 tls_certificate_error
   and its application sees nothing; a host in intercept_exclude is tunneled (the client
   sees the origin's own certificate);
 - afterwards every host's in_flight and waiting are 0."""
 import hashlib
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -81,6 +84,27 @@ def test(t):
     sans = [v for k, v in cert.get("subjectAltName", ()) if k == "DNS"]
     H.check(issuer.get("commonName", "").startswith("politeproxy CA on"), "issuer %r" % issuer)
     H.check(sans == [HOST], "subjectAltName %r" % sans)
+
+    # Connection: close inside TLS ends with the proxy's close_notify, not a cut
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (HOST, origin.port, HOST, origin.port)).encode())
+    H.check(s.recv(4096).startswith(b"HTTP/1.1 200"), "CONNECT refused")
+    strict = ssl.create_default_context(cafile=ca_cert)
+    strict.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF  # Python sets it: a cut would read as a clean end
+    ts = strict.wrap_socket(s, server_hostname=HOST, suppress_ragged_eofs=False)
+    ts.sendall(("GET /close HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n" % (HOST, origin.port)).encode())
+    answer = b""
+    try:
+        while True:
+            chunk = ts.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    except ssl.SSLError as e:  # UNEXPECTED_EOF_WHILE_READING
+        raise H.TestFailure("the proxy cut the TLS connection without close_notify after %r: %s" % (answer[:40], e))
+    ts.close()
+    H.check(answer.startswith(b"HTTP/1.1 200"), "Connection: close inside TLS: %r" % answer[:80])
+    H.log("Connection: close inside TLS: the response, then close_notify")
 
     # a client whose SNI names another host than its CONNECT's gets no leaf for it
     refused = None
@@ -192,6 +216,26 @@ def test(t):
             "untrusted origin: %d %r" % (resp.status_code, resp.headers.get("Proxy-Status")))
     H.check(origin.host(HOST)["count"] == 0, "the untrusted origin's application saw a request")
     H.log("untrusted origin: %d %s" % (resp.status_code, resp.headers.get("Proxy-Status")))
+
+    # a reload applies tls.intercept_exclude at once; the other tls keys (here the mode)
+    # keep their running values until a restart, with a warning
+    reloaded = dict(cfg, tls=dict(cfg["tls"], mode="tunnel", intercept_exclude=["excluded.test", "paced.test"]))
+    with open(proxy.config_path, "w") as f:
+        f.write(H.dump_config(reloaded))
+    os.kill(proxy.pid, signal.SIGHUP)
+    H.check(H.wait_until(lambda: H.mget(proxy.metrics(), "politeproxy_config_reloads_total", 0,
+                                        result="success") >= 1, 3), "the reload was not applied")
+    ts, cert = tls_through_proxy(proxy, "paced.test", origin.port, origin_cert)
+    ts.close()
+    H.check(dict(x[0] for x in cert["issuer"]).get("commonName") == "tls.test",
+            "a host added to intercept_exclude by a reload is still intercepted")
+    ts, cert = tls_through_proxy(proxy, HOST, origin.port, ca_cert)
+    ts.close()
+    H.check(dict(x[0] for x in cert["issuer"]).get("commonName", "").startswith("politeproxy CA on"),
+            "tls.mode changed by a reload, not at a restart")
+    H.check(any("until a restart: tls.mode" in line for line in proxy.lines), "no warning that tls.mode waits for "
+            "a restart:\n" + proxy.tail(10))
+    H.log("reload: intercept_exclude applied, tls.mode kept until a restart (warned)")
 
     for p in (proxy, untrusting):
         H.check(H.wait_until(lambda: all(v == 0 for v in (

@@ -74,6 +74,11 @@ public:
     /// verified for `host`. On a failed verification nothing is sent to the origin.
     static task<handshake_result> connect(timed_socket& origin, client_side& side, const std::string& host);
 
+    /// Ends TLS on a connection as a clean close does: close_notify, then reads until the
+    /// peer's close_notify, its FIN, or the socket's deadline (which also drains what it
+    /// still sent). Nothing to do on a connection without TLS.
+    static task<void> shutdown(timed_socket& connection);
+
     struct impl;
     explicit session(std::unique_ptr<impl> i);
     ~session();
