@@ -1092,7 +1092,8 @@ def summarize(bench, info, args, elapsed):
                  "Latency (p50, p99) is a request's, from writing it to its response's last byte, as wrk measures; "
                  "set-up is a connection's, from the TCP connect to the end of the TLS handshake, the CONNECT included; "
                  "both without the first second of each run (64 handshakes at once, pools filling). Paced cells send "
-                 "at a fixed rate and charge a late request from the moment it was due (as wrk2). "
+                 "at a fixed rate and charge a late request from the moment it was due (as wrk2). Runs: keep-alive "
+                 "as fast as answered %d s, the other cells %d s. " % (args.duration, max(5, args.sweep_duration)) +
                  "Ratios are this row / politeproxy's in the same cell. Origin conns = TCP connections nginx accepted "
                  "per 1000 requests (the proxy's TLS pool reuse). Squid's CPU includes its certificate helpers.")
         L.append("")
@@ -1111,8 +1112,8 @@ def summarize(bench, info, args, elapsed):
                     "rps": median([r["rps"] for r in good]),
                     "p50": median([r["p50_us"] / 1000 for r in good]),
                     "p99": median([r["p99_us"] / 1000 for r in good]),
-                    "setup_p50": median([r["setup_p50_us"] / 1000 for r in good]),
-                    "setup_p99": median([r["setup_p99_us"] / 1000 for r in good]),
+                    "setup_p50": median([r["setup_p50_us"] / 1000 for r in good if r.get("setup_p50_us")]),
+                    "setup_p99": median([r["setup_p99_us"] / 1000 for r in good if r.get("setup_p99_us")]),
                     "cpu": median([r.get("cpu_us_per_req") for r in good]),
                     "origin_conns": median([1000.0 * r["origin_connections"] / r["requests"] for r in good
                                             if r.get("requests")]),
