@@ -241,23 +241,17 @@ void proxy_server::reload(host_gates& gates, metrics& m) {
     loaded->listen = running->listen;
     loaded->admin_listen = running->admin_listen;
     loaded->workers = running->workers;
-    std::string ignored;
-    const auto keep = [&ignored](auto& field, const auto& running_value, const char* name) {
-        if (field != running_value) ignored += std::string(ignored.empty() ? "" : ", ") + name;
-        field = running_value;
-    };
-    keep(loaded->tls.mode, running->tls.mode, "tls.mode");
-    keep(loaded->tls.ca_cert, running->tls.ca_cert, "tls.ca_cert");
-    keep(loaded->tls.ca_key, running->tls.ca_key, "tls.ca_key");
-    keep(loaded->tls.upstream_ca_file, running->tls.upstream_ca_file, "tls.upstream_ca_file");
-    keep(loaded->tls.alpn, running->tls.alpn, "tls.alpn");
-    keep(loaded->tls.leaf_cache, running->tls.leaf_cache, "tls.leaf_cache");
+    tls_config tls = running->tls;
+    tls.intercept_exclude = loaded->tls.intercept_exclude;
+    const bool tls_waits = tls != loaded->tls;
+    loaded->tls = std::move(tls);
     gates.set_config(std::make_shared<const config>(std::move(*loaded)));
     m.config_reload(true);
     log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen, workers and tls "
                                           "other than tls.intercept_exclude apply at restart)");
-    if (!ignored.empty())
-        log_.write(log_level::warn, "config", "changed, kept as running until a restart: " + ignored);
+    if (tls_waits)
+        log_.write(log_level::warn, "config", "tls changed beyond tls.intercept_exclude: that applies at restart, "
+                                              "the running tls settings stay until then");
 }
 
 }  // namespace politeproxy

@@ -226,12 +226,6 @@ bool leaf_cache::fresh(const entry& e, system_time now) const {
     return e.current.cert && now < e.current.not_after - lifetime_ / 4;
 }
 
-bool leaf_cache::has_fresh(const std::string& name, system_time now) const {
-    std::lock_guard lock(mutex_);
-    const auto it = entries_.find(name);
-    return it != entries_.end() && !it->second->minting && fresh(*it->second, now);
-}
-
 leaf leaf_cache::get(const std::string& name, system_time now, bool* minted) {
     if (minted) *minted = false;
     std::unique_lock lock(mutex_);

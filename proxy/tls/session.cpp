@@ -2,12 +2,9 @@
 
 #include "politeproxy/policy/host_key.hpp"
 
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -22,36 +19,23 @@ namespace ssl = boost::asio::ssl;
 
 // ---- towards clients ----------------------------------------------------------------
 
-// What the ClientHello callback of one accept() needs (SSL ex_data).
-struct accepting {
-    const std::string& connect_host;
-    bool minted_ahead = false;  ///< accept() minted the CONNECT host's leaf for this handshake
-};
-
 struct server_side::impl {
-    impl(leaf_cache& l, std::vector<std::string> a, std::function<void(bool)> c)
-        : leaves(l), alpn(std::move(a)), counted(std::move(c)) {}
-
     leaf_cache& leaves;
     std::vector<std::string> alpn;
     std::function<void(bool minted)> counted;
     ssl::context ctx{ssl::context::tls_server};
-    int accepting_index = -1;  ///< SSL ex_data slot: the accept() in progress
-    // Mints leaves, so that a worker's event loop does not stop for one: the first
-    // connection to a name waits for its leaf here, the others go on meanwhile.
-    asio::thread_pool minter{1};
+    int host_index = -1;  ///< SSL ex_data slot: the CONNECT host, for clients without SNI
 
     // During the ClientHello: the leaf for the CONNECT host. A client's SNI must name
     // that host (any name when the CONNECT named an address): else one allowed CONNECT
     // could have leaves minted for any number of names.
     static int on_server_name(SSL* s, int* alert, void* arg) {
         auto* self = static_cast<impl*>(arg);
-        const auto* a = static_cast<const accepting*>(SSL_get_ex_data(s, self->accepting_index));
-        if (!a || a->connect_host.empty()) {
+        const auto* connect_host = static_cast<const std::string*>(SSL_get_ex_data(s, self->host_index));
+        if (!connect_host || connect_host->empty()) {
             *alert = SSL_AD_INTERNAL_ERROR;
             return SSL_TLSEXT_ERR_ALERT_FATAL;
         }
-        const std::string* connect_host = &a->connect_host;
         std::string name = *connect_host;
         if (const char* sni = SSL_get_servername(s, TLSEXT_NAMETYPE_host_name)) {
             const auto named = read_host(sni);
@@ -63,9 +47,9 @@ struct server_side::impl {
             name = named->key;
         }
         try {
-            bool minted = false;  // here, on the worker: only for a name other than the CONNECT's
+            bool minted = false;
             const leaf l = self->leaves.get(name, std::chrono::system_clock::now(), &minted);
-            if (self->counted) self->counted(minted || (a->minted_ahead && name == *connect_host));
+            if (self->counted) self->counted(minted);
             if (SSL_use_certificate(s, l.cert.get()) != 1 || SSL_use_PrivateKey(s, l.key.get()) != 1) {
                 *alert = SSL_AD_INTERNAL_ERROR;
                 return SSL_TLSEXT_ERR_ALERT_FATAL;
@@ -77,12 +61,10 @@ struct server_side::impl {
         return SSL_TLSEXT_ERR_OK;
     }
 
-    // ALPN: http/1.1 when the client offers it and tls.alpn lists it; otherwise none.
+    // ALPN: http/1.1 when the client offers it (the loader makes tls.alpn list it);
+    // otherwise none.
     static int on_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-                       unsigned int inlen, void* arg) {
-        auto* self = static_cast<impl*>(arg);
-        if (std::find(self->alpn.begin(), self->alpn.end(), "http/1.1") == self->alpn.end())
-            return SSL_TLSEXT_ERR_NOACK;
+                       unsigned int inlen, void*) {
         for (unsigned i = 0; i < inlen;) {
             const unsigned len = in[i];
             if (i + 1 + len > inlen) break;
@@ -98,11 +80,11 @@ struct server_side::impl {
 };
 
 server_side::server_side(leaf_cache& leaves, std::vector<std::string> alpn, std::function<void(bool)> counted)
-    : impl_(std::make_unique<impl>(leaves, std::move(alpn), std::move(counted))) {
+    : impl_(std::make_unique<impl>(impl{leaves, std::move(alpn), std::move(counted)})) {
     SSL_CTX* ctx = impl_->ctx.native_handle();
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
-    impl_->accepting_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    impl_->host_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
     SSL_CTX_set_tlsext_servername_callback(ctx, &impl::on_server_name);
     SSL_CTX_set_tlsext_servername_arg(ctx, impl_.get());
     SSL_CTX_set_alpn_select_cb(ctx, &impl::on_alpn, impl_.get());
@@ -139,31 +121,6 @@ boost::system::result<std::unique_ptr<client_side>, std::string> client_side::ma
 
 // ---- a connection -------------------------------------------------------------------
 
-namespace {
-
-// Makes sure `leaves` holds a fresh leaf for `name`, minting on `pool`; completes on the
-// caller's executor with whether it minted. A mint that fails completes with false (the
-// ClientHello callback tries again, and refuses the handshake).
-template <class Token>
-auto mint_ahead(asio::thread_pool& pool, leaf_cache& leaves, std::string name, Token&& token) {
-    return asio::async_initiate<Token, void(bool)>(
-        [&pool, &leaves](auto handler, std::string name) {
-            auto caller = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
-            asio::post(pool, [&leaves, name = std::move(name), caller = std::move(caller),
-                              handler = std::move(handler)]() mutable {
-                bool minted = false;
-                try {
-                    leaves.get(name, std::chrono::system_clock::now(), &minted);
-                } catch (const std::exception&) {
-                }
-                asio::post(caller, [handler = std::move(handler), minted]() mutable { std::move(handler)(minted); });
-            });
-        },
-        token, std::move(name));
-}
-
-}  // namespace
-
 struct session::impl {
     impl(timed_socket& t, ssl::context& ctx) : stream(timed_socket::wire(t), ctx) {}
     ssl::stream<timed_socket::wire> stream;
@@ -174,21 +131,14 @@ session::~session() = default;
 
 task<handshake_result> session::accept(timed_socket& client, server_side& side, const std::string& host,
                                        std::string_view already_read) {
-    auto& sides = side.get();
-    accepting a{host};
-    if (!sides.leaves.has_fresh(host, std::chrono::system_clock::now())) {
-        // Minted on the minting thread (a mint that fails is tried again, and refused,
-        // in the ClientHello callback).
-        a.minted_ahead = co_await mint_ahead(sides.minter, sides.leaves, host, asio::deferred);
-    }
-    auto s = std::make_shared<session>(std::make_unique<impl>(client, sides.ctx));
+    auto s = std::make_shared<session>(std::make_unique<impl>(client, side.get().ctx));
     SSL* native = s->get().stream.native_handle();
-    SSL_set_ex_data(native, sides.accepting_index, &a);
+    SSL_set_ex_data(native, side.get().host_index, const_cast<std::string*>(&host));
     auto [ec, used] = co_await s->get().stream.async_handshake(
         ssl::stream_base::server, asio::buffer(already_read.data(), already_read.size()), use_tuple);
     handshake_result r{ec, {}, {}};
     if (const char* sni = SSL_get_servername(native, TLSEXT_NAMETYPE_host_name)) r.server_name = sni;
-    SSL_set_ex_data(native, sides.accepting_index, nullptr);  // `a` is this frame's
+    SSL_set_ex_data(native, side.get().host_index, nullptr);  // `host` is the caller's
     if (!ec) client.state_->tls = std::move(s);
     co_return r;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Side-by-side benchmark of politeproxy against HAProxy, Squid and tinyproxy (issue 4).
 
-    /usr/bin/python3 tests/bench/run_bench.py            # full run, under 10 minutes
+    /usr/bin/python3 tests/bench/run_bench.py            # full run, about 15 minutes
     /usr/bin/python3 tests/bench/run_bench.py --quick    # smoke run, about 2 minutes
 
 Everything runs on 127.0.0.1, on ports picked at run time, from temporary configs in a
@@ -1092,7 +1092,7 @@ def summarize(bench, info, args, elapsed):
                  "Latency (p50, p99) is a request's, from writing it to its response's last byte, as wrk measures; "
                  "set-up is a connection's, from the TCP connect to the end of the TLS handshake, the CONNECT included; "
                  "both without the first second of each run (64 handshakes at once, pools filling). Paced cells send "
-                 "at a fixed rate and charge a late request from the moment it was due (as wrk2). Runs: keep-alive "
+                 "at a fixed rate and charge a late request from the moment it was due (as wrk2), also one due while its connection was being replaced. Runs: keep-alive "
                  "as fast as answered %d s, the other cells %d s. " % (args.duration, max(5, args.sweep_duration)) +
                  "Ratios are this row / politeproxy's in the same cell. Origin conns = TCP connections nginx accepted "
                  "per 1000 requests (the proxy's TLS pool reuse). Squid's CPU includes its certificate helpers.")

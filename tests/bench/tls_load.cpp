@@ -18,7 +18,8 @@
 // from the moment it was due, so a target that falls behind is charged for the wait
 // (no coordinated omission). The schedule starts when a client's first connection is
 // ready; later set-ups run as soon as their predecessor closed, in the time before the
-// next request is due.
+// next request is due: one that takes longer makes that request late, and its latency
+// includes the wait (a crawler that must reconnect waits too).
 //
 // --warmup S: latencies of the first S seconds are not kept (the opening burst of
 // --connections handshakes at once, the target's pool filling); their requests are
@@ -180,14 +181,20 @@ awaitable<void> client(const options& o, ssl::context& tls, tcp::resolver::resul
         const auto opened = clock_type::now();
         tcp::socket socket(ex);
         co_await asio::async_connect(socket, target, asio::redirect_error(asio::use_awaitable, ec));
-        if (ec) {
-            r.failed(r.err_connect, "connect: " + ec.message());
+        const auto refused = [&]() -> awaitable<void> {  // a target that refuses is not hammered
             asio::steady_timer pause(ex, std::chrono::milliseconds(10));
             co_await pause.async_wait(asio::use_awaitable);
+        };
+        if (ec) {
+            r.failed(r.err_connect, "connect: " + ec.message());
+            co_await refused();
             continue;
         }
-        socket.set_option(tcp::no_delay(true));
-        if (!o.connect.empty() && !co_await open_tunnel(socket, o, r)) continue;
+        socket.set_option(tcp::no_delay(true), ec);
+        if (!o.connect.empty() && !co_await open_tunnel(socket, o, r)) {
+            co_await refused();
+            continue;
+        }
 
         ssl::stream<tcp::socket> stream(std::move(socket), tls);
         if (!is_address(o.sni)) SSL_set_tlsext_host_name(stream.native_handle(), o.sni.c_str());
@@ -195,6 +202,7 @@ awaitable<void> client(const options& o, ssl::context& tls, tcp::resolver::resul
         co_await stream.async_handshake(ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
             r.failed(r.err_connect, "TLS handshake: " + ec.message());
+            co_await refused();
             continue;
         }
         ++r.handshakes;

@@ -23,18 +23,6 @@ import harness as H  # noqa: E402
 HOST = "tls.test"
 
 
-def connect(proxy, host, port):
-    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, port, host, port)).encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = s.recv(1)
-        H.check(chunk, "CONNECT closed after %r" % head)
-        head += chunk
-    H.check(head.startswith(b"HTTP/1.1 200"), "CONNECT answered %r" % head)
-    return s
-
-
 def closed_within(s, seconds):
     """Seconds until the proxy closed `s` (reading and dropping whatever it sends), or None."""
     start = time.monotonic()
@@ -89,7 +77,7 @@ def test(t):
     proxy = t.proxy(cfg)
 
     # garbage instead of a ClientHello
-    s = connect(proxy, HOST, origin.port)
+    s = H.connect_tunnel(proxy, HOST, origin.port)
     s.sendall(b"GET / HTTP/1.1\r\nHost: tls.test\r\n\r\n")
     took = closed_within(s, 5)
     s.close()
@@ -97,7 +85,7 @@ def test(t):
     H.log("garbage instead of a ClientHello: closed after %.3f s" % took)
 
     # a stall in the middle of the handshake: the first bytes of a ClientHello, then nothing
-    s = connect(proxy, HOST, origin.port)
+    s = H.connect_tunnel(proxy, HOST, origin.port)
     s.sendall(bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc]))
     took = closed_within(s, 6)
     s.close()
@@ -119,11 +107,11 @@ def test(t):
     origin.reset()
     base = "https://%s:%d" % (HOST, origin.port)
     holders = [threading.Thread(target=lambda i=i: H.https_session(proxy, ca_cert).get(
-        base + "/hold?delay=2&i=%d" % i, timeout=20)) for i in range(2)]
+        base + "/hold?delay=5&i=%d" % i, timeout=30)) for i in range(2)]
     for th in holders:
         th.start()
     H.check(H.wait_until(lambda: origin.host(HOST)["in_flight"] == 2, 5), "the 2 slow requests did not start")
-    ts = ssl.create_default_context(cafile=ca_cert).wrap_socket(connect(proxy, HOST, origin.port),
+    ts = ssl.create_default_context(cafile=ca_cert).wrap_socket(H.connect_tunnel(proxy, HOST, origin.port),
                                                                  server_hostname=HOST)
     ts.sendall(("GET /abandoned HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (HOST, origin.port)).encode())
     H.check(H.wait_until(lambda: H.mget(proxy.metrics(), "politeproxy_host_waiting", host=HOST, default=0) == 1,
@@ -140,7 +128,7 @@ def test(t):
     H.log("a parked client inside TLS left (close_notify, FIN): out of the queue after %.2f s"
           % (time.monotonic() - left))
     for th in holders:
-        th.join(20)
+        th.join(30)
     time.sleep(0.3)
     H.check(not [r for r in origin.host(HOST)["requests"] if r["target"].startswith("/abandoned")],
             "the abandoned request reached the origin")

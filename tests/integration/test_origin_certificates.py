@@ -83,7 +83,7 @@ def test(t):
                   "upstream_ca_file": certs["ca"][0]}
     proxy = t.proxy(cfg)
 
-    expected_reason = {"expired": "expired", "wrong": "hostname mismatch", "untrusted": "self-signed"}
+    expected_reason = {"expired": "expired", "wrong": "hostname mismatch", "untrusted": "self"}  # self-signed, self signed
     for stem, o in origins.items():
         host = stem + ".test"
         s = H.https_session(proxy, proxy_ca)

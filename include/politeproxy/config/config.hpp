@@ -107,6 +107,7 @@ struct tls_config {
     std::size_t leaf_cache = 10000;               ///< leaf certificates kept (least recently used go)
 
     bool intercepts(std::string_view host) const;
+    bool operator==(const tls_config&) const = default;
 };
 
 struct config {

@@ -19,7 +19,7 @@ struct proxy_context;
 /// The watch only reads with MSG_PEEK, so the request body stays in the socket. Once
 /// the client has sent bytes beyond the header (a body, a pipelined request, a TLS
 /// close_notify), readiness cannot show a close behind them: the watch then looks at
-/// the TCP state every 250 ms (a FIN or a reset). A client that half-closes
+/// the TCP state every 250 ms (a FIN or a reset is seen within that). A client that half-closes
 /// (shutdown(SHUT_WR)) after its request counts as gone, as with Squid's default
 /// half_closed_clients off and HAProxy's abortonclose.
 task<acquire_result> park(host_gates& gates, std::string key,

@@ -71,10 +71,6 @@ public:
     /// The leaf for `name`; `*minted` (when given) says whether this call minted it.
     leaf get(const std::string& name, system_time now, bool* minted = nullptr);
 
-    /// Whether get(name, now) would return at once with a cached leaf (nothing counted,
-    /// the recency order unchanged).
-    bool has_fresh(const std::string& name, system_time now) const;
-
     struct counts {
         std::uint64_t minted = 0;
         std::uint64_t cached = 0;
