@@ -478,40 +478,54 @@ class Bench:
             res["cpu_us_per_req"] = (cpu1 - cpu0) * 1e6 / res["requests"]
         return res
 
-    def scenario_passthrough(self):
-        a = self.a
-        names = [p for p in PASSTHROUGH_PROXIES if p in a.proxies]
+    def run_targets(self, scenario, names, start, warm_up, cells, run_cell):
+        """Starts every target but direct (start(name) -> Proc), warms each up once
+        (warm_up(name, proc) -> result), then runs every cell on every target --repeats
+        times, interleaved: within a repeat each cell runs the targets in turn, in an order
+        rotated from cell to cell. run_cell(name, proc, cell) -> (key, label, result); the
+        result is kept under results[scenario][key] and logged (or failed) with `label`."""
         procs = {}
         try:
             for name in names:
                 if name != "direct":
                     try:
-                        procs[name] = self.start_proxy(name)
+                        procs[name] = start(name)
                     except Exception as e:
-                        self.fail("passthrough/%s" % name, "does not start: %s" % e)
+                        self.fail("%s/%s" % (scenario, name), "does not start: %s" % e)
             names = [n for n in names if n == "direct" or n in procs]
-            log("pass-through warm-up (1 s each, not counted)")
             for name in names:
-                r = self.passthrough_run(name, procs.get(name), "1k", 1024, 64, 1)
+                r = warm_up(name, procs.get(name))
                 if r.get("error"):
                     log("warm-up %s: %s" % (name, r["error"]))
-            cells = [(b, s, c) for b, s in BODIES for c in CONNS]
-            for rep in range(a.repeats):
-                for ci, (body, size, conns) in enumerate(cells):
-                    seconds = a.duration if (body, conns) == HEADLINE else a.sweep_duration
+            for rep in range(self.a.repeats):
+                for ci, cell in enumerate(cells):
                     k = (rep + ci) % len(names)
-                    for name in names[k:] + names[:k]:  # interleaved, order rotated per cell
-                        r = self.passthrough_run(name, procs.get(name), body, size, conns, seconds)
-                        self.results["passthrough"].setdefault("%s/%d/%s" % (body, conns, name), []).append(r)
+                    for name in names[k:] + names[:k]:
+                        key, label, r = run_cell(name, procs.get(name), cell)
+                        self.results[scenario].setdefault(key, []).append(r)
                         if r.get("error"):
-                            self.fail("passthrough %s c%d %s (repeat %d)" % (body, conns, name, rep + 1), r["error"])
+                            self.fail("%s %s %s (repeat %d)" % (scenario, label, name, rep + 1), r["error"])
                         else:
-                            log("rep %d %-5s c%-3d %-11s %8.0f req/s  p99 %6.2f ms  cpu %s us/req" % (
-                                rep + 1, body, conns, name, r["rps"], r["p99_us"] / 1000,
-                                fmt(r.get("cpu_us_per_req"))))
+                            log("rep %d %-26s %-11s %8.0f req/s  p99 %7.2f ms  cpu %s us/req%s" % (
+                                rep + 1, label, name, r["rps"], r["p99_us"] / 1000, fmt(r.get("cpu_us_per_req")),
+                                "  %d origin conns" % r["origin_connections"] if "origin_connections" in r else ""))
         finally:
             for p in procs.values():
                 self.procs.stop(p)
+
+    def scenario_passthrough(self):
+        a = self.a
+
+        def cell(name, proc, c):
+            body, size, conns = c
+            seconds = a.duration if (body, conns) == HEADLINE else a.sweep_duration
+            return ("%s/%d/%s" % (body, conns, name), "%s c%d" % (body, conns),
+                    self.passthrough_run(name, proc, body, size, conns, seconds))
+
+        log("pass-through: a warm-up of 1 s each, not counted")
+        self.run_targets("passthrough", [p for p in PASSTHROUGH_PROXIES if p in a.proxies], self.start_proxy,
+                         lambda name, proc: self.passthrough_run(name, proc, "1k", 1024, 64, 1),
+                         [(b, s, c) for b, s in BODIES for c in CONNS], cell)
 
     # ---- scenario 1b: TLS interception ---------------------------------------------------
     def openssl(self, *args):
@@ -645,39 +659,17 @@ class Bench:
 
     def scenario_intercept(self):
         a = self.a
-        names = [p for p in INTERCEPT_PROXIES if p in a.proxies]
-        procs = {}
-        try:
-            for name in names:
-                if name != "direct":
-                    try:
-                        procs[name] = self.start_intercept_proxy(name)
-                    except Exception as e:
-                        self.fail("intercept/%s" % name, "does not start: %s" % e)
-            names = [n for n in names if n == "direct" or n in procs]
-            log("intercept warm-up (2 s each, not counted: the first connection to the origin mints a leaf)")
-            for name in names:
-                r = self.intercept_run(name, procs.get(name), 0, 2)
-                if r.get("error"):
-                    log("warm-up %s: %s" % (name, r["error"]))
-            for rep in range(a.repeats):
-                for ci, (per_connection, paced) in enumerate(INTERCEPT_CELLS):
-                    label = intercept_cell(per_connection, paced, a.intercept_rate)
-                    seconds = a.duration if (per_connection, paced) == INTERCEPT_CELLS[0] else max(5, a.sweep_duration)
-                    k = (rep + ci) % len(names)
-                    for name in names[k:] + names[:k]:
-                        r = self.intercept_run(name, procs.get(name), per_connection, seconds,
-                                               a.intercept_rate if paced else 0)
-                        self.results["intercept"].setdefault(label + "/" + name, []).append(r)
-                        if r.get("error"):
-                            self.fail("intercept %s %s (repeat %d)" % (label, name, rep + 1), r["error"])
-                        else:
-                            log("rep %d %-22s %-11s %7.0f req/s  p99 %6.2f ms  cpu %s us/req  %d origin conns" % (
-                                rep + 1, label, name, r["rps"], r["p99_us"] / 1000, fmt(r.get("cpu_us_per_req")),
-                                r["origin_connections"]))
-        finally:
-            for p in procs.values():
-                self.procs.stop(p)
+
+        def cell(name, proc, c):
+            per_connection, paced = c
+            label = intercept_cell(per_connection, paced, a.intercept_rate)
+            seconds = a.duration if c == INTERCEPT_CELLS[0] else max(5, a.sweep_duration)
+            return (label + "/" + name, label,
+                    self.intercept_run(name, proc, per_connection, seconds, a.intercept_rate if paced else 0))
+
+        log("intercept: a warm-up of 2 s each, not counted (the first connection to the origin mints a leaf)")
+        self.run_targets("intercept", [p for p in INTERCEPT_PROXIES if p in a.proxies], self.start_intercept_proxy,
+                         lambda name, proc: self.intercept_run(name, proc, 0, 2), INTERCEPT_CELLS, cell)
 
     # ---- scenario 2: politeness -------------------------------------------------------
     def scenario_politeness(self):
