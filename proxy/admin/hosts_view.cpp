@@ -61,6 +61,7 @@ std::string render_hosts_json(const host_gates& gates, clock::time_point now,
         append_json_string(out, h.key);
         out += ", \"limit\": " + std::to_string(h.limit);
         out += ", \"configured_limit\": " + std::to_string(h.configured_limit);
+        out += ", \"stream_ceiling\": " + (h.stream_ceiling ? std::to_string(*h.stream_ceiling) : std::string("null"));
         out += ", \"in_flight\": " + std::to_string(h.in_flight);
         out += ", \"waiting\": " + std::to_string(h.waiting);
         out += ", \"rate\": ";

@@ -166,6 +166,9 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
     auto waiting = host_family("host_waiting", "Requests parked for the host", MetricType::Gauge);
     auto limit = host_family("host_concurrency_limit", "The host's current concurrency limit", MetricType::Gauge);
     auto rate = host_family("host_rate_limit", "The host's token refill rate (tokens per second)", MetricType::Gauge);
+    auto ceiling = host_family("host_stream_ceiling",
+                               "The host's HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS, a cap on its limit",
+                               MetricType::Gauge);
     auto requests = host_family("requests_total", "Requests by host and outcome", MetricType::Counter);
     auto paused = host_family("host_paused_seconds", "Seconds until the host's pause (Retry-After or backoff) ends",
                               MetricType::Gauge);
@@ -197,6 +200,7 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
         add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));
         add_sample(waiting, {{"host", h.key}}, static_cast<double>(h.waiting));
         add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
+        if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));
         add_sample(rate, {{"host", h.key}}, h.rate);
         add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
         for (std::size_t d = 0; d < limit_change_count; ++d)
@@ -227,7 +231,8 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
     for (const auto& o : cfg->hosts)
         if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
 
-    for (auto* f : {&in_flight, &waiting, &limit, &rate, &paused, &requests, &changes, &would_wait, &tracked, &overrides})
+    for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &paused, &requests, &changes, &would_wait, &tracked,
+                    &overrides})
         families.push_back(std::move(*f));
     std::ostringstream out;
     prometheus::TextSerializer{}.Serialize(out, families);

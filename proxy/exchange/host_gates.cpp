@@ -44,10 +44,11 @@ void poke(wake_list& wake) {
     wake.clear();
 }
 
-// The gate enforces what the health controller decided.
+// The gate enforces what the health controller decided, under the origin's stream ceiling.
 void apply_health(host_entry& e, clock::time_point now) {
     const host_policy& p = *e.policy;
-    e.g.set_limits({e.health.limit(), e.health.rate(), p.burst, p.queue.max_waiting, p.enforce}, now);
+    const std::size_t limit = std::min(e.health.limit(), e.stream_ceiling.value_or(e.health.limit()));
+    e.g.set_limits({limit, e.health.rate(), p.burst, p.queue.max_waiting, p.enforce}, now);
     e.g.set_pause(e.health.paused_until());
 }
 
@@ -284,6 +285,21 @@ std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_f
     return evicted;
 }
 
+void host_gates::set_stream_ceiling(const std::string& key, std::optional<std::size_t> streams) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    wake_list wake;
+    {
+        std::lock_guard lock(s.mutex);
+        const auto now = clock::now();
+        auto entry = find_or_create(s, key, now);
+        if (entry->stream_ceiling == streams) return;
+        entry->stream_ceiling = streams;
+        apply_health(*entry, now);
+        advance_locked(*entry, now, wake);
+    }
+    poke(wake);
+}
+
 std::size_t host_gates::size() const {
     std::size_t n = 0;
     for (const auto& s : shards_) {
@@ -304,6 +320,7 @@ std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
             h.waiting = e->g.waiting();
             h.limit = e->g.limit();
             h.configured_limit = e->policy->concurrency;
+            h.stream_ceiling = e->stream_ceiling;
             h.rate = e->g.limits().rate;
             h.configured_rate = e->policy->rate;
             h.paused_for = e->g.paused_until() > now ? e->g.paused_until() - now : clock::duration::zero();

@@ -159,3 +159,54 @@ TEST_CASE("idle gates are evicted, busy ones are kept") {
     CHECK(gates.evict_idle(clock::now() + 1h, 1min) == 1);
     CHECK(gates.size() == 0);
 }
+
+TEST_CASE("an origin's stream ceiling caps the host's limit; the excess waits in order and goes as it lifts") {
+    auto cfg = make_config("defaults: {concurrency: 50, rate: 1000000, burst: 1000000}\n");
+    host_gates gates(cfg);
+    const std::string key = "h2.test";
+
+    gates.set_stream_ceiling(key, 3);
+    std::vector<permit> held;
+    for (int i = 0; i < 5; ++i)
+        if (permit p = gates.try_acquire(key)) held.push_back(std::move(p));
+    CHECK(held.size() == 3);  // configured 50, the origin takes 3
+    auto snap = gates.snapshot(clock::now());
+    REQUIRE(snap.size() == 1);
+    CHECK(snap[0].limit == 3);
+    CHECK(snap[0].configured_limit == 50);
+    REQUIRE(snap[0].stream_ceiling.has_value());
+    CHECK(*snap[0].stream_ceiling == 3);
+
+    // Parked behind the ceiling, in arrival order; raising it admits them at once.
+    asio::io_context io;
+    std::vector<int> order;
+    for (int i = 0; i < 4; ++i)
+        asio::co_spawn(io, [&, i]() -> task<void> {
+            auto r = co_await gates.acquire(key);
+            REQUIRE_FALSE(r.ec);
+            order.push_back(i);
+            held.push_back(std::move(r.granted));
+        }, asio::detached);
+    io.run_for(50ms);
+    CHECK(order.empty());
+    CHECK(gates.snapshot(clock::now())[0].waiting == 4);
+
+    gates.set_stream_ceiling(key, 5);  // two more
+    io.restart();
+    io.run_for(50ms);
+    CHECK(order == std::vector<int>{0, 1});
+
+    gates.set_stream_ceiling(key, std::nullopt);  // lifted: the configured 50 again
+    io.restart();
+    io.run_for(50ms);
+    CHECK(order == std::vector<int>{0, 1, 2, 3});
+    CHECK(gates.snapshot(clock::now())[0].limit == 50);
+
+    // A lower ceiling leaves requests in flight alone and stops replacing them.
+    gates.set_stream_ceiling(key, 2);
+    CHECK(gates.snapshot(clock::now())[0].in_flight == 7);
+    held.resize(2);  // 5 released: still at the ceiling, nothing more goes
+    CHECK_FALSE(gates.try_acquire(key));
+    held.clear();
+    CHECK(gates.try_acquire(key));
+}

@@ -36,6 +36,8 @@ struct host_entry {
     std::array<std::uint64_t, limit_change_count> limit_changes{};
     clock::time_point last_used;
     std::size_t shard = 0;
+    /// An HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS: the gate's limit never exceeds it.
+    std::optional<std::size_t> stream_ceiling;
 };
 
 /// What one tracked host looks like to the metrics and status views.
@@ -43,8 +45,9 @@ struct host_snapshot {
     std::string key;
     std::size_t in_flight = 0;
     std::size_t waiting = 0;
-    std::size_t limit = 0;
+    std::size_t limit = 0;  ///< the gate's: health's limit, capped by the stream ceiling
     std::size_t configured_limit = 0;
+    std::optional<std::size_t> stream_ceiling;
     double rate = 0;
     double configured_rate = 0;
     clock::duration paused_for{};  ///< remaining pause, zero when not paused
@@ -72,7 +75,8 @@ struct acquire_result {
 /// every parked request with errc::shutting_down and refuses new ones.
 ///
 /// Health: a permit's `report()` feeds its host's adaptive_limit, whose limit, rate and
-/// pause the gate then enforces.
+/// pause the gate then enforces. An HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS caps
+/// that limit (`set_stream_ceiling`): the excess waits in the queue, in order.
 ///
 /// Locking: entries are sharded by key; each shard's mutex guards its map and every gate
 /// in it. No lock is held across a suspension point or while posting wake-ups. The
@@ -100,6 +104,12 @@ public:
 
     /// Forgets gates idle (see gate::idle) for at least `idle_for`. Returns how many.
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for);
+
+    /// The origin of `key` takes at most `streams` at once (an HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS;
+    /// 0 holds every new request in the queue); nullopt lifts the ceiling. A lower ceiling
+    /// never touches requests in flight, it stops replacing them; a higher one admits
+    /// waiters at once. Tracks the host if it was not.
+    void set_stream_ceiling(const std::string& key, std::optional<std::size_t> streams);
 
     std::size_t size() const;
     std::vector<host_snapshot> snapshot(clock::time_point now) const;
