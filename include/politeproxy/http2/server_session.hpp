@@ -1,0 +1,81 @@
+#pragma once
+// HTTP/2 towards clients, sans-io: nghttp2 owns the framing, HPACK and flow control; the
+// owner moves bytes (receive() what the client sent, produce() what to send it) and
+// hears of requests through `events`. No sockets, no timers, no threads: the adapter
+// that drives it from a connection (and gates each stream) is built on top.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace politeproxy::http2 {
+
+struct field {
+    std::string name;  ///< lowercase, as HTTP/2 requires (checked by nghttp2)
+    std::string value;
+};
+
+/// A request as a client's HEADERS opened it. nghttp2 has checked the pseudo-header
+/// fields and refused connection-specific fields (RFC 9113 section 8.2.2) before this.
+struct request_head {
+    std::int32_t stream = 0;
+    std::string method, scheme, authority, path;
+    std::vector<field> fields;  ///< the regular fields, in order
+    bool end_stream = false;    ///< no body follows
+};
+
+/// What the session tells its owner, from inside receive().
+class session_events {
+public:
+    virtual ~session_events() = default;
+    virtual void on_request(request_head head) = 0;
+    /// Body bytes of a stream's request. The client may send more only as the owner
+    /// reports them consumed() (flow control: a slow origin slows the client).
+    virtual void on_body(std::int32_t stream, std::span<const std::uint8_t> data) = 0;
+    virtual void on_body_end(std::int32_t stream) = 0;
+    /// The stream is over: answered and done (error_code 0), or reset by either side.
+    virtual void on_stream_closed(std::int32_t stream, std::uint32_t error_code) = 0;
+};
+
+class server_session {
+public:
+    struct settings {
+        std::uint32_t max_concurrent_streams = 100;  ///< advertised; streams beyond are refused
+        std::size_t max_header_bytes = 64 * 1024;     ///< decoded names + values per header block
+    };
+
+    server_session(session_events& events, const settings& s);
+    ~server_session();
+    server_session(const server_session&) = delete;
+    server_session& operator=(const server_session&) = delete;
+
+    /// Bytes from the client. False on a connection error (a bad preface, a protocol
+    /// violation): the session has queued GOAWAY; send what produce() gives, then close.
+    bool receive(std::span<const std::uint8_t> bytes);
+
+    /// Appends the frames to send to the client now; returns how many bytes.
+    std::size_t produce(std::string& out);
+
+    /// False once both sides are done (GOAWAY sent or received and no stream is open).
+    bool alive() const;
+
+    /// The response's header block (`:status` plus `fields`); `end_stream`: no body.
+    void respond(std::int32_t stream, unsigned status, std::span<const field> fields, bool end_stream);
+    /// Body bytes of a stream's response, queued and sent as flow control allows;
+    /// `end` closes the stream's side. Check queued() to stop reading from the origin.
+    void send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end);
+    /// Bytes of a stream's response body not yet framed (the client's window is shut).
+    std::size_t queued(std::int32_t stream) const;
+    /// The owner forwarded `n` body bytes of the stream: the client may send as many more.
+    void consumed(std::int32_t stream, std::size_t n);
+    void reset(std::int32_t stream, std::uint32_t error_code);
+
+    struct impl;
+
+private:
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace politeproxy::http2

@@ -1,0 +1,224 @@
+#include "politeproxy/http2/server_session.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+
+namespace politeproxy::http2 {
+
+namespace {
+
+// A response body waiting for the client's flow-control window.
+struct outgoing {
+    std::string bytes;
+    std::size_t sent = 0;  ///< of `bytes`, already framed
+    bool end = false;
+    bool deferred = false;  ///< nghttp2 was told to wait for more: resume on send_body()
+};
+
+struct stream_state {
+    request_head head;
+    std::size_t header_bytes = 0;
+    outgoing body;
+};
+
+std::string_view view(const std::uint8_t* p, std::size_t n) { return {reinterpret_cast<const char*>(p), n}; }
+
+}  // namespace
+
+struct server_session::impl {
+    session_events& events;
+    settings limits;
+    nghttp2_session* session = nullptr;
+    std::unordered_map<std::int32_t, stream_state> streams;
+
+    impl(session_events& e, const settings& s) : events(e), limits(s) {}
+
+    stream_state* find(std::int32_t id) {
+        const auto it = streams.find(id);
+        return it == streams.end() ? nullptr : &it->second;
+    }
+
+    static impl& self(void* user) { return *static_cast<impl*>(user); }
+
+    static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+            self(user).streams[frame->hd.stream_id].head.stream = frame->hd.stream_id;
+        return 0;
+    }
+
+    static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
+                         const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user) {
+        auto& me = self(user);
+        stream_state* s = me.find(frame->hd.stream_id);
+        if (!s) return 0;
+        // The header-size bound applies to the decoded block (HPACK can inflate a small
+        // frame): past it the stream is reset, the connection goes on.
+        s->header_bytes += namelen + valuelen + 32;  // RFC 9113 section 6.5.2's accounting
+        if (s->header_bytes > me.limits.max_header_bytes) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers: dropped
+        const auto n = view(name, namelen);
+        const auto v = view(value, valuelen);
+        request_head& h = s->head;
+        if (n == ":method") h.method = v;
+        else if (n == ":scheme") h.scheme = v;
+        else if (n == ":authority") h.authority = v;
+        else if (n == ":path") h.path = v;
+        else h.fields.push_back(field{std::string(n), std::string(v)});
+        return 0;
+    }
+
+    static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+        auto& me = self(user);
+        const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+        stream_state* s = me.find(frame->hd.stream_id);
+        if (!s) return 0;
+        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+            s->head.end_stream = end_stream;
+            me.events.on_request(std::move(s->head));
+            s->head = request_head{};
+            return 0;
+        }
+        if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end_stream)
+            me.events.on_body_end(frame->hd.stream_id);
+        return 0;
+    }
+
+    static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream, const std::uint8_t* data,
+                             std::size_t len, void* user) {
+        auto& me = self(user);
+        if (me.find(stream)) me.events.on_body(stream, {data, len});
+        return 0;
+    }
+
+    static int on_stream_close(nghttp2_session*, std::int32_t stream, std::uint32_t error_code, void* user) {
+        auto& me = self(user);
+        if (me.streams.erase(stream) > 0) me.events.on_stream_closed(stream, error_code);
+        return 0;
+    }
+
+    static ssize_t read_body(nghttp2_session*, std::int32_t stream, std::uint8_t* buf, std::size_t length,
+                             std::uint32_t* flags, nghttp2_data_source*, void* user) {
+        auto& me = self(user);
+        stream_state* s = me.find(stream);
+        if (!s) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        outgoing& out = s->body;
+        const std::size_t n = std::min(length, out.bytes.size() - out.sent);
+        std::memcpy(buf, out.bytes.data() + out.sent, n);
+        out.sent += n;
+        if (out.sent == out.bytes.size()) {  // what was framed is dropped, not kept to the end
+            out.bytes.clear();
+            out.sent = 0;
+            if (out.end) {
+                *flags |= NGHTTP2_DATA_FLAG_EOF;
+                return static_cast<ssize_t>(n);
+            }
+        }
+        if (n == 0) {
+            out.deferred = true;
+            return NGHTTP2_ERR_DEFERRED;
+        }
+        return static_cast<ssize_t>(n);
+    }
+};
+
+server_session::server_session(session_events& events, const settings& s) : impl_(std::make_unique<impl>(events, s)) {
+    nghttp2_session_callbacks* cb = nullptr;
+    if (nghttp2_session_callbacks_new(&cb) != 0) throw std::bad_alloc();
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &impl::on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, &impl::on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &impl::on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &impl::on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, &impl::on_stream_close);
+    nghttp2_option* opt = nullptr;
+    if (nghttp2_option_new(&opt) != 0) {
+        nghttp2_session_callbacks_del(cb);
+        throw std::bad_alloc();
+    }
+    nghttp2_option_set_no_auto_window_update(opt, 1);  // the window opens as bodies move on
+    const int rv = nghttp2_session_server_new2(&impl_->session, cb, impl_.get(), opt);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cb);
+    if (rv != 0) throw std::runtime_error(std::string("nghttp2: ") + nghttp2_strerror(rv));
+    const nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s.max_concurrent_streams},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(s.max_header_bytes)},
+    };
+    nghttp2_submit_settings(impl_->session, NGHTTP2_FLAG_NONE, iv, std::size(iv));
+}
+
+server_session::~server_session() { nghttp2_session_del(impl_->session); }
+
+bool server_session::receive(std::span<const std::uint8_t> bytes) {
+    const ssize_t rv = nghttp2_session_mem_recv(impl_->session, bytes.data(), bytes.size());
+    if (rv >= 0) return true;
+    // nghttp2 queues GOAWAY for protocol errors it finds; a bad preface gets none: say why.
+    if (rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC)
+        nghttp2_session_terminate_session(impl_->session, NGHTTP2_PROTOCOL_ERROR);
+    return false;
+}
+
+std::size_t server_session::produce(std::string& out) {
+    std::size_t total = 0;
+    for (;;) {
+        const std::uint8_t* data = nullptr;
+        const ssize_t n = nghttp2_session_mem_send(impl_->session, &data);
+        if (n <= 0) break;
+        out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+        total += static_cast<std::size_t>(n);
+    }
+    return total;
+}
+
+bool server_session::alive() const {
+    return nghttp2_session_want_read(impl_->session) != 0 || nghttp2_session_want_write(impl_->session) != 0;
+}
+
+void server_session::respond(std::int32_t stream, unsigned status, std::span<const field> fields, bool end_stream) {
+    stream_state* s = impl_->find(stream);
+    if (!s) return;  // reset meanwhile
+    const std::string code = std::to_string(status);
+    std::vector<nghttp2_nv> nva;
+    nva.reserve(fields.size() + 1);
+    const auto nv = [](std::string_view n, std::string_view v) {
+        return nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(n.data())),
+                          reinterpret_cast<std::uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(),
+                          NGHTTP2_NV_FLAG_NONE};
+    };
+    nva.push_back(nv(":status", code));
+    for (const field& f : fields) nva.push_back(nv(f.name, f.value));
+    nghttp2_data_provider body{};
+    body.read_callback = &impl::read_body;
+    nghttp2_submit_response(impl_->session, stream, nva.data(), nva.size(), end_stream ? nullptr : &body);
+}
+
+void server_session::send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end) {
+    stream_state* s = impl_->find(stream);
+    if (!s) return;
+    outgoing& out = s->body;
+    out.bytes.append(reinterpret_cast<const char*>(data.data()), data.size());
+    out.end = out.end || end;
+    if (out.deferred) {
+        out.deferred = false;
+        nghttp2_session_resume_data(impl_->session, stream);
+    }
+}
+
+std::size_t server_session::queued(std::int32_t stream) const {
+    const stream_state* s = impl_->find(stream);
+    return s ? s->body.bytes.size() - s->body.sent : 0;
+}
+
+void server_session::consumed(std::int32_t stream, std::size_t n) {
+    nghttp2_session_consume(impl_->session, stream, n);
+}
+
+void server_session::reset(std::int32_t stream, std::uint32_t error_code) {
+    nghttp2_submit_rst_stream(impl_->session, NGHTTP2_FLAG_NONE, stream, error_code);
+}
+
+}  // namespace politeproxy::http2
