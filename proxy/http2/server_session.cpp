@@ -88,10 +88,11 @@ struct server_session::impl {
         return 0;
     }
 
-    static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream, const std::uint8_t* data,
+    static int on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream, const std::uint8_t* data,
                              std::size_t len, void* user) {
         auto& me = self(user);
         if (me.find(stream)) me.events.on_body(stream, {data, len});
+        else nghttp2_session_consume(session, stream, len);  // nobody forwards it: the window must not shrink
         return 0;
     }
 

@@ -69,6 +69,8 @@ public:
     /// Bytes of a stream's response body not yet framed (the client's window is shut).
     std::size_t queued(std::int32_t stream) const;
     /// The owner forwarded `n` body bytes of the stream: the client may send as many more.
+    /// Every byte on_body() gave must be reported, also after its stream closed: the
+    /// connection's window counts them for all streams.
     void consumed(std::int32_t stream, std::size_t n);
     void reset(std::int32_t stream, std::uint32_t error_code);
 
