@@ -1,5 +1,7 @@
 #include "politeproxy/http2/server_session.hpp"
 
+#include "politeproxy/policy/token_bucket.hpp"
+
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
@@ -35,8 +37,12 @@ struct server_session::impl {
     settings limits;
     nghttp2_session* session = nullptr;
     std::unordered_map<std::int32_t, stream_state> streams;
+    token_bucket resets;
+    clock::time_point now;  ///< of the receive() in progress
+    bool calmed = false;
 
-    impl(session_events& e, const settings& s) : events(e), limits(s) {}
+    impl(session_events& e, const settings& s, clock::time_point t)
+        : events(e), limits(s), resets(s.resets_per_second, s.reset_burst, t), now(t) {}
 
     stream_state* find(std::int32_t id) {
         const auto it = streams.find(id);
@@ -72,8 +78,12 @@ struct server_session::impl {
         return 0;
     }
 
-    static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    static int on_frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
         auto& me = self(user);
+        if (frame->hd.type == NGHTTP2_RST_STREAM && !me.calmed && !me.resets.try_take(me.now)) {
+            me.calmed = true;
+            nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM);
+        }
         const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
         stream_state* s = me.find(frame->hd.stream_id);
         if (!s) return 0;
@@ -127,7 +137,8 @@ struct server_session::impl {
     }
 };
 
-server_session::server_session(session_events& events, const settings& s) : impl_(std::make_unique<impl>(events, s)) {
+server_session::server_session(session_events& events, const settings& s, clock::time_point now)
+    : impl_(std::make_unique<impl>(events, s, now)) {
     nghttp2_session_callbacks* cb = nullptr;
     if (nghttp2_session_callbacks_new(&cb) != 0) throw std::bad_alloc();
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &impl::on_begin_headers);
@@ -154,9 +165,10 @@ server_session::server_session(session_events& events, const settings& s) : impl
 
 server_session::~server_session() { nghttp2_session_del(impl_->session); }
 
-bool server_session::receive(std::span<const std::uint8_t> bytes) {
+bool server_session::receive(std::span<const std::uint8_t> bytes, clock::time_point now) {
+    impl_->now = now;
     const ssize_t rv = nghttp2_session_mem_recv(impl_->session, bytes.data(), bytes.size());
-    if (rv >= 0) return true;
+    if (rv >= 0) return !impl_->calmed;
     // nghttp2 queues GOAWAY for protocol errors it finds; a bad preface gets none: say why.
     if (rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC)
         nghttp2_session_terminate_session(impl_->session, NGHTTP2_PROTOCOL_ERROR);
@@ -174,6 +186,8 @@ std::size_t server_session::produce(std::string& out) {
     }
     return total;
 }
+
+bool server_session::calmed() const { return impl_->calmed; }
 
 bool server_session::alive() const {
     return nghttp2_session_want_read(impl_->session) != 0 || nghttp2_session_want_write(impl_->session) != 0;

@@ -37,16 +37,17 @@ struct answering : http2::session_events {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     answering events;
-    http2::server_session session(events, {.max_concurrent_streams = 100, .max_header_bytes = 4096});
+    const clock::time_point now{};
+    http2::server_session session(events, {.max_concurrent_streams = 100, .max_header_bytes = 4096}, now);
     events.session = &session;
     static const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     std::string out;
     // The preface first unless the input starts with it already (then bad prefaces too).
     if (size == 0 || data[0] != 'P')
-        session.receive({reinterpret_cast<const std::uint8_t*>(preface.data()), preface.size()});
+        session.receive({reinterpret_cast<const std::uint8_t*>(preface.data()), preface.size()}, now);
     // In two pieces where the first byte says, so frames split across reads are covered.
     const std::size_t split = size == 0 ? 0 : data[0] % (size + 1);
-    if (session.receive({data, split})) session.receive({data + split, size - split});
+    if (session.receive({data, split}, now)) session.receive({data + split, size - split}, now + std::chrono::seconds(1));
     session.produce(out);
     return 0;
 }

@@ -13,6 +13,8 @@
 #include <vector>
 
 using namespace politeproxy::http2;
+using time_point = politeproxy::clock::time_point;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -41,6 +43,7 @@ struct client {
     std::map<std::int32_t, std::uint32_t> closed;
     std::uint32_t peer_max_streams = 0;
     bool goaway = false;
+    std::uint32_t goaway_error = 0;
 
     client() {
         nghttp2_session_callbacks* cb = nullptr;
@@ -66,7 +69,10 @@ struct client {
             auto* c = static_cast<client*>(u);
             if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK))
                 c->peer_max_streams = nghttp2_session_get_remote_settings(s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
-            if (f->hd.type == NGHTTP2_GOAWAY) c->goaway = true;
+            if (f->hd.type == NGHTTP2_GOAWAY) {
+                c->goaway = true;
+                c->goaway_error = f->goaway.error_code;
+            }
             return 0;
         });
         nghttp2_session_client_new(&session, cb, this);
@@ -95,11 +101,13 @@ struct client {
     }
 };
 
+const time_point t0{std::chrono::hours(1000)};
+
 // Moves bytes both ways until neither side has anything to send.
-void pump(client& c, server_session& s) {
+void pump(client& c, server_session& s, time_point now = t0) {
     for (int i = 0; i < 100; ++i) {
         const std::string up = c.produce();
-        if (!up.empty()) REQUIRE(s.receive(bytes_of(up)));
+        if (!up.empty()) REQUIRE(s.receive(bytes_of(up), now));
         std::string down;
         s.produce(down);
         if (!down.empty()) REQUIRE(nghttp2_session_mem_recv(c.session, bytes_of(down).data(), down.size()) >= 0);
@@ -112,7 +120,7 @@ void pump(client& c, server_session& s) {
 
 TEST_CASE("requests arrive as heads with their fields; responses reach the client; max streams is advertised") {
     recorder heard;
-    server_session server(heard, {.max_concurrent_streams = 7});
+    server_session server(heard, {.max_concurrent_streams = 7}, t0);
     client c;
     const auto a = c.get("example.test", "/a", {{"accept", "text/html"}});
     const auto b = c.get("example.test:8443", "/b?q=1");
@@ -156,7 +164,7 @@ TEST_CASE("requests arrive as heads with their fields; responses reach the clien
 
 TEST_CASE("a request body arrives in order; the client may send more only as it is consumed") {
     recorder heard;
-    server_session server(heard, {});
+    server_session server(heard, {}, t0);
     client c;
     const std::string big(200000, 'x');
     struct source {
@@ -203,7 +211,7 @@ TEST_CASE("a request body arrives in order; the client may send more only as it 
 
 TEST_CASE("a reset stream is closed on both sides; a bad preface ends the connection with GOAWAY") {
     recorder heard;
-    server_session server(heard, {});
+    server_session server(heard, {}, t0);
     client c;
     const auto id = c.get("r.test", "/");
     pump(c, server);
@@ -217,8 +225,8 @@ TEST_CASE("a reset stream is closed on both sides; a bad preface ends the connec
     CHECK(c.status.count(id) == 0);
 
     recorder other;
-    server_session bad(other, {});
-    CHECK_FALSE(bad.receive(bytes_of("GET / HTTP/1.1\r\nHost: x\r\n\r\n")));
+    server_session bad(other, {}, t0);
+    CHECK_FALSE(bad.receive(bytes_of("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), t0));
     std::string out;
     bad.produce(out);
     CHECK(out.find('\x07') != std::string::npos);  // a GOAWAY frame (type 7) went out
@@ -227,7 +235,7 @@ TEST_CASE("a reset stream is closed on both sides; a bad preface ends the connec
 
 TEST_CASE("a header block past max_header_bytes resets its stream, the connection goes on") {
     recorder heard;
-    server_session server(heard, {.max_header_bytes = 1024});
+    server_session server(heard, {.max_header_bytes = 1024}, t0);
     client c;
     const auto big = c.get("h.test", "/", {{"x-big", std::string(2000, 'a')}});
     const auto small = c.get("h.test", "/ok");
@@ -236,4 +244,50 @@ TEST_CASE("a header block past max_header_bytes resets its stream, the connectio
     CHECK(heard.requests[0].stream == small);
     CHECK(c.closed.count(big) == 1);
     CHECK(c.closed[big] != NGHTTP2_NO_ERROR);
+}
+
+TEST_CASE("rapid reset: resets past the bucket end the connection with ENHANCE_YOUR_CALM; a steady rate does not") {
+    const server_session::settings guard{.resets_per_second = 100, .reset_burst = 200};
+    {
+        recorder heard;
+        server_session server(heard, guard, t0);
+        client c;
+        pump(c, server);
+        for (int i = 0; i < 500; ++i) {  // 50 a second for 10 seconds: under the rate, past the burst
+            const auto id = c.get("calm.test", "/");
+            pump(c, server, t0 + i * 20ms);  // HEADERS sent: a stream to reset
+            nghttp2_submit_rst_stream(c.session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+            pump(c, server, t0 + i * 20ms);
+        }
+        CHECK(heard.closed.size() == 500);  // every reset arrived
+        CHECK_FALSE(server.calmed());
+        CHECK_FALSE(c.goaway);
+        const auto after = c.get("calm.test", "/after");
+        pump(c, server, t0 + 10s);
+        CHECK(heard.requests.back().stream == after);
+    }
+    recorder heard;
+    server_session server(heard, guard, t0);
+    client c;
+    pump(c, server);
+    // The attack at one instant: rounds of 50 streams opened and reset at once (the
+    // client keeps under the advertised 100 streams), until the server has had enough.
+    bool cut = false;
+    int resets = 0;
+    for (int round = 0; round < 10 && !cut; ++round) {
+        std::vector<std::int32_t> ids;
+        for (int i = 0; i < 50; ++i) ids.push_back(c.get("flood.test", "/"));
+        REQUIRE(server.receive(bytes_of(c.produce()), t0));  // opened...
+        for (auto id : ids) nghttp2_submit_rst_stream(c.session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+        resets += 50;
+        cut = !server.receive(bytes_of(c.produce()), t0);  // ...and reset at once
+        std::string out;
+        server.produce(out);
+        REQUIRE(nghttp2_session_mem_recv(c.session, bytes_of(out).data(), out.size()) >= 0);
+    }
+    CHECK(cut);
+    CHECK(resets == 250);  // the burst (200) and then some: the round that crossed it
+    CHECK(server.calmed());
+    CHECK(c.goaway);
+    CHECK(c.goaway_error == NGHTTP2_ENHANCE_YOUR_CALM);
 }

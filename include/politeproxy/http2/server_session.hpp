@@ -3,6 +3,8 @@
 // owner moves bytes (receive() what the client sent, produce() what to send it) and
 // hears of requests through `events`. No sockets, no timers, no threads: the adapter
 // that drives it from a connection (and gates each stream) is built on top.
+#include "politeproxy/base/clock.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -44,16 +46,26 @@ public:
     struct settings {
         std::uint32_t max_concurrent_streams = 100;  ///< advertised; streams beyond are refused
         std::size_t max_header_bytes = 64 * 1024;     ///< decoded names + values per header block
+        /// Rapid reset (CVE-2023-44487): a client's RST_STREAM frames take tokens from a
+        /// bucket of `reset_burst` refilled at `resets_per_second`; one past an empty bucket
+        /// ends the connection with GOAWAY ENHANCE_YOUR_CALM.
+        double resets_per_second = 100;
+        double reset_burst = 200;
     };
 
-    server_session(session_events& events, const settings& s);
+    server_session(session_events& events, const settings& s, clock::time_point now);
     ~server_session();
     server_session(const server_session&) = delete;
     server_session& operator=(const server_session&) = delete;
 
-    /// Bytes from the client. False on a connection error (a bad preface, a protocol
-    /// violation): the session has queued GOAWAY; send what produce() gives, then close.
-    bool receive(std::span<const std::uint8_t> bytes);
+    /// Bytes from the client, read at `now`. False on a connection error (a bad preface,
+    /// a protocol violation, rapid reset): the session has queued GOAWAY; send what
+    /// produce() gives, then close.
+    bool receive(std::span<const std::uint8_t> bytes, clock::time_point now);
+
+    /// Whether the connection was ended for resetting streams too fast (for the owner's
+    /// h2_streams_refused_total{reason="rapid_reset"}).
+    bool calmed() const;
 
     /// Appends the frames to send to the client now; returns how many bytes.
     std::size_t produce(std::string& out);
