@@ -291,3 +291,24 @@ TEST_CASE("rapid reset: resets past the bucket end the connection with ENHANCE_Y
     CHECK(c.goaway);
     CHECK(c.goaway_error == NGHTTP2_ENHANCE_YOUR_CALM);
 }
+
+TEST_CASE("a CONTINUATION flood (CVE-2024-28182) ends the connection before any request is reported") {
+    recorder heard;
+    server_session server(heard, {}, t0);
+    std::string wire = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    const auto frame = [&wire](std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::string payload) {
+        const auto n = payload.size();
+        wire += {static_cast<char>(n >> 16), static_cast<char>(n >> 8), static_cast<char>(n),
+                 static_cast<char>(type), static_cast<char>(flags), static_cast<char>(stream >> 24),
+                 static_cast<char>(stream >> 16), static_cast<char>(stream >> 8), static_cast<char>(stream)};
+        wire += payload;
+    };
+    frame(0x4, 0, 0, "");            // SETTINGS, empty
+    frame(0x1, 0, 1, "\x82\x87");    // HEADERS without END_HEADERS: :method GET, :scheme https
+    for (int i = 0; i < 10000; ++i)  // CONTINUATION, empty, never END_HEADERS
+        frame(0x9, 0, 1, "");
+    // Debian's nghttp2 1.52 carries the fix (NGHTTP2_ERR_TOO_MANY_CONTINUATIONS): a fatal
+    // error, so nothing more is sent; the owner closes at once.
+    CHECK_FALSE(server.receive(bytes_of(wire), t0));
+    CHECK(heard.requests.empty());
+}

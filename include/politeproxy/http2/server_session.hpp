@@ -58,9 +58,10 @@ public:
     server_session(const server_session&) = delete;
     server_session& operator=(const server_session&) = delete;
 
-    /// Bytes from the client, read at `now`. False on a connection error (a bad preface,
-    /// a protocol violation, rapid reset): the session has queued GOAWAY; send what
-    /// produce() gives, then close.
+    /// Bytes from the client, read at `now`. False when the connection is to end (a bad
+    /// preface, a protocol violation, rapid reset, a CONTINUATION or other flood, the
+    /// client's GOAWAY): read no more, send what produce() gives (a GOAWAY where one is
+    /// due; none after a flood nghttp2 calls fatal), then close.
     bool receive(std::span<const std::uint8_t> bytes, clock::time_point now);
 
     /// Whether the connection was ended for resetting streams too fast (for the owner's
