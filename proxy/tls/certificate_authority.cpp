@@ -216,6 +216,9 @@ leaf certificate_authority::mint(std::string_view name, system_time now, std::ch
     add_text_extension(cert.get(), cert_.get(), NID_authority_key_identifier, "keyid:always");
     add_subject_alt_name(cert.get(), name);
     if (!X509_sign(cert.get(), key_.get(), EVP_sha256())) fail("signing");
+    // OpenSSL works out a certificate's extensions lazily, on first use, and many
+    // handshakes on many threads share a leaf: done here, before it is shared.
+    X509_check_purpose(cert.get(), -1, 0);
     return leaf{cert, key, until};
 }
 

@@ -84,6 +84,8 @@ server_side::server_side(leaf_cache& leaves, std::vector<std::string> alpn, std:
     SSL_CTX* ctx = impl_->ctx.native_handle();
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    // The leaf alone is sent (clients trust the CA): no chain is built per handshake.
+    SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
     impl_->host_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
     SSL_CTX_set_tlsext_servername_callback(ctx, &impl::on_server_name);
     SSL_CTX_set_tlsext_servername_arg(ctx, impl_.get());
@@ -111,6 +113,13 @@ boost::system::result<std::unique_ptr<client_side>, std::string> client_side::ma
         ctx.load_verify_file(extra_ca_file, ec);
         if (ec) return extra_ca_file + ": " + ec.message();
     }
+    // OpenSSL works out a certificate's extensions lazily, on first use; the trusted
+    // certificates loaded now are shared by every origin handshake on every worker: now.
+    X509_STORE* store = SSL_CTX_get_cert_store(ctx.native_handle());
+    STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(store);
+    for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i)
+        if (X509* trusted = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objects, i)))
+            X509_check_purpose(trusted, -1, 0);
     ctx.set_verify_mode(ssl::verify_peer);
     SSL_CTX* native = ctx.native_handle();
     SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
