@@ -1007,6 +1007,13 @@ def busy_processes():
     return busy
 
 
+def medians(runs, good):
+    """What every table row shows of a cell's runs: medians of the good ones, and how many failed."""
+    return {"rps": median([r["rps"] for r in good]), "p50": median([r["p50_us"] / 1000 for r in good]),
+            "p99": median([r["p99_us"] / 1000 for r in good]), "cpu": median([r.get("cpu_us_per_req") for r in good]),
+            "failed": len(runs) - len(good), "runs": len(runs)}
+
+
 def summarize(bench, info, args, elapsed):
     R = bench.results
     L = []
@@ -1040,14 +1047,8 @@ def summarize(bench, info, args, elapsed):
                     if runs is None:
                         continue
                     good = [r for r in runs if not r.get("error")]
-                    agg[name] = {
-                        "rps": median([r["rps"] for r in good]),
-                        "p50": median([r["p50_us"] / 1000 for r in good]),
-                        "p99": median([r["p99_us"] / 1000 for r in good]),
-                        "cpu": median([r.get("cpu_us_per_req") for r in good]),
-                        "rss": max([r.get("rss_peak_kb") or 0 for r in good], default=0) / 1024 or None,
-                        "failed": len(runs) - len(good), "runs": len(runs),
-                    }
+                    agg[name] = dict(medians(runs, good),
+                                     rss=max([r.get("rss_peak_kb") or 0 for r in good], default=0) / 1024 or None)
                 ref = agg.get("politeproxy", {})
                 for name, g in agg.items():
                     label = name + (" (%d/%d runs failed)" % (g["failed"], g["runs"]) if g["failed"] else "")
@@ -1100,17 +1101,12 @@ def summarize(bench, info, args, elapsed):
                 if runs is None:
                     continue
                 good = [r for r in runs if not r.get("error")]
-                agg[name] = {
-                    "rps": median([r["rps"] for r in good]),
-                    "p50": median([r["p50_us"] / 1000 for r in good]),
-                    "p99": median([r["p99_us"] / 1000 for r in good]),
-                    "setup_p50": median([r["setup_p50_us"] / 1000 for r in good if r.get("setup_p50_us")]),
-                    "setup_p99": median([r["setup_p99_us"] / 1000 for r in good if r.get("setup_p99_us")]),
-                    "cpu": median([r.get("cpu_us_per_req") for r in good]),
-                    "origin_conns": median([1000.0 * r["origin_connections"] / r["requests"] for r in good
-                                            if r.get("requests")]),
-                    "failed": len(runs) - len(good), "runs": len(runs),
-                }
+                agg[name] = dict(
+                    medians(runs, good),
+                    setup_p50=median([r["setup_p50_us"] / 1000 for r in good if r.get("setup_p50_us")]),
+                    setup_p99=median([r["setup_p99_us"] / 1000 for r in good if r.get("setup_p99_us")]),
+                    origin_conns=median([1000.0 * r["origin_connections"] / r["requests"] for r in good
+                                         if r.get("requests")]))
             ref = agg.get("politeproxy", {})
             labels = {"direct": "direct (TLS to nginx)", "haproxy": "HAProxy TLS termination",
                       "squid": "Squid ssl_bump", "mitmproxy": "mitmproxy"}
