@@ -207,10 +207,7 @@ task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& 
                 break;
             }
             response.emplace(out.get_allocator());
-            response->header_limit(static_cast<std::uint32_t>(cfg.limits.response_header_bytes));
-            // Not for the body (plan_response decides): Beast's keep_alive() counts a
-            // response to HEAD without a length as ending at the close otherwise.
-            if (method == http::verb::head) response->skip(true);
+            response->header_limit(cfg.limits.response_header_bytes);
             origin->expires_after(policy.timeouts.response_headers);
             ec = co_await read_header(*origin, origin_buffer, *response);
         } while (!ec && is_interim(response->status()));

@@ -10,15 +10,6 @@ namespace politeproxy {
 
 namespace {
 
-constexpr std::array<bool, 256> tchars = [] {
-    std::array<bool, 256> ok{};
-    for (unsigned char c = 'a'; c <= 'z'; ++c) ok[c] = true;
-    for (unsigned char c = 'A'; c <= 'Z'; ++c) ok[c] = true;
-    for (unsigned char c = '0'; c <= '9'; ++c) ok[c] = true;
-    for (unsigned char c : std::string_view("!#$%&'*+-.^_`|~")) ok[c] = true;
-    return ok;
-}();
-
 std::string_view trim_ows(std::string_view s) {
     while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);
     while (!s.empty() && is_ows(s.back())) s.remove_suffix(1);
@@ -47,8 +38,6 @@ void for_each_element(std::string_view list, F f) {
 
 }  // namespace
 
-bool is_tchar(unsigned char c) { return tchars[c]; }
-
 const char* describe(framing_fault f) {
     switch (f) {
     case framing_fault::none: return "framing is good";
@@ -66,7 +55,7 @@ void framing_reader::transfer_encoding(std::string_view value) {
     has_te_ = true;
     for_each_element(value, [this](std::string_view coding) {
         for (char c : coding)
-            if (!tchars[static_cast<unsigned char>(c)]) te_bad_ = true;  // parameters, quotes, spaces
+            if (!is_tchar(static_cast<unsigned char>(c))) te_bad_ = true;  // parameters, quotes, spaces
         if (equals_lower(coding, "chunked")) {
             ++chunked_;
             chunked_last_ = true;

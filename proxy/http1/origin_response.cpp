@@ -1,9 +1,11 @@
 #include "politeproxy/http1/origin_response.hpp"
 
+#include "politeproxy/base/char_class.hpp"
 #include "politeproxy/http1/hop_by_hop.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/field.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/status.hpp>
 
@@ -18,64 +20,192 @@ namespace {
 
 constexpr std::string_view crlf = "\r\n";
 
+/// What a field name means to the parser; most are `other`, forwarded as they came.
+enum class field_role { other, connection, keep_alive, hop_by_hop, transfer_encoding, content_length, retry_after };
+
+field_role role_of(std::string_view name) {
+    // By length first: most names are compared with none of these.
+    const auto is = [&](std::string_view known) { return beast::iequals(name, known); };
+    switch (name.size()) {
+    case 2: return is("TE") ? field_role::hop_by_hop : field_role::other;
+    case 7: return is("Upgrade") ? field_role::hop_by_hop : field_role::other;
+    case 10: return is("Connection") ? field_role::connection : is("Keep-Alive") ? field_role::keep_alive : field_role::other;
+    case 11: return is("Retry-After") ? field_role::retry_after : field_role::other;
+    case 14: return is("Content-Length") ? field_role::content_length : field_role::other;
+    case 16: return is("Proxy-Connection") ? field_role::hop_by_hop : field_role::other;
+    case 17: return is("Transfer-Encoding") ? field_role::transfer_encoding : field_role::other;
+    case 18: return is("Proxy-Authenticate") ? field_role::hop_by_hop : field_role::other;
+    case 19: return is("Proxy-Authorization") ? field_role::hop_by_hop : field_role::other;
+    default: return field_role::other;
+    }
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
 }  // namespace
 
 origin_response_parser::origin_response_parser(wire_allocator arena)
-    : reason_(arena), fields_(arena), keep_alive_(arena), connection_(arena) {
-    // The body is not read through this parser, whatever its length: Beast's default
-    // limit (8 MiB) would refuse a larger Content-Length as the header completes.
-    body_limit(boost::none);
+    : reason_(arena), fields_(arena), keep_alive_hint_(arena), connection_(arena) {}
+
+std::size_t origin_response_parser::put(boost::asio::const_buffer bytes, boost::system::error_code& ec) {
+    ec = {};
+    if (done_) return 0;
+    const std::string_view in(static_cast<const char*>(bytes.data()), bytes.size());
+    if (!in.empty()) got_some_ = true;
+    // Not an HTTP/1 response from its first bytes: no need to wait for a line end.
+    constexpr std::string_view version_prefix = "HTTP/1.";
+    if (parsed_ == 0 && version_prefix.substr(0, std::min(in.size(), version_prefix.size())) !=
+                            in.substr(0, version_prefix.size())) {
+        ec = http::error::bad_version;
+        return 0;
+    }
+    // Each whole line not yet checked, up to the empty one that ends the header.
+    while (parsed_ < in.size()) {
+        const std::size_t lf = in.find('\n', parsed_);
+        if (lf == std::string_view::npos || lf >= limit_) break;
+        if (lf == parsed_ || in[lf - 1] != '\r') {
+            ec = http::error::bad_line_ending;  // a bare LF
+            return 0;
+        }
+        const std::size_t from = parsed_;
+        const std::string_view line = in.substr(from, lf - 1 - from);
+        parsed_ = lf + 1;
+        if (from == 0) {
+            status_line(line, ec);
+        } else if (line.empty()) {
+            flush_run(in);
+            header_done(ec);
+        } else {
+            field_line(in, from, lf - 1, ec);
+        }
+        if (ec) return 0;
+        if (done_) return parsed_;
+    }
+    flush_run(in);  // lines copied so far; the next call starts a new run
+    // The header's end is not in sight: within the limit, it may still come.
+    ec = in.size() >= limit_ ? http::error::header_limit : http::error::need_more;
+    return 0;
 }
 
-std::string_view origin_response_parser::retry_after() const {
-    if (!has_retry_after_) return {};
-    return std::string_view(fields_).substr(retry_after_at_, retry_after_size_);
+void origin_response_parser::put_eof(boost::system::error_code& ec) {
+    ec = done_ ? boost::system::error_code() : http::error::partial_message;
 }
 
-void origin_response_parser::on_response_impl(int code, beast::string_view reason, int version, beast::error_code&) {
-    status_ = static_cast<unsigned>(code);
-    version_ = static_cast<unsigned>(version);
-    reason_.assign(reason.data(), reason.size());
-}
-
-void origin_response_parser::on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
-                                           beast::error_code&) {
-    if (name == http::field::connection) {
-        if (!connection_.empty()) connection_ += ',';
-        connection_.append(value.data(), value.size());
+void origin_response_parser::status_line(std::string_view line, boost::system::error_code& ec) {
+    // "HTTP/1.x SP 3DIGIT SP reason"; the prefix "HTTP/1." was checked as it arrived.
+    if (line.size() < 12 || !is_digit(line[7]) || line[8] != ' ') {
+        ec = http::error::bad_version;
         return;
     }
-    if (name == http::field::keep_alive && keep_alive_.empty()) keep_alive_.assign(value.data(), value.size());
-    if (always_hop_by_hop(name)) return;
-    if (name == http::field::transfer_encoding) return framing_fields_.transfer_encoding(value);
-    if (name == http::field::content_length) return framing_fields_.content_length(value);
-    fields_.append(name_string.data(), name_string.size());
-    fields_ += ": ";
-    if (name == http::field::retry_after && !has_retry_after_) {
+    version_ = line[7] == '0' ? 10 : 11;  // a later 1.x is read as 1.1 (RFC 9110 section 2.5)
+    if (!is_digit(line[9]) || !is_digit(line[10]) || !is_digit(line[11]) || line[9] == '0' ||
+        (line.size() > 12 && line[12] != ' ')) {
+        ec = http::error::bad_status;
+        return;
+    }
+    status_ = static_cast<unsigned>((line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0'));
+    const std::string_view reason = line.size() > 13 ? line.substr(13) : std::string_view();
+    if (!std::all_of(reason.begin(), reason.end(), [](char c) { return is_field_value_byte(static_cast<unsigned char>(c)); })) {
+        ec = http::error::bad_reason;
+        return;
+    }
+    reason_.assign(reason);
+}
+
+void origin_response_parser::field_line(std::string_view in, std::size_t from, std::size_t to,
+                                        boost::system::error_code& ec) {
+    // field-name ":" OWS field-value OWS; no whitespace before the colon, none starting
+    // the line (obs-fold, or a field name led by whitespace).
+    const std::string_view line = in.substr(from, to - from);
+    std::size_t colon = 0;
+    while (colon < line.size() && is_tchar(static_cast<unsigned char>(line[colon]))) ++colon;
+    if (colon == 0 || colon == line.size() || line[colon] != ':') {
+        ec = http::error::bad_field;
+        return;
+    }
+    const std::string_view name = line.substr(0, colon);
+    std::string_view value = line.substr(colon + 1);
+    for (char c : value) {
+        if (!is_field_value_byte(static_cast<unsigned char>(c))) {
+            ec = http::error::bad_value;
+            return;
+        }
+    }
+    while (!value.empty() && is_ows(static_cast<unsigned char>(value.front()))) value.remove_prefix(1);
+    while (!value.empty() && is_ows(static_cast<unsigned char>(value.back()))) value.remove_suffix(1);
+
+    const field_role role = role_of(name);
+    switch (role) {
+    case field_role::connection:
+        if (!connection_.empty()) connection_ += ',';
+        connection_ += value;
+        return;
+    case field_role::keep_alive:
+        if (keep_alive_hint_.empty()) keep_alive_hint_.assign(value);
+        return;
+    case field_role::hop_by_hop: return;
+    case field_role::transfer_encoding: return framing_fields_.transfer_encoding(value);
+    case field_role::content_length: return framing_fields_.content_length(value);
+    case field_role::retry_after:
+    case field_role::other: break;
+    }
+    // Forwarded. A line already in the form it is written in ("Name: value", one space
+    // after the colon, none at the end: nearly every line) joins the run of such lines
+    // copied at once; another is written out from its parts.
+    const std::size_t value_at = colon + 2;
+    const bool as_written = value_at <= line.size() && line[colon + 1] == ' ' && value.data() == line.data() + value_at &&
+                            value.data() + value.size() == line.data() + line.size();
+    if (!as_written || from != run_to_) flush_run(in);
+    if (as_written && run_from_ == run_to_) run_from_ = from;
+    if (role == field_role::retry_after && !has_retry_after_) {
         has_retry_after_ = true;
-        retry_after_at_ = fields_.size();
+        retry_after_at_ = fields_.size() + (as_written ? from - run_from_ : 0) + value_at;
         retry_after_size_ = value.size();
     }
-    fields_.append(value.data(), value.size());
+    if (as_written) {
+        run_to_ = to + crlf.size();
+        return;
+    }
+    fields_ += name;
+    fields_ += ": ";
+    fields_ += value;
     fields_ += crlf;
 }
 
-void origin_response_parser::on_header_impl(beast::error_code& ec) {
+void origin_response_parser::flush_run(std::string_view in) {
+    fields_ += in.substr(run_from_, run_to_ - run_from_);
+    run_from_ = run_to_ = 0;
+}
+
+void origin_response_parser::header_done(boost::system::error_code& ec) {
     if (const auto fault = framing_fields_.response(version_, framing_); fault != framing_fault::none) {
         ec = fault == framing_fault::bad_content_length ? http::error::bad_content_length
                                                         : http::error::bad_transfer_encoding;
         return;
     }
-    if (connection_.empty()) return;
-    // The names Connection lists beyond the fixed set ("close" and "keep-alive" name
-    // no forwarded field): usually none.
+    done_ = true;
+    // HTTP/1.1 keeps the connection unless it says close; HTTP/1.0 only when it says
+    // keep-alive (RFC 9112 section 9.3).
+    bool close = false, keep = false;
     std::pmr::vector<std::string_view> named(fields_.get_allocator());
-    for (auto token : http::token_list{connection_})
-        if (removed_when_listed(http::string_to_field(token))) named.push_back(token);
+    for (auto token : http::token_list{connection_}) {
+        if (beast::iequals(token, "close"))
+            close = true;
+        else if (beast::iequals(token, "keep-alive"))
+            keep = true;
+        else if (removed_when_listed(http::string_to_field(token)))
+            named.push_back(token);  // a forwarded field this connection's hop claims: usually none
+    }
+    keep_alive_ = !close && (version_ >= 11 || keep);
     if (named.empty()) return;
     remove_fields([&](std::string_view field_name) {
         return std::any_of(named.begin(), named.end(), [&](std::string_view n) { return beast::iequals(n, field_name); });
     });
+}
+
+std::string_view origin_response_parser::retry_after() const {
+    if (!has_retry_after_) return {};
+    return std::string_view(fields_).substr(retry_after_at_, retry_after_size_);
 }
 
 template <class Pred>
@@ -89,7 +219,7 @@ void origin_response_parser::remove_fields(Pred doomed) {
         rest.remove_prefix(end);
         const std::string_view name = line.substr(0, line.find(':'));
         if (doomed(name)) continue;
-        if (beast::iequals(name, "Retry-After") && !has_retry_after_) {
+        if (role_of(name) == field_role::retry_after && !has_retry_after_) {
             has_retry_after_ = true;
             retry_after_at_ = kept.size() + name.size() + 2;
             retry_after_size_ = line.size() - name.size() - 2 - crlf.size();

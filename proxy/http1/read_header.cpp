@@ -1,5 +1,6 @@
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/base/executor.hpp"
+#include "politeproxy/http1/origin_response.hpp"
 
 #include <boost/beast/http/error.hpp>
 
@@ -15,11 +16,9 @@ namespace {
 constexpr std::size_t least_read = 512;
 constexpr std::size_t most_read = 64 * 1024;
 
-}  // namespace
-
-template <bool isRequest>
-task<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat_buffer& buffer,
-                                            http::basic_parser<isRequest>& parser) {
+// Parser: Beast's basic_parser<true>, or origin_response_parser (the same contract).
+template <class Parser>
+task<boost::system::error_code> read_header_with(timed_socket& in, boost::beast::flat_buffer& buffer, Parser& parser) {
     boost::system::error_code ec;
     for (;;) {
         if (buffer.size() > 0) {
@@ -41,9 +40,16 @@ task<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat
     }
 }
 
-template task<boost::system::error_code> read_header<true>(timed_socket&, boost::beast::flat_buffer&,
-                                                           http::basic_parser<true>&);
-template task<boost::system::error_code> read_header<false>(timed_socket&, boost::beast::flat_buffer&,
-                                                            http::basic_parser<false>&);
+}  // namespace
+
+task<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat_buffer& buffer,
+                                            http::basic_parser<true>& parser) {
+    return read_header_with(in, buffer, parser);
+}
+
+task<boost::system::error_code> read_header(timed_socket& in, boost::beast::flat_buffer& buffer,
+                                            origin_response_parser& parser) {
+    return read_header_with(in, buffer, parser);
+}
 
 }  // namespace politeproxy

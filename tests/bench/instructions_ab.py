@@ -60,7 +60,7 @@ def main():
         a.keep = os.path.abspath(a.keep)
     with tempfile.TemporaryDirectory(prefix="pp-ab-") as d:
         os.chmod(d, 0o755)  # nginx workers run as www-data
-        bench = B.Bench(argparse.Namespace(polite_delay=0.1), d)
+        bench = B.Bench(argparse.Namespace(polite_delay=0.1, scenarios=["passthrough"]), d)
         try:
             bench.start_nginx()
             rows = []

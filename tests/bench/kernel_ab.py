@@ -93,7 +93,7 @@ def main():
     a.binaries = [os.path.abspath(b) for b in a.binaries]
     os.sched_setaffinity(0, {B.LOAD_CPU})
     use_perf = perf_usable()
-    args = argparse.Namespace(polite_delay=0.1, binary=a.binaries[0], baseline=None)
+    args = argparse.Namespace(polite_delay=0.1, scenarios=["passthrough"], binary=a.binaries[0], baseline=None)
     workdir = tempfile.mkdtemp(prefix="politeproxy-kernel-ab-")
     os.chmod(workdir, 0o755)
     bench = B.Bench(args, workdir)

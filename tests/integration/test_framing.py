@@ -19,7 +19,11 @@ stray bytes or a corrupted second response:
 8. Pipelined: a POST with a 10-byte body and a GET behind it in one write (both arrive
    with the header, so the body is cut from the buffered bytes), then the same with a
    70000-byte body: the origin gets exactly each body, then the GET; the client gets
-   the responses in order, each GET's a 100000-byte Content-Length body, byte for byte."""
+   the responses in order, each GET's a 100000-byte Content-Length body, byte for byte.
+9. Hostile origin response heads (obs-fold, bare LF, whitespace before the colon,
+   control bytes, bad status lines, conflicting lengths): 502, and the proxy serves
+   the next request; lenient-but-harmless forms (no reason phrase, a later HTTP/1.x,
+   odd whitespace around values) are forwarded in canonical form."""
 import os
 import sys
 import time
@@ -440,6 +444,53 @@ def case_pipelined(t):
           " responses each time, the GET's 100000 bytes exact")
 
 
+# (name, the origin's raw response, the status the client gets, lines its head must hold)
+HOSTILE_HEADS = [
+    ("obs-fold", b"HTTP/1.1 200 OK\r\nX-A: a\r\n folded\r\nContent-Length: 2\r\n\r\nok", 502, []),
+    ("bare LF", b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok", 502, []),
+    ("space before colon", b"HTTP/1.1 200 OK\r\nX-A : a\r\nContent-Length: 2\r\n\r\nok", 502, []),
+    ("NUL in a value", b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 2\r\n\r\nok", 502, []),
+    ("CR in a value", b"HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nok", 502, []),
+    ("two-digit status", b"HTTP/1.1 20 OK\r\nContent-Length: 2\r\n\r\nok", 502, []),
+    ("HTTP/2.0 status line", b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 502, []),
+    ("lengths that differ", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok", 502, []),
+    ("no reason phrase", b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok", 200, ["HTTP/1.1 200 OK"]),
+    ("HTTP/1.2", b"HTTP/1.2 200 Fine\r\nContent-Length: 2\r\n\r\nok", 200, ["HTTP/1.1 200 Fine"]),
+    ("whitespace around values", b"HTTP/1.1 200 OK\r\nX-B:b\r\nX-C: \t c \t\r\nContent-Length: 2\r\n\r\nok",
+     200, ["X-B: b", "X-C: c"]),
+]
+
+
+def case_hostile_response_heads(t):
+    host = "hostile-heads." + DOMAIN
+    by_path = {"/%d" % i: raw for i, (_, raw, _, _) in enumerate(HOSTILE_HEADS)}
+    o = RawOrigin("hostile-heads", lambda req: (by_path.get(req["target"], b"")
+                                                or ok(b"second response"), "close"))
+    t.origins.append(o)
+    for i, (name, _, status, lines) in enumerate(HOSTILE_HEADS):
+        what = "origin response with %s" % name
+        c = Client(t.p.port)
+        try:
+            r, raw = exchange(c, req_bytes("GET", host, o.port, "/%d" % i), what)
+            head = raw.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+            H.check(r.status == status, "%s: the client got %d, not %d; raw %r" % (what, r.status, status, raw[:400]))
+            for line in lines:
+                H.check(line in head, "%s: %r is not in the forwarded head %r" % (what, line, head))
+            if status == 200:
+                H.check(r.body == b"ok", "%s: body %r" % (what, r.body))
+                check_second(c, o, host, what)
+        finally:
+            c.close()
+        if status != 200:  # the 502 closed the client's connection: the next one is served
+            c = Client(t.p.port)
+            try:
+                check_second(c, o, host, what + ", then a new connection")
+            finally:
+                c.close()
+    H.log("hostile response heads: %d refused with 502, %d forwarded in canonical form; a second"
+          " request was served after each"
+          % (sum(1 for row in HOSTILE_HEADS if row[2] == 502), sum(1 for row in HOSTILE_HEADS if row[2] == 200)))
+
 CASES = [
     ("1 HEAD + chunked", case_head_chunked),
     ("2 204/304 + chunked", case_204_304_chunked),
@@ -449,6 +500,7 @@ CASES = [
     ("6 request rewrite", case_request_rewrite),
     ("7 Expect: 100-continue", case_expect_continue),
     ("8 pipelined body + request", case_pipelined),
+    ("9 hostile response heads", case_hostile_response_heads),
 ]
 
 

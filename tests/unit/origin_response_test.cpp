@@ -40,7 +40,8 @@ TEST_CASE("hop-by-hop fields are left out, the rest forwarded in order, as HTTP/
          "ETag: \"e\"\r\n\r\n",
          ec);
     REQUIRE_FALSE(ec);
-    CHECK(p.is_done());
+    CHECK(p.is_header_done());
+    CHECK(p.keep_alive());  // HTTP/1.0 with keep-alive
     CHECK(p.status() == 200);
     CHECK(p.keep_alive_hint() == "timeout=7");
     CHECK(head_of(p, "Via: 1.1 pp\r\n") ==
@@ -105,4 +106,142 @@ TEST_CASE("framing the proxy cannot read for sure fails the response") {
         feed(p, head, ec);
         CHECK(ec);
     }
+}
+
+TEST_CASE("whether the origin keeps the connection: its version and Connection field") {
+    struct row {
+        const char* head;
+        bool keep;
+    };
+    for (const row r : {row{"HTTP/1.1 200 OK\r\n\r\n", true}, row{"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", false},
+                        row{"HTTP/1.1 200 OK\r\nConnection: x, CLOSE\r\n\r\n", false},
+                        row{"HTTP/1.0 200 OK\r\n\r\n", false}, row{"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n\r\n", true},
+                        row{"HTTP/1.0 200 OK\r\nConnection: keep-alive, close\r\n\r\n", false},
+                        row{"HTTP/1.2 200 OK\r\n\r\n", true}}) {
+        CAPTURE(r.head);
+        std::pmr::monotonic_buffer_resource arena;
+        origin_response_parser p{wire_allocator{&arena}};
+        boost::system::error_code ec;
+        feed(p, r.head, ec);
+        REQUIRE_FALSE(ec);
+        CHECK(p.keep_alive() == r.keep);
+    }
+}
+
+TEST_CASE("the header arrives in pieces: nothing is consumed until it is whole, the rest stays") {
+    const std::string_view raw =
+        "HTTP/1.1 200 OK\r\nServer: s\r\nContent-Length: 3\r\nX-B:  b \r\nRetry-After: 7\r\nX-C:c\r\n\r\nabc";
+    for (std::size_t cut = 0; cut <= raw.size(); ++cut) {
+        CAPTURE(cut);
+        std::pmr::monotonic_buffer_resource arena;
+        origin_response_parser p{wire_allocator{&arena}};
+        boost::system::error_code ec;
+        const std::size_t first = feed(p, raw.substr(0, cut), ec);
+        const std::size_t header = raw.size() - 3;
+        if (cut < header) {
+            CHECK(first == 0);
+            CHECK(ec == http::error::need_more);
+            CHECK(feed(p, raw, ec) == header);  // the same bytes again, and the rest
+        } else {
+            CHECK(first == header);
+        }
+        REQUIRE_FALSE(ec);
+        CHECK(p.is_header_done());
+        CHECK(p.framing().length == 3);
+        CHECK(p.retry_after() == "7");
+        CHECK(head_of(p) == "HTTP/1.1 200 OK\r\nServer: s\r\nX-B: b\r\nRetry-After: 7\r\nX-C: c\r\n\r\n");
+    }
+}
+
+TEST_CASE("empty values are forwarded as empty values") {
+    std::pmr::monotonic_buffer_resource arena;
+    origin_response_parser p{wire_allocator{&arena}};
+    boost::system::error_code ec;
+    feed(p, "HTTP/1.1 200 OK\r\n-:\r\nY: \r\nZ:\t\r\n\r\n", ec);
+    REQUIRE_FALSE(ec);
+    CHECK(head_of(p) == "HTTP/1.1 200 OK\r\n-: \r\nY: \r\nZ: \r\n\r\n");
+}
+
+TEST_CASE("Retry-After is found wherever it stands among the lines copied as they came") {
+    for (const char* head : {"HTTP/1.1 429 Slow\r\nRetry-After: 30\r\nA: 1\r\n\r\n",
+                             "HTTP/1.1 429 Slow\r\nA: 1\r\nRetry-After: 30\r\nB: 2\r\n\r\n",
+                             "HTTP/1.1 429 Slow\r\nConnection: keep-alive\r\nRetry-After: 30\r\n\r\n",
+                             "HTTP/1.1 429 Slow\r\nA:1\r\nRetry-After:\t30 \r\nRetry-After: 99\r\n\r\n"}) {
+        CAPTURE(head);
+        std::pmr::monotonic_buffer_resource arena;
+        origin_response_parser p{wire_allocator{&arena}};
+        boost::system::error_code ec;
+        feed(p, head, ec);
+        REQUIRE_FALSE(ec);
+        CHECK(p.retry_after() == "30");
+    }
+}
+
+TEST_CASE("a malformed status line or field line fails the header as soon as its line is in") {
+    using namespace std::literals;
+    struct row {
+        std::string_view head;  // no empty line: the failure must not wait for the header's end
+        http::error why;
+    };
+    for (const row r : {row{"HTTP/2.0 200 OK\r\n", http::error::bad_version}, row{"ICY 200 OK\r\n", http::error::bad_version},
+                        row{"http/1.1 200 OK\r\n", http::error::bad_version}, row{"<html>", http::error::bad_version},
+                        row{"HTTP/1.1 20 OK\r\n", http::error::bad_status},
+                        row{"HTTP/1.1 099 Low\r\n", http::error::bad_status},
+                        row{"HTTP/1.1 2000 OK\r\n", http::error::bad_status},
+                        row{"HTTP/1.1  200 OK\r\n", http::error::bad_status},
+                        row{"HTTP/1.1 200 O\x01K\r\n", http::error::bad_reason},
+                        row{"HTTP/1.1 200 OK\n", http::error::bad_line_ending},
+                        row{"HTTP/1.1 200 OK\r\nX: a\n", http::error::bad_line_ending},
+                        row{"HTTP/1.1 200 OK\r\nX: a\rb\r\n", http::error::bad_value},
+                        row{"HTTP/1.1 200 OK\r\nX: a\0b\r\n"sv, http::error::bad_value},
+                        row{"HTTP/1.1 200 OK\r\nX: a\x7f\r\n", http::error::bad_value},
+                        row{"HTTP/1.1 200 OK\r\nX : a\r\n", http::error::bad_field},
+                        row{"HTTP/1.1 200 OK\r\n: a\r\n", http::error::bad_field},
+                        row{"HTTP/1.1 200 OK\r\nX(y): a\r\n", http::error::bad_field},
+                        row{"HTTP/1.1 200 OK\r\nno colon\r\n", http::error::bad_field},
+                        row{"HTTP/1.1 200 OK\r\n Lead: a\r\n", http::error::bad_field},
+                        row{"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n", http::error::bad_field}}) {
+        const std::string head(r.head);
+        CAPTURE(head);
+        std::pmr::monotonic_buffer_resource arena;
+        origin_response_parser p{wire_allocator{&arena}};
+        boost::system::error_code ec;
+        feed(p, head, ec);
+        CHECK(ec == r.why);
+        CHECK_FALSE(p.is_header_done());
+    }
+}
+
+TEST_CASE("the header limit counts the whole header, its empty line included") {
+    const std::string raw = "HTTP/1.1 200 OK\r\nX: " + std::string(100, 'a') + "\r\n\r\n";
+    for (const std::size_t limit : {raw.size() - 1, raw.size()}) {
+        CAPTURE(limit);
+        std::pmr::monotonic_buffer_resource arena;
+        origin_response_parser p{wire_allocator{&arena}};
+        p.header_limit(limit);
+        boost::system::error_code ec;
+        feed(p, raw, ec);
+        if (limit < raw.size())
+            CHECK(ec == http::error::header_limit);
+        else
+            CHECK_FALSE(ec);
+    }
+    // A header that never ends is refused once it passes the limit, not read forever.
+    std::pmr::monotonic_buffer_resource arena;
+    origin_response_parser p{wire_allocator{&arena}};
+    p.header_limit(64);
+    boost::system::error_code ec;
+    feed(p, "HTTP/1.1 200 OK\r\nX: " + std::string(100, 'a'), ec);
+    CHECK(ec == http::error::header_limit);
+}
+
+TEST_CASE("an origin that closes mid-header leaves a partial message") {
+    std::pmr::monotonic_buffer_resource arena;
+    origin_response_parser p{wire_allocator{&arena}};
+    boost::system::error_code ec;
+    feed(p, "HTTP/1.1 200 OK\r\nX: y\r\n", ec);
+    CHECK(ec == http::error::need_more);
+    CHECK(p.got_some());
+    p.put_eof(ec);
+    CHECK(ec == http::error::partial_message);
 }

@@ -1,8 +1,29 @@
 #pragma once
-// Character classes the hand-written parsers share (chunk sizes, field lists, URI
-// percent-escapes, numeric host spellings).
+// Character classes the hand-written parsers share (chunk sizes, field lists, field
+// lines, URI percent-escapes, numeric host spellings).
+
+#include <array>
+#include <string_view>
 
 namespace politeproxy {
+
+namespace detail {
+constexpr std::array<bool, 256> tchars = [] {
+    std::array<bool, 256> ok{};
+    for (unsigned char c = 'a'; c <= 'z'; ++c) ok[c] = true;
+    for (unsigned char c = 'A'; c <= 'Z'; ++c) ok[c] = true;
+    for (unsigned char c = '0'; c <= '9'; ++c) ok[c] = true;
+    for (unsigned char c : std::string_view("!#$%&'*+-.^_`|~")) ok[c] = true;
+    return ok;
+}();
+}  // namespace detail
+
+/// A tchar (RFC 9110 section 5.6.2): the bytes of a token, such as a field name.
+constexpr bool is_tchar(unsigned char c) { return detail::tchars[c]; }
+
+/// A byte a field value may hold (RFC 9110 section 5.5): VCHAR, obs-text, SP or HTAB;
+/// not NUL, CR, LF, any other control character or DEL.
+constexpr bool is_field_value_byte(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
 
 /// The value of a hex digit (either case), or -1.
 constexpr int hex_value(unsigned char c) {

@@ -105,7 +105,4 @@ response_plan plan_response(body_framing declared, unsigned status, bool head_re
 /// none and until_close). `codings` are transfer codings applied before chunked.
 void append_framing(body_kind kind, std::uint64_t length, std::string_view codings, std::string& out);
 
-/// True for a tchar (RFC 9110 section 5.6.2).
-bool is_tchar(unsigned char c);
-
 }  // namespace politeproxy
