@@ -1,6 +1,7 @@
 #include "politeproxy/http2/server_session.hpp"
 
 #include "politeproxy/policy/token_bucket.hpp"
+#include "session_parts.hpp"
 
 #include <nghttp2/nghttp2.h>
 
@@ -14,21 +15,13 @@ namespace politeproxy::http2 {
 
 namespace {
 
-// A response body waiting for the client's flow-control window.
-struct outgoing {
-    std::string bytes;
-    std::size_t sent = 0;  ///< of `bytes`, already framed
-    bool end = false;
-    bool deferred = false;  ///< nghttp2 was told to wait for more: resume on send_body()
-};
+using detail::view;
 
 struct stream_state {
     request_head head;
     std::size_t header_bytes = 0;
-    outgoing body;
+    detail::outgoing_body body;  ///< the response's
 };
-
-std::string_view view(const std::uint8_t* p, std::size_t n) { return {reinterpret_cast<const char*>(p), n}; }
 
 }  // namespace
 
@@ -64,7 +57,7 @@ struct server_session::impl {
         if (!s) return 0;
         // The header-size bound applies to the decoded block (HPACK can inflate a small
         // frame): past it the stream is reset, the connection goes on.
-        s->header_bytes += namelen + valuelen + 32;  // RFC 9113 section 6.5.2's accounting
+        s->header_bytes += detail::field_size(namelen, valuelen);
         if (s->header_bytes > me.limits.max_header_bytes) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers: dropped
         const auto n = view(name, namelen);
@@ -114,26 +107,9 @@ struct server_session::impl {
 
     static ssize_t read_body(nghttp2_session*, std::int32_t stream, std::uint8_t* buf, std::size_t length,
                              std::uint32_t* flags, nghttp2_data_source*, void* user) {
-        auto& me = self(user);
-        stream_state* s = me.find(stream);
+        stream_state* s = self(user).find(stream);
         if (!s) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        outgoing& out = s->body;
-        const std::size_t n = std::min(length, out.bytes.size() - out.sent);
-        std::memcpy(buf, out.bytes.data() + out.sent, n);
-        out.sent += n;
-        if (out.sent == out.bytes.size()) {  // what was framed is dropped, not kept to the end
-            out.bytes.clear();
-            out.sent = 0;
-            if (out.end) {
-                *flags |= NGHTTP2_DATA_FLAG_EOF;
-                return static_cast<ssize_t>(n);
-            }
-        }
-        if (n == 0) {
-            out.deferred = true;
-            return NGHTTP2_ERR_DEFERRED;
-        }
-        return static_cast<ssize_t>(n);
+        return s->body.frame(buf, length, flags);
     }
 };
 
@@ -176,17 +152,7 @@ bool server_session::receive(std::span<const std::uint8_t> bytes, clock::time_po
     return false;
 }
 
-std::size_t server_session::produce(std::string& out) {
-    std::size_t total = 0;
-    for (;;) {
-        const std::uint8_t* data = nullptr;
-        const ssize_t n = nghttp2_session_mem_send(impl_->session, &data);
-        if (n <= 0) break;
-        out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-        total += static_cast<std::size_t>(n);
-    }
-    return total;
-}
+std::size_t server_session::produce(std::string& out) { return detail::drain(impl_->session, out); }
 
 bool server_session::calmed() const { return impl_->calmed; }
 
@@ -200,13 +166,8 @@ void server_session::respond(std::int32_t stream, unsigned status, std::span<con
     const std::string code = std::to_string(status);
     std::vector<nghttp2_nv> nva;
     nva.reserve(fields.size() + 1);
-    const auto nv = [](std::string_view n, std::string_view v) {
-        return nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(n.data())),
-                          reinterpret_cast<std::uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(),
-                          NGHTTP2_NV_FLAG_NONE};
-    };
-    nva.push_back(nv(":status", code));
-    for (const field& f : fields) nva.push_back(nv(f.name, f.value));
+    nva.push_back(detail::name_value(":status", code));
+    for (const field& f : fields) nva.push_back(detail::name_value(f.name, f.value));
     nghttp2_data_provider body{};
     body.read_callback = &impl::read_body;
     nghttp2_submit_response(impl_->session, stream, nva.data(), nva.size(), end_stream ? nullptr : &body);
@@ -215,18 +176,12 @@ void server_session::respond(std::int32_t stream, unsigned status, std::span<con
 void server_session::send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end) {
     stream_state* s = impl_->find(stream);
     if (!s) return;
-    outgoing& out = s->body;
-    out.bytes.append(reinterpret_cast<const char*>(data.data()), data.size());
-    out.end = out.end || end;
-    if (out.deferred) {
-        out.deferred = false;
-        nghttp2_session_resume_data(impl_->session, stream);
-    }
+    if (s->body.append(data, end)) nghttp2_session_resume_data(impl_->session, stream);
 }
 
 std::size_t server_session::queued(std::int32_t stream) const {
     const stream_state* s = impl_->find(stream);
-    return s ? s->body.bytes.size() - s->body.sent : 0;
+    return s ? s->body.queued() : 0;
 }
 
 void server_session::consumed(std::int32_t stream, std::size_t n) {
@@ -235,6 +190,11 @@ void server_session::consumed(std::int32_t stream, std::size_t n) {
 
 void server_session::reset(std::int32_t stream, std::uint32_t error_code) {
     nghttp2_submit_rst_stream(impl_->session, NGHTTP2_FLAG_NONE, stream, error_code);
+}
+
+void server_session::go_away() {
+    nghttp2_submit_goaway(impl_->session, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(impl_->session),
+                          NGHTTP2_NO_ERROR, nullptr, 0);
 }
 
 }  // namespace politeproxy::http2

@@ -86,6 +86,9 @@ public:
     /// connection's window counts them for all streams.
     void consumed(std::int32_t stream, std::size_t n);
     void reset(std::int32_t stream, std::uint32_t error_code);
+    /// GOAWAY (NO_ERROR) naming the last stream processed: the client opens no more
+    /// streams here and may retry later ones elsewhere; open streams are served to the end.
+    void go_away();
 
     struct impl;
 

@@ -1,0 +1,47 @@
+#pragma once
+// What both HTTP/2 sessions (server_session towards clients, client_session towards
+// origins) do alike with nghttp2: a stream's outgoing body waiting for the peer's
+// flow-control window, header fields as nghttp2 takes them, and the frames to send.
+// Private to proxy/http2/.
+#include "politeproxy/http2/server_session.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace politeproxy::http2::detail {
+
+/// A body (request or response) waiting for the peer's flow-control window.
+struct outgoing_body {
+    std::string bytes;
+    std::size_t sent = 0;   ///< of `bytes`, already framed
+    bool end = false;       ///< no more after `bytes`
+    bool deferred = false;  ///< nghttp2 was told to wait for more: resume on append()
+
+    /// Queues `data` (and the end); true when nghttp2 must be told to resume the stream.
+    bool append(std::span<const std::uint8_t> data, bool last);
+    std::size_t queued() const { return bytes.size() - sent; }
+    /// nghttp2's data-source read: up to `length` bytes into `buf`, EOF at the end,
+    /// NGHTTP2_ERR_DEFERRED when nothing is queued yet.
+    ssize_t frame(std::uint8_t* buf, std::size_t length, std::uint32_t* flags);
+};
+
+inline std::string_view view(const std::uint8_t* p, std::size_t n) { return {reinterpret_cast<const char*>(p), n}; }
+
+inline nghttp2_nv name_value(std::string_view n, std::string_view v) {
+    return nghttp2_nv{reinterpret_cast<std::uint8_t*>(const_cast<char*>(n.data())),
+                      reinterpret_cast<std::uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(),
+                      NGHTTP2_NV_FLAG_NONE};
+}
+
+/// Appends what nghttp2 has to send now; returns how many bytes.
+std::size_t drain(nghttp2_session* session, std::string& out);
+
+/// RFC 9113 section 6.5.2's size of a field: its name, its value and 32.
+constexpr std::size_t field_size(std::size_t name, std::size_t value) { return name + value + 32; }
+
+}  // namespace politeproxy::http2::detail
