@@ -1,0 +1,192 @@
+#pragma once
+// The part of forwarding a request that is the same wherever it came from: its slot at
+// the host's gate, an HTTP/1.1 connection to the origin (pooled, or new, over TLS when
+// the target says), the request sent, the response header read, the response handed
+// back, every step reported to the request's exchange, and the connection pooled
+// again. A template over the client's side, so each protocol brings only its adapter
+// and the HTTP/1.1 path pays no indirection. Included by the adapters' sources only
+// (http1/forward.cpp, server/h2_streams.cpp): it pulls in the whole origin side.
+//
+// `Downstream` (the client's side of one request, moved into the coroutine) provides,
+// where a task is asked for preferably from a plain function that returns one (no
+// coroutine frame of its own: this is every request's path):
+//   bool via_loop(std::string_view via) const      this proxy's Via entry came back
+//   bool retryable() const                         may be sent again on a new connection
+//   std::string_view method_string() const
+//   wire_allocator arena()                         the request's arena (the response header's memory)
+//   task<bool> answer(errc, std::string_view details)    the proxy's own answer;
+//                                                  true: the client connection goes on
+//   task<admission> admit(std::string key)         parks at the gate (admit_at_once failed)
+//   void write_head(const origin_target&, relay_buffers&)  the origin's request head, into scratch.head
+//   bool wants_continue() const; task<bool> send_continue()    100 Continue, once a connection is open
+//   task<relay_status> send_request(timed_socket& origin, relay_buffers&, clock::duration idle)
+//                                                  scratch.head, then the request body
+//   task<bool> upload_broken(const relay_status&)  the client's body failed: answer if due
+//   response_plan plan(const origin_response_parser&) const
+//   bool keeps(const response_plan&) const         the client connection goes on after it
+//   task<relay_status> deliver(exchange&, const origin_response_parser&, const response_plan&, bool keeps,
+//                              timed_socket& origin, beast::flat_buffer&, relay_buffers&, clock::duration idle)
+//                                                  the response, read from the origin as the plan says
+#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/executor.hpp"
+#include "politeproxy/exchange/exchange.hpp"
+#include "politeproxy/exchange/park.hpp"
+#include "politeproxy/http1/origin_response.hpp"
+#include "politeproxy/http1/origin_target.hpp"
+#include "politeproxy/http1/read_header.hpp"
+#include "politeproxy/http1/relay.hpp"
+#include "politeproxy/net/origin_connect.hpp"
+#include "politeproxy/net/origin_pool.hpp"
+#include "politeproxy/server/proxy_context.hpp"
+#include "politeproxy/tls/session.hpp"
+
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <optional>
+#include <string>
+
+namespace politeproxy {
+
+namespace forwarding {
+
+inline constexpr int max_interim_responses = 16;
+
+inline bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
+
+/// How long a pooled origin connection is trusted: the origin's Keep-Alive: timeout=N
+/// hint less a margin, else 4 s (common servers close idle connections after 5 s).
+clock::duration pooled_lifetime(std::string_view hint, clock::duration idle);
+
+/// The origin's pool key, "[https:]host:port", into `out`.
+void pool_key_of(const origin_target& target, std::string& out);
+
+}  // namespace forwarding
+
+template <class Downstream>
+task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream down, const origin_target& target) {
+    namespace asio = boost::asio;
+    namespace beast = boost::beast;
+    namespace http = beast::http;
+
+    if (down.via_loop(ctx.via)) co_return co_await down.answer(errc::loop_detected, "this proxy's Via entry came back");
+    if (auto denied = check_known_destination(cfg, target.key, target.address))
+        co_return co_await down.answer(denied->why, denied->details);
+
+    const std::string& key = target.key;
+    permit slot = admit_at_once(ctx, key);
+    if (!slot) {
+        auto admitted = co_await down.admit(key);
+        if (!admitted.granted) co_return admitted.keep;
+        slot = std::move(admitted.granted);
+    }
+    exchange trip(ctx.metrics, ctx.log, std::move(slot), key);
+    const host_policy& policy = trip.policy();
+    const relay_buffers::loan buffers = relay_buffers::lend();
+    relay_buffers& scratch = *buffers;
+    down.write_head(target, scratch);
+    std::string& pool_key = scratch.pool_key;
+    forwarding::pool_key_of(target, pool_key);
+    const bool retryable = down.retryable();
+
+    // A pooled connection the origin closed meanwhile fails before any response byte.
+    // A request that may be sent again is then sent once more, on a new connection.
+    for (int attempt = 0;; ++attempt) {
+        std::optional<timed_socket> origin = attempt == 0 ? ctx.pool.take(pool_key, retryable) : std::nullopt;
+        const bool reused = origin.has_value();
+        if (!reused) {
+            origin.emplace(co_await asio::this_coro::executor);
+            if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, key, target.port,
+                                                       policy.timeouts.connect)) {
+                trip.connect_failed(failure->why);
+                co_return co_await down.answer(failure->why, failure->details);
+            }
+            if (target.tls) {  // nothing goes to an origin whose certificate did not verify
+                origin->expires_after(policy.timeouts.connect);
+                const auto hs = co_await tls::session::connect(*origin, *ctx.origin_tls, key);
+                origin->expires_never();
+                if (hs.ec) {
+                    const errc why = hs.ec == beast::error::timeout ? errc::origin_connect_timeout
+                                     : hs.verify_error.empty()      ? errc::tls_protocol_error
+                                                                    : errc::tls_certificate_error;
+                    trip.connect_failed(why);
+                    const std::string details = !hs.verify_error.empty() ? hs.verify_error
+                                                : why == errc::origin_connect_timeout
+                                                    ? std::string("TLS handshake not done within timeouts.connect")
+                                                    : hs.ec.message();
+                    co_return co_await down.answer(why, details);
+                }
+            }
+        }
+        connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::http1);
+        const bool may_retry = reused && retryable;
+
+        if (attempt == 0 && down.wants_continue() && !co_await down.send_continue()) co_return false;
+        trip.request_sent();
+        const auto sent = co_await down.send_request(*origin, scratch, policy.timeouts.idle);
+        if (sent.end == relay_end::read_failed || sent.end == relay_end::malformed) {
+            trip.client_failed();
+            co_return co_await down.upload_broken(sent);
+        }
+        if (sent.end == relay_end::write_failed) {
+            if (may_retry) continue;
+            trip.request_refused();
+            co_return co_await down.answer(errc::origin_closed, "origin closed the connection while receiving the request");
+        }
+
+        beast::flat_buffer& origin_buffer = scratch.from_origin;
+        origin_buffer.clear();  // whatever a previous connection left is not ours
+        std::optional<origin_response_parser> response;
+        boost::system::error_code ec;
+        // Interim (1xx) responses are dropped; a bounded number of them, as each takes
+        // its own header memory from the request's arena.
+        int interim = 0;
+        do {
+            if (++interim > forwarding::max_interim_responses) {
+                ec = http::error::bad_status;
+                break;
+            }
+            response.emplace(down.arena());
+            response->header_limit(cfg.limits.response_header_bytes);
+            origin->expires_after(policy.timeouts.response_headers);
+            ec = co_await read_header(*origin, origin_buffer, *response);
+        } while (!ec && forwarding::is_interim(response->status()));
+        if (ec) {
+            const bool timed_out = ec == beast::error::timeout;
+            if (may_retry && !timed_out && !response->got_some()) continue;
+            // A TLS origin that closes without close_notify: the stream is truncated.
+            const bool closed = ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
+                                ec == asio::ssl::error::stream_truncated;
+            const errc why = timed_out ? errc::origin_response_timeout
+                             : closed  ? errc::origin_closed
+                                       : errc::origin_bad_response;
+            trip.response_failed(why);
+            // Named, not a temporary in the co_await: GCC 12 destroys temporaries of a
+            // conditional expression inside co_await twice.
+            const std::string details = timed_out ? std::string("no response headers within timeouts.response_headers")
+                                                  : "origin response unreadable: " + ec.message();
+            co_return co_await down.answer(why, details);
+        }
+        const unsigned status = response->status();
+        trip.response_arrived(status, response->retry_after(), down.method_string(), reused);
+
+        const auto plan = down.plan(*response);
+        const bool origin_keeps = response->keep_alive() && plan.from_origin.kind != body_kind::until_close;
+        const auto lifetime = forwarding::pooled_lifetime(response->keep_alive_hint(), policy.timeouts.idle);
+        const bool keep = down.keeps(plan);
+        const auto received =
+            co_await down.deliver(trip, *response, plan, keep, *origin, origin_buffer, scratch, policy.timeouts.idle);
+        if (received.end == relay_end::read_failed || received.end == relay_end::malformed) {
+            trip.body_failed(received.ec == beast::error::timeout);
+            co_return false;  // the client saw a truncated body: closing tells it so
+        }
+        trip.origin_done();
+        if (received.end == relay_end::write_failed) co_return false;
+        // Relayed whole (done); nothing unasked-for behind it.
+        if (origin_keeps && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
+            ctx.pool.put(pool_key, std::move(*origin), lifetime);
+        co_return keep;
+    }
+}
+
+}  // namespace politeproxy
