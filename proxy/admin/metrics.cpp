@@ -107,6 +107,7 @@ struct metrics::impl {
 
     // Fixed label sets, resolved once: no map look-up per connection.
     prometheus::Gauge& client_http1 = client_connections.Add({{"protocol", "http1"}});
+    prometheus::Gauge& client_http2 = client_connections.Add({{"protocol", "http2"}});
     prometheus::Gauge& origin_http1 = origin_connections.Add({{"protocol", "http1"}});
     prometheus::Gauge& origin_tunnel = origin_connections.Add({{"protocol", "tunnel"}});
 
@@ -115,7 +116,7 @@ struct metrics::impl {
     }
 
     prometheus::Gauge& connections(connection_side side, connection_protocol protocol) {
-        if (side == connection_side::client) return client_http1;
+        if (side == connection_side::client) return protocol == connection_protocol::http2 ? client_http2 : client_http1;
         return protocol == connection_protocol::tunnel ? origin_tunnel : origin_http1;
     }
 };

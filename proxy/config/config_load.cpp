@@ -239,11 +239,14 @@ public:
         if (const auto l = root["limits"]; l && !l.IsNull()) {
             expect_map(l, "limits");
             only_keys(l, "limits", {"request_line_bytes", "request_header_bytes", "request_header_fields",
-                                    "response_header_bytes", "host_idle_ttl"});
+                                    "response_header_bytes", "h2_max_concurrent_streams", "host_idle_ttl"});
             if (l["request_line_bytes"]) c.limits.request_line_bytes = count(l["request_line_bytes"], "limits.request_line_bytes", 256);
             if (l["request_header_fields"]) c.limits.request_header_fields = count(l["request_header_fields"], "limits.request_header_fields", 8);
             if (l["request_header_bytes"]) c.limits.request_header_bytes = count(l["request_header_bytes"], "limits.request_header_bytes", 1024);
             if (l["response_header_bytes"]) c.limits.response_header_bytes = count(l["response_header_bytes"], "limits.response_header_bytes", 1024);
+            if (l["h2_max_concurrent_streams"])
+                c.limits.h2_max_concurrent_streams =
+                    count(l["h2_max_concurrent_streams"], "limits.h2_max_concurrent_streams", 1);
             if (l["host_idle_ttl"]) c.limits.host_idle_ttl = duration(l["host_idle_ttl"], "limits.host_idle_ttl");
         }
         security(root["security"], c);

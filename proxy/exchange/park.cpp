@@ -59,6 +59,12 @@ task<acquire_result> park(host_gates& gates, std::string key, tcp_socket& client
     co_return std::move(std::get<0>(result));
 }
 
+task<acquire_result> park(host_gates& gates, std::string key, event& gone) {
+    auto result = co_await (gates.acquire(std::move(key)) || gone.wait());
+    if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
+    co_return std::move(std::get<0>(result));
+}
+
 permit admit_at_once(proxy_context& ctx, const std::string& key) {
     permit now = ctx.gates.try_acquire(key);
     if (now) ctx.metrics.queue_wait(clock::duration::zero());

@@ -59,16 +59,18 @@ void strip_hop_by_hop(wire_fields& fields) {
 }
 
 bool via_contains(const wire_fields& fields, std::string_view via) {
+    for (const auto& f : fields)
+        if (f.name() == http::field::via && via_value_contains(f.value(), via)) return true;
+    return false;
+}
+
+bool via_value_contains(std::string_view value, std::string_view via) {
     // Via entries are "protocol pseudonym [comment]", comma separated.
-    for (const auto& f : fields) {
-        if (f.name() != http::field::via) continue;
-        const std::string_view value = f.value();
-        for (std::size_t pos = value.find(via); pos != std::string_view::npos; pos = value.find(via, pos + 1)) {
-            const std::size_t end = pos + via.size();
-            const bool starts = pos == 0 || value[pos - 1] == ' ' || value[pos - 1] == ',';
-            const bool ends = end == value.size() || value[end] == ' ' || value[end] == ',';
-            if (starts && ends) return true;
-        }
+    for (std::size_t pos = value.find(via); pos != std::string_view::npos; pos = value.find(via, pos + 1)) {
+        const std::size_t end = pos + via.size();
+        const bool starts = pos == 0 || value[pos - 1] == ' ' || value[pos - 1] == ',';
+        const bool ends = end == value.size() || value[end] == ' ' || value[end] == ',';
+        if (starts && ends) return true;
     }
     return false;
 }

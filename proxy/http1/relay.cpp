@@ -81,6 +81,24 @@ void relay_buffers::give_back::operator()(relay_buffers* b) const noexcept {
     }
 }
 
+std::size_t take_body(beast::flat_buffer& in_buffer, chunked_decoder* decoder, std::span<char> room) {
+    if (!decoder) {
+        const std::size_t n = std::min(in_buffer.size(), room.size());
+        std::memcpy(room.data(), in_buffer.data().data(), n);
+        in_buffer.consume(n);
+        return n;
+    }
+    std::size_t got = 0;
+    while (in_buffer.size() > 0 && got < room.size() && !decoder->done() && !decoder->failed()) {
+        const auto data = in_buffer.data();
+        const auto r = decoder->decode(std::string_view(static_cast<const char*>(data.data()), data.size()),
+                                       room.subspan(got));
+        in_buffer.consume(r.consumed);
+        got += r.written;
+    }
+    return got;
+}
+
 void serialize_head(const http::request_header<wire_fields>& header, std::string_view added_fields, std::string& out) {
     out += header.method_string();
     out += ' ';
@@ -138,26 +156,6 @@ task<relay_status> relay_counted(timed_socket& in, beast::flat_buffer& in_buffer
     in.expires_never();
     out.expires_never();
     co_return relay_status{relay_end::done, {}};
-}
-
-// Moves what `in_buffer` holds of the body into `room`: decoded when the body is
-// chunked, as it is when it ends at the close. Returns the bytes moved.
-std::size_t take_body(beast::flat_buffer& in_buffer, chunked_decoder* decoder, std::span<char> room) {
-    if (!decoder) {
-        const std::size_t n = std::min(in_buffer.size(), room.size());
-        std::memcpy(room.data(), in_buffer.data().data(), n);
-        in_buffer.consume(n);
-        return n;
-    }
-    std::size_t got = 0;
-    while (in_buffer.size() > 0 && got < room.size() && !decoder->done() && !decoder->failed()) {
-        const auto data = in_buffer.data();
-        const auto r = decoder->decode(std::string_view(static_cast<const char*>(data.data()), data.size()),
-                                       room.subspan(got));
-        in_buffer.consume(r.consumed);
-        got += r.written;
-    }
-    return got;
 }
 
 // A chunked body (decoded, so its end is found and its framing checked) or one that

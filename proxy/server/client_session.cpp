@@ -4,6 +4,7 @@
 #include "politeproxy/policy/address_filter.hpp"
 #include "politeproxy/http1/answers.hpp"
 #include "politeproxy/http1/forward.hpp"
+#include "politeproxy/server/h2_connection.hpp"
 #include "politeproxy/server/tunnel.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/admin/metrics.hpp"
@@ -56,6 +57,22 @@ task<void> close_gracefully(timed_socket& client) {
     for (;;) {
         auto [rec, n] = co_await client.async_read_some(asio::buffer(sink), use_tuple);
         if (rec) break;
+    }
+}
+
+// Whether the client opens with the HTTP/2 preface (h2c with prior knowledge). Reads
+// what a first request's read would (an HTTP/1.1 client loses nothing: its bytes stay
+// in `buffer`), more only while the bytes still match the preface.
+task<bool> opens_with_h2_preface(timed_socket& client, beast::flat_buffer& buffer, clock::duration idle) {
+    client.expires_after(idle);
+    for (;;) {
+        const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
+        const std::size_t n = std::min(seen.size(), h2_preface.size());
+        if (seen.substr(0, n) != h2_preface.substr(0, n)) co_return false;
+        if (n == h2_preface.size()) co_return true;
+        auto [ec, got] = co_await client.async_read_some(buffer.prepare(4096), use_tuple);
+        if (ec) co_return false;  // the request loop meets the error again, and answers it
+        buffer.commit(got);
     }
 }
 
@@ -171,7 +188,10 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
     beast::flat_buffer buffer;
     session_set::registration registered(ctx.sessions,
                                          ctx.sessions.add(co_await asio::this_coro::executor, client));
-    co_await serve_requests(ctx, client, buffer, registered.get(), peer, allowed, nullptr);
+    if (co_await opens_with_h2_preface(client, buffer, ctx.gates.current_config()->defaults.timeouts.idle))
+        co_await serve_h2(ctx, client, buffer, allowed);
+    else
+        co_await serve_requests(ctx, client, buffer, registered.get(), peer, allowed, nullptr);
     co_await close_gracefully(client);
 }
 

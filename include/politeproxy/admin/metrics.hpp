@@ -14,7 +14,7 @@ namespace politeproxy {
 class host_gates;
 
 enum class connection_side { client, origin };
-enum class connection_protocol { http1, tunnel };
+enum class connection_protocol { http1, http2, tunnel };
 enum class connect_mode { intercepted, tunneled };
 
 class metrics {

@@ -82,6 +82,7 @@ struct limits_config {
     std::size_t request_header_bytes = 64 * 1024;   ///< larger -> 431
     std::size_t request_header_fields = 100;        ///< more field lines -> 431
     std::size_t response_header_bytes = 64 * 1024;  ///< larger -> 502
+    std::size_t h2_max_concurrent_streams = 100;     ///< advertised to HTTP/2 clients; more are refused
     clock::duration host_idle_ttl = 60s;             ///< an idle host's gate is forgotten after this
 };
 

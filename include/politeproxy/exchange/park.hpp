@@ -2,6 +2,7 @@
 #include "politeproxy/http1/answers.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 
+#include "politeproxy/base/event.hpp"
 #include "politeproxy/base/executor.hpp"
 #include <boost/asio/ip/tcp.hpp>
 #include "politeproxy/net/timed_socket.hpp"
@@ -24,6 +25,10 @@ struct proxy_context;
 /// half_closed_clients off and HAProxy's abortonclose.
 task<acquire_result> park(host_gates& gates, std::string key,
                           tcp_socket& client);
+
+/// The same for a request whose going away `gone` tells (an HTTP/2 stream the client
+/// reset, its connection closed): once set, the request leaves the queue.
+task<acquire_result> park(host_gates& gates, std::string key, event& gone);
 
 /// What admit() decided.
 struct admission {

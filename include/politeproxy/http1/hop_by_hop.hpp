@@ -24,5 +24,7 @@ void strip_hop_by_hop(wire_fields& fields);
 
 /// True when any Via entry in `fields` is this proxy's `via` ("1.1 politeproxy-<id>").
 bool via_contains(const wire_fields& fields, std::string_view via);
+/// The same for one Via field's value.
+bool via_value_contains(std::string_view value, std::string_view via);
 
 }  // namespace politeproxy

@@ -64,6 +64,9 @@ public:
     /// Transfer codings other than chunked that the origin applied ("gzip"), lower-case.
     const std::string& other_codings() const { return framing_fields_.other_codings(); }
 
+    /// The fields forwarded, "Name: value\r\n" each (no framing or hop-by-hop ones).
+    std::string_view forwarded_fields() const { return fields_; }
+
     /// Appends the outgoing header: "HTTP/1.1 <status> <reason>", the fields but the
     /// framing ones, then `added_fields` ("Name: value\r\n" lines, the framing among
     /// them) and the empty line.

@@ -11,6 +11,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <memory>
+#include <span>
 #include <string>
 
 namespace politeproxy {
@@ -73,6 +74,13 @@ struct relay_status {
 /// parsing. Bytes past the message (a pipelined request) stay in `in_buffer`.
 task<relay_status> relay(timed_socket& in, boost::beast::flat_buffer& in_buffer, body_framing body, bool out_chunked,
                          timed_socket& out, clock::duration idle, relay_buffers& scratch);
+
+class chunked_decoder;
+
+/// Moves what `in_buffer` holds of a body into `room`: decoded when `decoder` is given
+/// (a chunked body), as it is otherwise. Returns the bytes moved; a decoding failure is
+/// the decoder's to tell.
+std::size_t take_body(boost::beast::flat_buffer& in_buffer, chunked_decoder* decoder, std::span<char> room);
 
 /// Appends `header` as it goes on the wire: start line, fields, `added_fields`, empty line.
 void serialize_head(const boost::beast::http::request_header<wire_fields>& header, std::string_view added_fields,

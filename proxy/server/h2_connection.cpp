@@ -1,0 +1,493 @@
+#include "politeproxy/server/h2_connection.hpp"
+
+#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/event.hpp"
+#include "politeproxy/base/log.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/http1/answers.hpp"
+#include "politeproxy/http1/chunked_decoder.hpp"
+#include "politeproxy/http1/forward_to_origin.hpp"
+#include "politeproxy/http1/hop_by_hop.hpp"
+#include "politeproxy/http1/request_head.hpp"
+#include "politeproxy/http2/server_session.hpp"
+#include "politeproxy/net/send_all.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr std::size_t read_room = 16 * 1024;
+
+std::span<const std::uint8_t> bytes_of(std::string_view s) {
+    return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+// RFC 9110 section 9.2.2: only these may be sent again without the client asking.
+bool idempotent(std::string_view m) {
+    return m == "GET" || m == "HEAD" || m == "OPTIONS" || m == "PUT" || m == "DELETE";
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
+// One request stream as the connection and its request coroutine share it.
+struct h2_stream {
+    h2_stream(const executor& ex, http2::request_head h) : head(std::move(h)), changed(ex), gone(ex) {}
+    http2::request_head head;
+    std::string body;         ///< request body bytes received and not yet forwarded
+    bool body_ended = false;  ///< the client's END_STREAM came
+    event changed;            ///< body bytes or their end arrived, or the send window moved
+    event gone;               ///< set when the stream closed (reset, or the connection ended)
+};
+
+class h2_connection;
+
+// The client's side of one request on an HTTP/2 stream, as forward_to_origin wants it
+// (see forward_to_origin.hpp): the request head written for an HTTP/1.1 origin from the
+// stream's fields, its DATA forwarded as they arrive, the response sent back as HEADERS
+// and DATA within the client's flow-control window.
+class h2_downstream {
+public:
+    h2_downstream(h2_connection& conn, std::shared_ptr<h2_stream> s, wire_allocator arena, body_framing body)
+        : conn_(&conn), s_(std::move(s)), arena_(arena), body_(body) {}
+
+    bool via_loop(std::string_view via) const;
+    bool retryable() const { return body_.kind == body_kind::none && idempotent(s_->head.method); }
+    std::string_view method_string() const { return s_->head.method; }
+    wire_allocator arena() { return arena_; }
+
+    task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = std::nullopt);
+    task<admission> admit(std::string key);
+    void write_head(const origin_target& target, relay_buffers& scratch) const;
+    bool wants_continue() const { return false; }
+    task<bool> send_continue() { co_return true; }
+    task<relay_status> send_request(timed_socket& origin, relay_buffers& scratch, clock::duration idle);
+    task<bool> upload_broken(const relay_status& sent);
+    response_plan plan(const origin_response_parser& r) const {
+        return plan_response(r.framing(), r.status(), s_->head.method == "HEAD", 11);
+    }
+    bool keeps(const response_plan&) const { return true; }  // the connection goes on whatever one stream does
+    task<relay_status> deliver(exchange& trip, const origin_response_parser& response, const response_plan& plan,
+                               bool keep, timed_socket& origin, beast::flat_buffer& origin_buffer,
+                               relay_buffers& scratch, clock::duration idle);
+
+private:
+    h2_connection* conn_;
+    std::shared_ptr<h2_stream> s_;
+    wire_allocator arena_;
+    body_framing body_;  ///< how the request body goes to the origin
+};
+
+class h2_connection : public http2::session_events {
+public:
+    h2_connection(proxy_context& ctx, timed_socket& client, const config& cfg, bool allowed)
+        : ctx_(ctx),
+          client_(client),
+          allowed_(allowed),
+          session_(*this,
+                   http2::server_session::settings{
+                       .max_concurrent_streams = static_cast<std::uint32_t>(cfg.limits.h2_max_concurrent_streams),
+                       .max_header_bytes = cfg.limits.request_header_bytes},
+                   clock::now()),
+          drained_(client.get_executor()),
+          finished_(client.get_executor()) {}
+
+    proxy_context& ctx() { return ctx_; }
+    http2::server_session& session() { return session_; }
+    event& drained() { return drained_; }
+
+    // Sends what the session has to send, now or once the write in progress is done.
+    void flush() {
+        if (writing_ || closed_) return;
+        writing_ = true;
+        ++running_;
+        asio::co_spawn(client_.get_executor(), write_loop(), [this](std::exception_ptr) { done_one(); });
+    }
+
+    task<void> run(beast::flat_buffer& buffer) {
+        const clock::duration idle = ctx_.gates.current_config()->defaults.timeouts.idle;
+        for (bool more = true; more;) {
+            if (buffer.size() > 0) {
+                const auto data = buffer.data();
+                more = session_.receive({static_cast<const std::uint8_t*>(data.data()), data.size()}, clock::now());
+                buffer.consume(buffer.size());
+                flush();
+                if (!more) break;
+            }
+            // An idle connection (no stream open) is closed after timeouts.idle.
+            if (streams_.empty())
+                client_.expires_after(idle);
+            else
+                client_.expires_never();
+            auto [ec, n] = co_await client_.async_read_some(buffer.prepare(read_room), use_tuple);
+            if (ec) break;
+            buffer.commit(n);
+        }
+        // The client is gone or the session is over: no stream goes on, parked ones
+        // leave their queues; what the session still has to say (a GOAWAY) is sent.
+        for (auto& [id, s] : streams_) {
+            s->gone.set();
+            s->changed.notify();
+        }
+        drained_.notify();
+        flush();
+        while (running_ > 0) co_await finished_.wait();
+        closed_ = true;
+    }
+
+    // session_events: called from inside session_.receive().
+    void on_request(http2::request_head head) override {
+        const std::int32_t id = head.stream;
+        auto s = std::make_shared<h2_stream>(client_.get_executor(), std::move(head));
+        streams_[id] = s;
+        ++running_;
+        asio::co_spawn(client_.get_executor(), serve_stream(std::move(s)), [this](std::exception_ptr e) {
+            if (e && ctx_.log.enabled(log_level::warn)) ctx_.log.write(log_level::warn, "h2", "a stream failed");
+            done_one();
+        });
+    }
+    void on_body(std::int32_t id, std::span<const std::uint8_t> data) override {
+        const auto it = streams_.find(id);
+        if (it == streams_.end()) return session_.consumed(id, data.size());
+        it->second->body.append(reinterpret_cast<const char*>(data.data()), data.size());
+        it->second->changed.notify();
+    }
+    void on_body_end(std::int32_t id) override {
+        if (const auto it = streams_.find(id); it != streams_.end()) {
+            it->second->body_ended = true;
+            it->second->changed.notify();
+        }
+    }
+    void on_stream_closed(std::int32_t id, std::uint32_t) override {
+        const auto it = streams_.find(id);
+        if (it == streams_.end()) return;
+        h2_stream& s = *it->second;
+        if (!s.body.empty()) session_.consumed(id, s.body.size());  // never forwarded: the window must not shrink
+        s.body.clear();
+        s.gone.set();
+        s.changed.notify();
+        drained_.notify();  // a response waiting for the window stops waiting
+        streams_.erase(it);
+    }
+
+private:
+    task<void> write_loop() {
+        std::string out;
+        for (;;) {
+            out.clear();
+            session_.produce(out);
+            drained_.notify();  // bodies were framed: their streams may queue more
+            if (out.empty()) break;
+            client_.expires_after(ctx_.gates.current_config()->defaults.timeouts.idle);
+            if (auto [ec, n] = co_await send_all(client_, asio::buffer(out)); ec) {
+                boost::system::error_code ignored;
+                client_.socket().close(ignored);  // the reader ends, and with it every stream
+                break;
+            }
+        }
+        writing_ = false;
+    }
+
+    task<void> serve_stream(std::shared_ptr<h2_stream> s);
+
+    void done_one() {
+        if (--running_ == 0) finished_.notify();
+    }
+
+    proxy_context& ctx_;
+    timed_socket& client_;
+    const bool allowed_;
+    http2::server_session session_;
+    std::unordered_map<std::int32_t, std::shared_ptr<h2_stream>> streams_;
+    event drained_;   ///< notified each time the session framed what was queued
+    event finished_;  ///< notified when the last stream or write coroutine ends
+    std::size_t running_ = 0;
+    bool writing_ = false;
+    bool closed_ = false;
+};
+
+task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
+    const auto cfg = ctx_.gates.current_config();
+    field_arena arena(ctx_.field_blocks);
+    const http2::request_head& head = s->head;
+    // The body's framing towards the origin: none, the client's content-length
+    // (nghttp2 holds the DATA to it), else chunked.
+    body_framing body;
+    framing_reader framing;
+    for (const auto& f : head.fields)
+        if (f.name == "content-length") framing.content_length(f.value);
+    if (!head.end_stream && framing.request(11, body) == framing_fault::none && body.kind == body_kind::none)
+        body.kind = body_kind::chunked;
+    h2_downstream down(*this, s, arena.allocator(), body);
+
+    if (!allowed_) {
+        co_await down.answer(errc::client_denied, "client is not in security.allow_clients");
+        co_return;
+    }
+    if (head.method == "CONNECT") {
+        co_await down.answer(errc::bad_request, "CONNECT over HTTP/2 is not supported");
+        co_return;
+    }
+    if (head.method == "TRACE") {
+        co_await down.answer(errc::method_not_allowed, "TRACE is not forwarded");
+        co_return;
+    }
+    if (head.scheme != "http") {
+        co_await down.answer(errc::unsupported_scheme, "only :scheme http is forwarded over h2c");
+        co_return;
+    }
+    // The HTTP/2 form of an absolute-form target: the same parser, the same checks.
+    std::pmr::string text(arena.allocator());
+    text.reserve(7 + head.authority.size() + head.path.size());
+    text += "http://";
+    text += head.authority;
+    text += head.path;
+    auto target = parse_origin_target(text, arena.allocator());
+    if (auto* e = std::get_if<target_error>(&target)) {
+        co_await down.answer(e->why, e->details);
+        co_return;
+    }
+    co_await forward_to_origin(ctx_, *cfg, std::move(down), std::get<origin_target>(target));
+}
+
+bool h2_downstream::via_loop(std::string_view via) const {
+    return std::any_of(s_->head.fields.begin(), s_->head.fields.end(),
+                       [&](const http2::field& f) { return f.name == "via" && via_value_contains(f.value, via); });
+}
+
+task<bool> h2_downstream::answer(errc why, std::string_view details, std::optional<clock::duration> retry_after) {
+    proxy_context& ctx = conn_->ctx();
+    ctx.metrics.rejected(why);
+    if (ctx.log.enabled(log_level::debug))
+        ctx.log.write(log_level::debug, "answer", make_error_code(why).message() + ": " + std::string(details));
+    if (s_->gone.is_set()) co_return false;
+    const politeproxy::answer res = make_answer(why, details, true, retry_after);
+    std::vector<http2::field> fields;
+    for (const auto& f : res) {
+        const std::string name = lower(f.name_string());
+        if (name == "connection" || name == "keep-alive") continue;  // connection-specific: not in HTTP/2
+        fields.push_back({name, std::string(f.value())});
+    }
+    const bool head_only = s_->head.method == "HEAD";
+    http2::server_session& session = conn_->session();
+    session.respond(s_->head.stream, static_cast<unsigned>(res.result_int()), fields, head_only);
+    if (!head_only) session.send_body(s_->head.stream, bytes_of(res.body()), true);
+    conn_->flush();
+    co_return false;
+}
+
+task<admission> h2_downstream::admit(std::string key) {
+    proxy_context& ctx = conn_->ctx();
+    auto r = co_await park(ctx.gates, std::move(key), s_->gone);
+    if (r.ec == errc::cancelled) co_return admission{};  // the stream or its connection went away
+    if (r.ec) {
+        const auto why = static_cast<errc>(r.ec.value());
+        const std::string details = r.ec.message();
+        co_await answer(why, details, r.retry_after);
+        co_return admission{};
+    }
+    ctx.metrics.queue_wait(r.granted.queue_wait());
+    co_return admission{std::move(r.granted), true};
+}
+
+void h2_downstream::write_head(const origin_target& target, relay_buffers& scratch) const {
+    const http2::request_head& head = s_->head;
+    std::string& out = scratch.head;
+    out.clear();
+    out += head.method;
+    out += ' ';
+    out += target.path;
+    out += " HTTP/1.1\r\nHost: ";
+    target.append_host(out);
+    out += "\r\n";
+    // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
+    // trailers; Host, the length and TE are the proxy's to write. Cookies come as
+    // separate fields in HTTP/2 and go as one to HTTP/1.1 (section 8.2.3).
+    std::string cookies;
+    for (const auto& f : head.fields) {
+        if (f.name == "host" || f.name == "content-length" || f.name == "te") continue;
+        if (f.name == "cookie") {
+            if (!cookies.empty()) cookies += "; ";
+            cookies += f.value;
+            continue;
+        }
+        out += f.name;
+        out += ": ";
+        out += f.value;
+        out += "\r\n";
+    }
+    if (!cookies.empty()) {
+        out += "cookie: ";
+        out += cookies;
+        out += "\r\n";
+    }
+    out += conn_->ctx().via_line;
+    const bool expects_body = head.method == "POST" || head.method == "PUT" || head.method == "PATCH";
+    if (body_.kind == body_kind::none && expects_body)
+        out += "Content-Length: 0\r\n";  // some origins want a length for an empty POST (411)
+    else
+        append_framing(body_.kind, body_.length, {}, out);
+    out += "\r\n";
+}
+
+task<relay_status> h2_downstream::send_request(timed_socket& origin, relay_buffers& scratch, clock::duration idle) {
+    origin.expires_after(idle);
+    if (auto [ec, n] = co_await send_all(origin, asio::buffer(scratch.head)); ec)
+        co_return relay_status{relay_end::write_failed, ec};
+    if (body_.kind == body_kind::none) co_return relay_status{relay_end::done, {}};
+    const bool chunked = body_.kind == body_kind::chunked;
+    h2_stream& s = *s_;
+    steady_timer stall(origin.get_executor());
+    for (;;) {
+        if (s.body.empty() && !s.body_ended) {
+            if (s.gone.is_set()) co_return relay_status{relay_end::read_failed, asio::error::connection_aborted};
+            // A client that stops sending its body holds its slot no longer than timeouts.idle.
+            stall.expires_after(idle);
+            auto r = co_await (s.changed.wait() || stall.async_wait(asio::as_tuple(asio::use_awaitable_t<executor>())));
+            if (r.index() == 1) co_return relay_status{relay_end::read_failed, beast::error::timeout};
+            continue;
+        }
+        std::string data = std::move(s.body);
+        s.body.clear();
+        const bool last = s.body_ended;
+        std::string framed;
+        if (chunked && !data.empty()) {
+            char size_line[20];
+            auto [end, ec] = std::to_chars(size_line, size_line + sizeof size_line, data.size(), 16);
+            framed.append(size_line, end).append("\r\n").append(data).append("\r\n");
+        } else {
+            framed = data;
+        }
+        if (chunked && last) framed += "0\r\n\r\n";
+        origin.expires_after(idle);
+        if (auto [ec, n] = co_await send_all(origin, asio::buffer(framed)); ec)
+            co_return relay_status{relay_end::write_failed, ec};
+        if (!data.empty() && !s.gone.is_set()) {
+            conn_->session().consumed(s.head.stream, data.size());  // the client may send as much more
+            conn_->flush();
+        }
+        if (last) break;
+    }
+    origin.expires_never();
+    co_return relay_status{relay_end::done, {}};
+}
+
+task<bool> h2_downstream::upload_broken(const relay_status& sent) {
+    if (!s_->gone.is_set() && sent.ec == beast::error::timeout)
+        co_return co_await answer(errc::request_timeout, "the request body stalled for timeouts.idle");
+    if (!s_->gone.is_set()) {
+        conn_->session().reset(s_->head.stream, NGHTTP2_CANCEL);
+        conn_->flush();
+    }
+    co_return false;
+}
+
+task<relay_status> h2_downstream::deliver(exchange& trip, const origin_response_parser& response,
+                                          const response_plan& plan, bool, timed_socket& origin,
+                                          beast::flat_buffer& origin_buffer, relay_buffers& scratch,
+                                          clock::duration idle) {
+    h2_stream& s = *s_;
+    const std::int32_t id = s.head.stream;
+    http2::server_session& session = conn_->session();
+    if (s.gone.is_set()) co_return relay_status{relay_end::write_failed, asio::error::connection_aborted};
+    // The origin's fields as HTTP/2 carries them: names in lower case; hop-by-hop and
+    // framing fields were left out as they arrived.
+    std::vector<http2::field> fields;
+    std::string_view rest = response.forwarded_fields();
+    while (!rest.empty()) {
+        const std::size_t end = rest.find("\r\n");
+        const std::string_view line = rest.substr(0, end);
+        rest.remove_prefix(end + 2);
+        const std::size_t colon = line.find(':');
+        fields.push_back({lower(line.substr(0, colon)), std::string(line.substr(colon + 2))});
+    }
+    if (plan.told == body_kind::length) fields.push_back({"content-length", std::to_string(plan.length)});
+    fields.push_back({"via", conn_->ctx().via});
+    std::string status_entry;
+    trip.append_proxy_status(status_entry);
+    fields.push_back({"proxy-status", std::move(status_entry)});
+    const bool no_body = plan.from_origin.kind == body_kind::none;
+    session.respond(id, response.status(), fields, no_body);
+    conn_->flush();
+    if (no_body) co_return relay_status{relay_end::done, {}};
+
+    // The body, read as the origin framed it, sent on as DATA as the client's window allows.
+    std::optional<chunked_decoder> decoder;
+    if (plan.from_origin.kind == body_kind::chunked) decoder.emplace();
+    const bool counted = plan.from_origin.kind == body_kind::length;
+    std::uint64_t remaining = plan.from_origin.length;
+    const std::span<char> room(scratch.body_buffer(), relay_buffers::chunk_size);
+    bool ended = counted && remaining == 0;
+    for (;;) {
+        std::size_t got = 0;
+        if (counted) {
+            got = static_cast<std::size_t>(std::min<std::uint64_t>({origin_buffer.size(), remaining, room.size()}));
+            std::memcpy(room.data(), origin_buffer.data().data(), got);
+            origin_buffer.consume(got);
+            remaining -= got;
+            ended = remaining == 0;
+        } else {
+            got = take_body(origin_buffer, decoder ? &*decoder : nullptr, room);
+            if (decoder && decoder->failed()) {
+                session.reset(id, NGHTTP2_INTERNAL_ERROR);  // the client must not take a cut body for whole
+                conn_->flush();
+                co_return relay_status{relay_end::malformed, {}, decoder->error()};
+            }
+            ended = ended || (decoder && decoder->done());
+        }
+        if (got > 0 || ended) {
+            session.send_body(id, {reinterpret_cast<const std::uint8_t*>(room.data()), got}, ended);
+            conn_->flush();
+        }
+        if (ended) break;
+        // Backpressure: the client's window is shut; read no more from the origin until it opens.
+        while (session.queued(id) >= relay_buffers::chunk_size && !s.gone.is_set()) co_await conn_->drained().wait();
+        if (s.gone.is_set()) co_return relay_status{relay_end::write_failed, asio::error::connection_aborted};
+        if (origin_buffer.size() > 0) continue;
+        origin.expires_after(idle);
+        auto [rec, n] = co_await origin.async_read_some(origin_buffer.prepare(relay_buffers::read_room), use_tuple);
+        if (rec == asio::error::eof && !decoder && !counted) {
+            ended = true;  // the close is this body's end
+            continue;
+        }
+        if (rec) {
+            session.reset(id, NGHTTP2_INTERNAL_ERROR);
+            conn_->flush();
+            co_return relay_status{relay_end::read_failed, rec};
+        }
+        origin_buffer.commit(n);
+    }
+    origin.expires_never();
+    co_return relay_status{relay_end::done, {}};
+}
+
+}  // namespace
+
+task<void> serve_h2(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer, bool allowed) {
+    connection_tracker tracked(ctx.metrics, connection_side::client, connection_protocol::http2);
+    h2_connection conn(ctx, client, *ctx.gates.current_config(), allowed);
+    co_await conn.run(buffer);
+}
+
+}  // namespace politeproxy

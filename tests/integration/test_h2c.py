@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""HTTP/2 clients with prior knowledge (h2c) on the plain proxy port, to an HTTP/1.1
+origin; the client is python3-h2 over a socket, the origin counts requests in flight as
+it sees them.
+1. 16 streams at once on one connection, concurrency 2: all 200, each with Proxy-Status
+   queue-wait, and the origin's peak is exactly 2 (every stream took its own slot).
+2. Bodies of 0, 1 and 200 000 bytes both ways, the upload with content-length and
+   without (then chunked to the origin, which the origin confirms): the origin's sha256 of what it got, and the
+   client's of what it got, match what was sent.
+3. A stream parked behind a slow one is reset by the client: it leaves the queue at
+   once (host_waiting 0 while the first is still in flight) and never reaches the
+   origin; the next stream goes as soon as the slot is free.
+4. A connection closed with 10 streams parked: in_flight and waiting return to 0, and
+   a new connection's request goes at once.
+5. Cookies sent as separate HTTP/2 fields reach the HTTP/1.1 origin as one field."""
+import hashlib
+import json
+import os
+import socket
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+HOST = "h2c.test"
+
+
+class H2Client:
+    """One HTTP/2 connection with prior knowledge; responses[stream] holds status,
+    headers, body, and whether the stream ended or was reset."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        self.conn.initiate_connection()
+        self.responses = {}
+        self.pending = {}  # stream -> body bytes still to send
+        self.flush()
+
+    def flush(self):
+        data = self.conn.data_to_send()
+        if data:
+            self.sock.sendall(data)
+
+    def request(self, authority, path, method="GET", body=None, headers=()):
+        sid = self.conn.get_next_available_stream_id()
+        fields = [(":method", method), (":scheme", "http"), (":authority", authority), (":path", path)]
+        self.conn.send_headers(sid, fields + list(headers), end_stream=body is None)
+        self.responses[sid] = {"status": None, "headers": {}, "body": b"", "ended": False, "reset": None}
+        if body is not None:
+            self.pending[sid] = body
+            self._send_pending()
+        self.flush()
+        return sid
+
+    def _send_pending(self):
+        for sid in list(self.pending):
+            body = self.pending[sid]
+            while True:
+                room = min(self.conn.local_flow_control_window(sid), self.conn.max_outbound_frame_size)
+                if room <= 0 and body:
+                    break
+                piece, body = body[:room], body[room:]
+                self.conn.send_data(sid, piece, end_stream=not body)
+                if not body:
+                    break
+            if body:
+                self.pending[sid] = body
+            else:
+                del self.pending[sid]
+
+    def reset(self, sid):
+        self.conn.reset_stream(sid, error_code=8)  # CANCEL
+        self.flush()
+
+    def pump(self, until, timeout=20):
+        """Reads and handles frames until until() holds; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while not until():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                return False
+            if not data:
+                return until()
+            for ev in self.conn.receive_data(data):
+                r = self.responses.get(getattr(ev, "stream_id", None))
+                if isinstance(ev, h2.events.ResponseReceived) and r is not None:
+                    r["headers"] = dict(ev.headers)
+                    r["status"] = int(r["headers"][":status"])
+                elif isinstance(ev, h2.events.DataReceived):
+                    if r is not None:
+                        r["body"] += ev.data
+                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded) and r is not None:
+                    r["ended"] = True
+                elif isinstance(ev, h2.events.StreamReset) and r is not None:
+                    r["reset"] = ev.error_code
+                elif isinstance(ev, h2.events.WindowUpdated):
+                    self._send_pending()
+            self.flush()
+        return True
+
+    def done(self, sids):
+        return lambda: all(self.responses[s]["ended"] or self.responses[s]["reset"] is not None for s in sids)
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def authority(origin):
+    return "%s:%d" % (HOST, origin.port)
+
+
+def gauges(proxy):
+    m = proxy.metrics()
+    return (H.mget(m, "politeproxy_host_in_flight", default=0, host=HOST) or 0,
+            H.mget(m, "politeproxy_host_waiting", default=0, host=HOST) or 0)
+
+
+def case_streams_gated(t, proxy, origin):
+    origin.reset()
+    c = H2Client(proxy.port)
+    try:
+        sids = [c.request(authority(origin), "/slow?delay=0.2&i=%d" % i) for i in range(16)]
+        H.check(c.pump(c.done(sids), 30), "not every stream ended within 30 s: %s" % c.responses)
+        bad = [(s, c.responses[s]["status"]) for s in sids if c.responses[s]["status"] != 200]
+        H.check(not bad, "streams without 200: %s" % bad)
+        missing = [s for s in sids if "queue-wait=" not in c.responses[s]["headers"].get("proxy-status", "")]
+        H.check(not missing, "streams without Proxy-Status queue-wait: %s" % missing)
+    finally:
+        c.close()
+    st = origin.host(HOST)
+    H.log("16 streams on one h2c connection: all 200; origin peak %d, count %d" % (st["peak"], st["count"]))
+    H.check(st["count"] == 16, "origin received %d requests, expected 16" % st["count"])
+    H.check(st["peak"] == 2, "origin's peak in flight was %d, expected exactly 2 (concurrency 2)" % st["peak"])
+
+
+def case_bodies(t, proxy, origin):
+    c = H2Client(proxy.port)
+    try:
+        for size in (0, 1, 200000):
+            body = bytes((i * 31 + 7) % 256 for i in range(size))
+            for with_length in (True, False):
+                headers = [("content-length", str(size))] if with_length else []
+                sid = c.request(authority(origin), "/upload", method="POST", body=body, headers=headers)
+                H.check(c.pump(c.done([sid]), 20), "upload of %d bytes: no answer" % size)
+                r = c.responses[sid]
+                H.check(r["status"] == 200, "upload of %d bytes: status %s" % (size, r["status"]))
+                got = json.loads(r["body"])
+                H.check(got.get("length") == size and got.get("sha256") == hashlib.sha256(body).hexdigest(),
+                        "upload of %d bytes (content-length %s): origin got %s" % (size, with_length, got))
+                H.check(got.get("chunked") == (not with_length),
+                        "upload of %d bytes (content-length %s): the origin saw chunked=%s"
+                        % (size, with_length, got.get("chunked")))
+            sid = c.request(authority(origin), "/download?size=%d" % size)
+            H.check(c.pump(c.done([sid]), 20), "download of %d bytes: no answer" % size)
+            r = c.responses[sid]
+            want = (b"0123456789abcdef" * (size // 16 + 1))[:size]  # what origin.py serves for size=
+            H.check(r["status"] == 200 and hashlib.sha256(r["body"]).digest() == hashlib.sha256(want).digest(),
+                    "download of %d bytes: status %s, %d bytes (equal: %s)"
+                    % (size, r["status"], len(r["body"]), r["body"] == want))
+    finally:
+        c.close()
+    H.log("bodies of 0, 1 and 200000 bytes both ways: sha256 equal on both sides")
+
+
+def case_reset_parked(t, proxy, origin):
+    origin.reset()
+    c = H2Client(proxy.port)
+    try:
+        first = c.request(authority(origin), "/slow?delay=1.0&i=first")
+        H.wait_until(lambda: origin.host(HOST)["in_flight"] == 1, 3.0, what="the first stream at the origin")
+        parked = c.request(authority(origin), "/slow?delay=0&i=parked")
+        H.wait_until(lambda: gauges(proxy)[1] == 1, 3.0, what="the second stream parked")
+        c.reset(parked)
+        t0 = time.monotonic()
+        left = H.wait_until(lambda: gauges(proxy)[1] == 0, 1.0, what="host_waiting back to 0 after the reset")
+        H.check(left, "host_waiting stayed %s after the parked stream was reset" % (gauges(proxy),))
+        H.check(origin.host(HOST)["in_flight"] == 1, "the first stream should still be at the origin")
+        H.log("reset parked stream left the queue in %.3f s" % (time.monotonic() - t0))
+        H.check(c.pump(c.done([first]), 10), "the first stream did not end")
+        nxt = c.request(authority(origin), "/slow?delay=0&i=next")
+        t1 = time.monotonic()
+        H.check(c.pump(c.done([nxt]), 5), "the next stream did not end")
+        H.check(time.monotonic() - t1 < 1.0, "the next stream waited %.2f s" % (time.monotonic() - t1))
+    finally:
+        c.close()
+    targets = [r["target"] for r in origin.host(HOST)["requests"]]
+    H.check(not any("parked" in p for p in targets), "the reset stream reached the origin: %s" % targets)
+
+
+def case_close_with_parked(t, proxy, origin):
+    origin.reset()
+    c = H2Client(proxy.port)
+    c.request(authority(origin), "/slow?delay=0.5&i=holder")
+    H.wait_until(lambda: origin.host(HOST)["in_flight"] == 1, 3.0, what="the holder at the origin")
+    for i in range(10):
+        c.request(authority(origin), "/slow?delay=0&i=parked%d" % i)
+    H.wait_until(lambda: gauges(proxy)[1] == 10, 3.0, what="10 streams parked")
+    c.close()
+    idle = H.wait_until(lambda: gauges(proxy) == (0, 0), 5.0, what="in_flight and waiting back to 0")
+    H.check(idle, "after the close: in_flight, waiting = %s" % (gauges(proxy),))
+    c2 = H2Client(proxy.port)
+    try:
+        sid = c2.request(authority(origin), "/slow?delay=0&i=after")
+        t0 = time.monotonic()
+        H.check(c2.pump(c2.done([sid]), 5) and c2.responses[sid]["status"] == 200, "the next request failed")
+        H.check(time.monotonic() - t0 < 1.0, "the next request waited %.2f s" % (time.monotonic() - t0))
+    finally:
+        c2.close()
+    H.log("connection closed with 10 parked streams: gauges back to 0, next request at once")
+
+
+def case_cookies(t, proxy, origin):
+    origin.reset()
+    c = H2Client(proxy.port)
+    try:
+        sid = c.request(authority(origin), "/echo", headers=[("cookie", "a=1"), ("cookie", "b=2")])
+        H.check(c.pump(c.done([sid]), 10), "no answer")
+        seen = json.loads(c.responses[sid]["body"])["headers"]
+    finally:
+        c.close()
+    cookie = [v for k, v in seen if k.lower() == "cookie"]
+    H.check(cookie == ["a=1; b=2"], "the origin got Cookie fields %s, expected one 'a=1; b=2'" % cookie)
+
+
+def test(t):
+    origin = t.origin()
+    proxy = t.proxy(H.base_config(concurrency=2, rate=1000, burst=1000))
+    case_streams_gated(t, proxy, origin)
+    case_bodies(t, proxy, origin)
+    proxy1 = t.proxy(H.base_config(concurrency=1, rate=1000, burst=1000), name="proxy-c1")
+    case_reset_parked(t, proxy1, origin)
+    case_close_with_parked(t, proxy1, origin)
+    case_cookies(t, proxy, origin)
+
+
+if __name__ == "__main__":
+    H.main(test, timeout=90)
