@@ -293,9 +293,7 @@ public:
                 if (name != "h2" && name != "http/1.1") fail(p, "tls.alpn: '" + name + "' is not h2 or http/1.1");
                 c.tls.alpn.push_back(name);
             }
-            // Until HTTP/2 is served inside TLS, a list without http/1.1 would negotiate nothing.
-            if (std::find(c.tls.alpn.begin(), c.tls.alpn.end(), "http/1.1") == c.tls.alpn.end())
-                fail(a, "tls.alpn must list http/1.1 (the protocol served inside intercepted TLS; h2 is not yet)");
+            if (c.tls.alpn.empty()) fail(a, "tls.alpn must name h2, http/1.1 or both");
         }
         if (const auto x = t["intercept_exclude"]) {
             if (!x.IsSequence()) fail(x, "tls.intercept_exclude must be a list");

@@ -76,12 +76,6 @@ task<bool> opens_with_h2_preface(timed_socket& client, beast::flat_buffer& buffe
     }
 }
 
-// The origin every request on an intercepted TLS connection goes to: the CONNECT's.
-struct intercepted_origin {
-    connect_target target;
-    std::string name_key;  ///< the key of the name the client asked for (SNI, else the CONNECT host)
-};
-
 // What one client connection carries: its requests, one after another (keep-alive),
 // read from `client` (plain, or TLS once a CONNECT was intercepted: then `in_tls`
 // says where they go). Returns when the connection should close.
@@ -110,7 +104,10 @@ task<void> serve_intercepted(proxy_context& ctx, timed_socket& client, beast::fl
     origin.name_key = sni ? sni->key : origin.target.key;
     if (ctx.log.enabled(log_level::debug))
         ctx.log.write(log_level::debug, "intercept", origin.target.key + ": TLS with the client, SNI '" + hs.server_name + "'");
-    co_await serve_requests(ctx, client, buffer, registration, peer, true, &origin);
+    if (hs.protocol == "h2")
+        co_await serve_h2(ctx, client, buffer, true, &origin);
+    else
+        co_await serve_requests(ctx, client, buffer, registration, peer, true, &origin);
 }
 
 task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
@@ -189,7 +186,7 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
     session_set::registration registered(ctx.sessions,
                                          ctx.sessions.add(co_await asio::this_coro::executor, client));
     if (co_await opens_with_h2_preface(client, buffer, ctx.gates.current_config()->defaults.timeouts.idle))
-        co_await serve_h2(ctx, client, buffer, allowed);
+        co_await serve_h2(ctx, client, buffer, allowed, nullptr);
     else
         co_await serve_requests(ctx, client, buffer, registered.get(), peer, allowed, nullptr);
     co_await close_gracefully(client);

@@ -101,10 +101,12 @@ private:
 
 class h2_connection : public http2::session_events {
 public:
-    h2_connection(proxy_context& ctx, timed_socket& client, const config& cfg, bool allowed)
+    h2_connection(proxy_context& ctx, timed_socket& client, const config& cfg, bool allowed,
+                  const intercepted_origin* in_tls)
         : ctx_(ctx),
           client_(client),
           allowed_(allowed),
+          in_tls_(in_tls),
           session_(*this,
                    http2::server_session::settings{
                        .max_concurrent_streams = static_cast<std::uint32_t>(cfg.limits.h2_max_concurrent_streams),
@@ -218,6 +220,7 @@ private:
     proxy_context& ctx_;
     timed_socket& client_;
     const bool allowed_;
+    const intercepted_origin* in_tls_;  ///< set inside intercepted TLS
     http2::server_session session_;
     std::unordered_map<std::int32_t, std::shared_ptr<h2_stream>> streams_;
     event drained_;   ///< notified each time the session framed what was queued
@@ -253,17 +256,25 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         co_await down.answer(errc::method_not_allowed, "TRACE is not forwarded");
         co_return;
     }
-    if (head.scheme != "http") {
-        co_await down.answer(errc::unsupported_scheme, "only :scheme http is forwarded over h2c");
+    if (head.scheme != (in_tls_ ? "https" : "http")) {
+        co_await down.answer(errc::unsupported_scheme, in_tls_ ? "only :scheme https is forwarded inside TLS"
+                                                               : "only :scheme http is forwarded over h2c");
         co_return;
     }
-    // The HTTP/2 form of an absolute-form target: the same parser, the same checks.
-    std::pmr::string text(arena.allocator());
-    text.reserve(7 + head.authority.size() + head.path.size());
-    text += "http://";
-    text += head.authority;
-    text += head.path;
-    auto target = parse_origin_target(text, arena.allocator());
+    std::variant<origin_target, target_error> target = target_error{errc::bad_request, {}};
+    if (in_tls_) {
+        // As an HTTP/1.1 request inside the same TLS: to the connection's origin only.
+        target = parse_intercepted_target(head.path, head.authority, head.method == "OPTIONS", in_tls_->target,
+                                          in_tls_->name_key, arena.allocator());
+    } else {
+        // The HTTP/2 form of an absolute-form target: the same parser, the same checks.
+        std::pmr::string text(arena.allocator());
+        text.reserve(7 + head.authority.size() + head.path.size());
+        text += "http://";
+        text += head.authority;
+        text += head.path;
+        target = parse_origin_target(text, arena.allocator());
+    }
     if (auto* e = std::get_if<target_error>(&target)) {
         co_await down.answer(e->why, e->details);
         co_return;
@@ -484,9 +495,10 @@ task<relay_status> h2_downstream::deliver(exchange& trip, const origin_response_
 
 }  // namespace
 
-task<void> serve_h2(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer, bool allowed) {
+task<void> serve_h2(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer, bool allowed,
+                    const intercepted_origin* in_tls) {
     connection_tracker tracked(ctx.metrics, connection_side::client, connection_protocol::http2);
-    h2_connection conn(ctx, client, *ctx.gates.current_config(), allowed);
+    h2_connection conn(ctx, client, *ctx.gates.current_config(), allowed, in_tls);
     co_await conn.run(buffer);
 }
 

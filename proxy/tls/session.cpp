@@ -61,19 +61,22 @@ struct server_side::impl {
         return SSL_TLSEXT_ERR_OK;
     }
 
-    // ALPN: http/1.1 when the client offers it (the loader makes tls.alpn list it);
-    // otherwise none.
+    // ALPN: the first of tls.alpn, in its order, that the client offers (the loader
+    // makes it list http/1.1); none when the client offers none of them.
     static int on_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-                       unsigned int inlen, void*) {
-        for (unsigned i = 0; i < inlen;) {
-            const unsigned len = in[i];
-            if (i + 1 + len > inlen) break;
-            if (len == 8 && std::memcmp(in + i + 1, "http/1.1", 8) == 0) {
-                *out = in + i + 1;
-                *outlen = static_cast<unsigned char>(len);
-                return SSL_TLSEXT_ERR_OK;
+                       unsigned int inlen, void* arg) {
+        const auto& self = *static_cast<const impl*>(arg);
+        for (const std::string& wanted : self.alpn) {
+            for (unsigned i = 0; i < inlen;) {
+                const unsigned len = in[i];
+                if (i + 1 + len > inlen) break;
+                if (len == wanted.size() && std::memcmp(in + i + 1, wanted.data(), len) == 0) {
+                    *out = in + i + 1;
+                    *outlen = static_cast<unsigned char>(len);
+                    return SSL_TLSEXT_ERR_OK;
+                }
+                i += 1 + len;
             }
-            i += 1 + len;
         }
         return SSL_TLSEXT_ERR_NOACK;
     }
@@ -145,8 +148,12 @@ task<handshake_result> session::accept(timed_socket& client, server_side& side, 
     SSL_set_ex_data(native, side.get().host_index, const_cast<std::string*>(&host));
     auto [ec, used] = co_await s->get().stream.async_handshake(
         ssl::stream_base::server, asio::buffer(already_read.data(), already_read.size()), use_tuple);
-    handshake_result r{ec, {}, {}};
+    handshake_result r{ec, {}, {}, {}};
     if (const char* sni = SSL_get_servername(native, TLSEXT_NAMETYPE_host_name)) r.server_name = sni;
+    const unsigned char* protocol = nullptr;
+    unsigned protocol_size = 0;
+    SSL_get0_alpn_selected(native, &protocol, &protocol_size);
+    if (protocol) r.protocol.assign(reinterpret_cast<const char*>(protocol), protocol_size);
     SSL_set_ex_data(native, side.get().host_index, nullptr);  // `host` is the caller's
     if (!ec) client.state_->tls = std::move(s);
     co_return r;

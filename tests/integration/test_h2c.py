@@ -12,11 +12,15 @@ it sees them.
    origin; the next stream goes as soon as the slot is free.
 4. A connection closed with 10 streams parked: in_flight and waiting return to 0, and
    a new connection's request goes at once.
-5. Cookies sent as separate HTTP/2 fields reach the HTTP/1.1 origin as one field."""
+5. Cookies sent as separate HTTP/2 fields reach the HTTP/1.1 origin as one field.
+6. h2 inside intercepted TLS (ALPN h2 after CONNECT): 16 streams at concurrency 2, the
+   origin (HTTPS, HTTP/1.1) sees a peak of exactly 2; a stream whose :authority names
+   another host is answered 421."""
 import hashlib
 import json
 import os
 import socket
+import ssl
 import sys
 import time
 
@@ -34,8 +38,9 @@ class H2Client:
     """One HTTP/2 connection with prior knowledge; responses[stream] holds status,
     headers, body, and whether the stream ended or was reset."""
 
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    def __init__(self, port=None, sock=None, scheme="http"):
+        self.sock = sock or socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.scheme = scheme
         self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
         self.conn.initiate_connection()
         self.responses = {}
@@ -49,7 +54,7 @@ class H2Client:
 
     def request(self, authority, path, method="GET", body=None, headers=()):
         sid = self.conn.get_next_available_stream_id()
-        fields = [(":method", method), (":scheme", "http"), (":authority", authority), (":path", path)]
+        fields = [(":method", method), (":scheme", self.scheme), (":authority", authority), (":path", path)]
         self.conn.send_headers(sid, fields + list(headers), end_stream=body is None)
         self.responses[sid] = {"status": None, "headers": {}, "body": b"", "ended": False, "reset": None}
         if body is not None:
@@ -237,6 +242,39 @@ def case_cookies(t, proxy, origin):
     H.check(cookie == ["a=1; b=2"], "the origin got Cookie fields %s, expected one 'a=1; b=2'" % cookie)
 
 
+def case_h2_in_tls(t):
+    host = "h2tls.test"
+    ca_cert, ca_key = t.gen_ca()
+    t._cert = H.make_cert(t.workdir, host)
+    origin = t.origin(tls=True)
+    origin_cert, _ = t.cert()
+    cfg = H.base_config(tls_port=origin.port, concurrency=2, rate=1000, burst=1000)
+    cfg["tls"] = {"mode": "intercept", "ca_cert": ca_cert, "ca_key": ca_key, "upstream_ca_file": origin_cert}
+    proxy = t.proxy(cfg, name="proxy-tls")
+    ctx = ssl.create_default_context(cafile=ca_cert)
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    ts = ctx.wrap_socket(H.connect_tunnel(proxy, host, origin.port), server_hostname=host)
+    H.check(ts.selected_alpn_protocol() == "h2", "ALPN inside intercepted TLS chose %r, not h2"
+            % ts.selected_alpn_protocol())
+    c = H2Client(sock=ts, scheme="https")
+    try:
+        name = "%s:%d" % (host, origin.port)
+        sids = [c.request(name, "/slow?delay=0.2&i=%d" % i) for i in range(16)]
+        other = c.request("other.test:%d" % origin.port, "/elsewhere")
+        H.check(c.pump(c.done(sids + [other]), 30), "not every stream ended: %s" % c.responses)
+        bad = [(s, c.responses[s]["status"], c.responses[s]["body"][:200]) for s in sids
+               if c.responses[s]["status"] != 200]
+        H.check(not bad, "streams without 200: %s" % bad[:3])
+        H.check(c.responses[other]["status"] == 421, "a stream for another host got %s, not 421"
+                % c.responses[other]["status"])
+    finally:
+        c.close()
+    st = origin.host(host)
+    H.log("h2 inside intercepted TLS: 16 streams all 200, origin peak %d; another :authority got 421" % st["peak"])
+    H.check(st["count"] == 16 and st["peak"] == 2, "origin saw count %d, peak %d; expected 16 and exactly 2"
+            % (st["count"], st["peak"]))
+
+
 def test(t):
     origin = t.origin()
     proxy = t.proxy(H.base_config(concurrency=2, rate=1000, burst=1000))
@@ -246,6 +284,7 @@ def test(t):
     case_reset_parked(t, proxy1, origin)
     case_close_with_parked(t, proxy1, origin)
     case_cookies(t, proxy, origin)
+    case_h2_in_tls(t)
 
 
 if __name__ == "__main__":

@@ -54,17 +54,20 @@ def test(t):
                   "intercept_exclude": ["excluded.test"]}
     proxy = t.proxy(cfg)
 
-    # curl, as a crawler would run it
-    r = subprocess.run(["curl", "-sS", "--max-time", "10", "--cacert", ca_cert, "-x",
-                        "http://127.0.0.1:%d" % proxy.port, "-D", "-", "-o", "/dev/null", base + "/curl"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=20)
-    H.check(r.returncode == 0, "curl through interception failed: %s" % r.stderr)
-    heads = [h for h in r.stdout.replace("\r\n", "\n").split("\n\n") if h.strip()]
-    H.check(len(heads) == 2 and heads[0].startswith("HTTP/1.1 200") and heads[1].startswith("HTTP/1.1 200"),
-            "curl got %r" % heads)
-    H.check("proxy-status: politeproxy; queue-wait=" in heads[1].lower(), "no Proxy-Status queue-wait on the "
-            "response: the request was not gated\n" + heads[1])
-    H.log("curl --cacert through interception: %s; %s" % (heads[0].splitlines()[0], heads[1].splitlines()[0]))
+    # curl, as a crawler would run it: it offers h2 and http/1.1 by ALPN and gets h2
+    # (tls.alpn's first); with --http1.1 it offers only http/1.1.
+    for flags, version in (([], "HTTP/2"), (["--http1.1"], "HTTP/1.1")):
+        r = subprocess.run(["curl", "-sS", "--max-time", "10", "--cacert", ca_cert, "-x",
+                            "http://127.0.0.1:%d" % proxy.port, "-D", "-", "-o", "/dev/null"] + flags
+                           + [base + "/curl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=20)
+        H.check(r.returncode == 0, "curl %s through interception failed: %s" % (flags, r.stderr))
+        heads = [h for h in r.stdout.replace("\r\n", "\n").split("\n\n") if h.strip()]
+        H.check(len(heads) == 2 and heads[0].startswith("HTTP/1.1 200") and heads[1].startswith(version + " 200"),
+                "curl %s got %r" % (flags, heads))
+        H.check("proxy-status: politeproxy; queue-wait=" in heads[1].lower(), "no Proxy-Status queue-wait on the "
+                "response: the request was not gated\n" + heads[1])
+        H.log("curl --cacert %s through interception: %s; %s"
+              % (" ".join(flags), heads[0].splitlines()[0], heads[1].splitlines()[0]))
 
     # the certificate the client sees
     ts, cert = tls_through_proxy(proxy, HOST, origin.port, ca_cert)

@@ -24,8 +24,8 @@ namespace politeproxy::tls {
 /// workers (OpenSSL's context is thread-safe for handshakes).
 class server_side {
 public:
-    /// `alpn`: the protocols offered (tls.alpn); http/1.1 is the one selected until
-    /// HTTP/2 lands.
+    /// `alpn`: the protocols offered (tls.alpn), in the order they are preferred: the
+    /// first of them the client offers is selected.
     /// `counted` hears of each leaf a handshake used: minted for it, or from the cache.
     server_side(leaf_cache& leaves, std::vector<std::string> alpn, std::function<void(bool minted)> counted);
     ~server_side();
@@ -58,6 +58,7 @@ struct handshake_result {
     boost::system::error_code ec;
     std::string verify_error;  ///< why the origin's certificate was refused (empty otherwise)
     std::string server_name;   ///< the SNI a client sent (accept; empty when none)
+    std::string protocol;      ///< the ALPN protocol agreed with a client ("h2", "http/1.1"; empty when none)
 };
 
 /// The state of one TLS connection, owned by its timed_socket.
