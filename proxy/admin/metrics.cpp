@@ -1,6 +1,7 @@
 #include "politeproxy/admin/metrics.hpp"
 
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/http2/server_session.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -72,6 +73,10 @@ struct metrics::impl {
         prometheus::BuildCounter().Name(std::string(prefix) + "rejected_total")
             .Help("Requests the proxy refused or answered itself, by reason").Register(registry);
     std::map<errc, prometheus::Counter*> rejected;
+    prometheus::Family<prometheus::Counter>& h2_refused_family =
+        prometheus::BuildCounter().Name(std::string(prefix) + "h2_streams_refused_total")
+            .Help("HTTP/2 streams refused or connections ended by an abuse guard, by reason").Register(registry);
+    std::map<http2::guard, prometheus::Counter*> h2_refused;
     prometheus::Histogram& queue_wait =
         prometheus::BuildHistogram().Name(std::string(prefix) + "queue_wait_seconds")
             .Help("Time a request waited for its slot and token").Register(registry)
@@ -113,6 +118,7 @@ struct metrics::impl {
 
     impl() {
         for (errc e : rejection_reasons) rejected[e] = &rejected_family.Add({{"reason", reason_label(e)}});
+        for (http2::guard g : http2::all_guards) h2_refused[g] = &h2_refused_family.Add({{"reason", http2::label(g)}});
     }
 
     prometheus::Gauge& connections(connection_side side, connection_protocol protocol) {
@@ -128,6 +134,8 @@ void metrics::rejected(errc reason) {
     const auto it = impl_->rejected.find(reason);
     if (it != impl_->rejected.end()) it->second->Increment();
 }
+
+void metrics::h2_refused(http2::guard reason) { impl_->h2_refused.at(reason)->Increment(); }
 
 void metrics::config_reload(bool ok) { (ok ? impl_->reload_ok : impl_->reload_failed).Increment(); }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace politeproxy::http2 {
 
@@ -20,6 +21,7 @@ using detail::view;
 struct stream_state {
     request_head head;
     std::size_t header_bytes = 0;
+    bool oversized = false;  ///< its header block passed the bound (reported once)
     detail::outgoing_body body;  ///< the response's
 };
 
@@ -58,7 +60,10 @@ struct server_session::impl {
         // The header-size bound applies to the decoded block (HPACK can inflate a small
         // frame): past it the stream is reset, the connection goes on.
         s->header_bytes += detail::field_size(namelen, valuelen);
-        if (s->header_bytes > me.limits.max_header_bytes) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        if (s->header_bytes > me.limits.max_header_bytes) {
+            if (!std::exchange(s->oversized, true)) me.events.on_guard(guard::header_size);
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
         if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers: dropped
         const auto n = view(name, namelen);
         const auto v = view(value, valuelen);
@@ -76,6 +81,7 @@ struct server_session::impl {
         if (frame->hd.type == NGHTTP2_RST_STREAM && !me.calmed && !me.resets.try_take(me.now)) {
             me.calmed = true;
             nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM);
+            me.events.on_guard(guard::rapid_reset);
         }
         const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
         stream_state* s = me.find(frame->hd.stream_id);
@@ -105,6 +111,14 @@ struct server_session::impl {
         return 0;
     }
 
+    // nghttp2 refuses a stream beyond SETTINGS_MAX_CONCURRENT_STREAMS with REFUSED_STREAM
+    // on its own (the owner never resets with that code).
+    static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+        if (frame->hd.type == NGHTTP2_RST_STREAM && frame->rst_stream.error_code == NGHTTP2_REFUSED_STREAM)
+            self(user).events.on_guard(guard::too_many_streams);
+        return 0;
+    }
+
     static ssize_t read_body(nghttp2_session*, std::int32_t stream, std::uint8_t* buf, std::size_t length,
                              std::uint32_t* flags, nghttp2_data_source*, void* user) {
         stream_state* s = self(user).find(stream);
@@ -122,6 +136,7 @@ server_session::server_session(session_events& events, const settings& s, clock:
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &impl::on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &impl::on_data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, &impl::on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, &impl::on_frame_send);
     nghttp2_option* opt = nullptr;
     if (nghttp2_option_new(&opt) != 0) {
         nghttp2_session_callbacks_del(cb);
@@ -149,12 +164,24 @@ bool server_session::receive(std::span<const std::uint8_t> bytes, clock::time_po
     // nghttp2 queues GOAWAY for protocol errors it finds; a bad preface gets none: say why.
     if (rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC)
         nghttp2_session_terminate_session(impl_->session, NGHTTP2_PROTOCOL_ERROR);
+    if (rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || rv == NGHTTP2_ERR_TOO_MANY_SETTINGS)
+        impl_->events.on_guard(guard::flood);
     return false;
 }
 
 std::size_t server_session::produce(std::string& out) { return detail::drain(impl_->session, out); }
 
 bool server_session::calmed() const { return impl_->calmed; }
+
+const char* label(guard g) {
+    switch (g) {
+    case guard::rapid_reset: return "rapid_reset";
+    case guard::too_many_streams: return "too_many_streams";
+    case guard::header_size: return "header_size";
+    case guard::flood: return "flood";
+    }
+    return "unknown";
+}
 
 bool server_session::alive() const {
     return nghttp2_session_want_read(impl_->session) != 0 || nghttp2_session_want_write(impl_->session) != 0;

@@ -181,6 +181,7 @@ public:
             it->second->changed.notify();
         }
     }
+    void on_guard(http2::guard g) override { ctx_.metrics.h2_refused(g); }
     void on_stream_closed(std::int32_t id, std::uint32_t) override {
         const auto it = streams_.find(id);
         if (it == streams_.end()) return;

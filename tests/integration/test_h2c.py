@@ -15,7 +15,12 @@ it sees them.
 5. Cookies sent as separate HTTP/2 fields reach the HTTP/1.1 origin as one field.
 6. h2 inside intercepted TLS (ALPN h2 after CONNECT): 16 streams at concurrency 2, the
    origin (HTTPS, HTTP/1.1) sees a peak of exactly 2; a stream whose :authority names
-   another host is answered 421."""
+   another host is answered 421.
+7. Abuse guards: 150 streams opened at once against the advertised 100 -> the 50 beyond
+   are refused (REFUSED_STREAM), the rest answered; 300 streams opened and reset at once
+   (rapid reset) -> GOAWAY ENHANCE_YOUR_CALM; each counted in
+   h2_streams_refused_total{reason}, and a well-behaved client on another connection is
+   served meanwhile."""
 import hashlib
 import json
 import os
@@ -45,6 +50,7 @@ class H2Client:
         self.conn.initiate_connection()
         self.responses = {}
         self.pending = {}  # stream -> body bytes still to send
+        self.terminated = None  # the GOAWAY's error code, once one came
         self.flush()
 
     def flush(self):
@@ -52,7 +58,7 @@ class H2Client:
         if data:
             self.sock.sendall(data)
 
-    def request(self, authority, path, method="GET", body=None, headers=()):
+    def request(self, authority, path, method="GET", body=None, headers=(), send=True):
         sid = self.conn.get_next_available_stream_id()
         fields = [(":method", method), (":scheme", self.scheme), (":authority", authority), (":path", path)]
         self.conn.send_headers(sid, fields + list(headers), end_stream=body is None)
@@ -60,7 +66,8 @@ class H2Client:
         if body is not None:
             self.pending[sid] = body
             self._send_pending()
-        self.flush()
+        if send:
+            self.flush()
         return sid
 
     def _send_pending(self):
@@ -112,6 +119,8 @@ class H2Client:
                     r["reset"] = ev.error_code
                 elif isinstance(ev, h2.events.WindowUpdated):
                     self._send_pending()
+                elif isinstance(ev, h2.events.ConnectionTerminated):
+                    self.terminated = ev.error_code
             self.flush()
         return True
 
@@ -275,6 +284,58 @@ def case_h2_in_tls(t):
             % (st["count"], st["peak"]))
 
 
+def refused(proxy, reason):
+    return H.mget(proxy.metrics(), "politeproxy_h2_streams_refused_total", default=0, reason=reason) or 0
+
+
+def case_guards(t, proxy, origin):
+    # Sent before the proxy's SETTINGS are read, so the client library does not hold them back.
+    c = H2Client(proxy.port)
+    try:
+        sids = [c.request(authority(origin), "/slow?delay=0&i=%d" % i, send=False) for i in range(150)]
+        c.flush()  # all at once: the proxy reads them in one go
+        H.check(c.pump(c.done(sids), 30), "not every stream ended or was reset")
+        refused_streams = [s for s in sids if c.responses[s]["reset"] == 7]
+        answered = [s for s in sids if c.responses[s]["status"] is not None]
+        H.check(len(refused_streams) == 50 and len(answered) == 100,
+                "150 streams against 100: %d refused, %d answered" % (len(refused_streams), len(answered)))
+    finally:
+        c.close()
+    H.check(refused(proxy, "too_many_streams") >= 50, "h2_streams_refused_total{too_many_streams} = %s"
+            % refused(proxy, "too_many_streams"))
+
+    good = H2Client(proxy.port)
+    attacker = H2Client(proxy.port)
+    try:
+        H.check(good.pump(lambda: good.conn.remote_settings.max_concurrent_streams <= 1000, 5), "no SETTINGS")
+        for i in range(300):
+            sid = attacker.conn.get_next_available_stream_id()
+            attacker.conn.send_headers(sid, [(":method", "GET"), (":scheme", "http"),
+                                             (":authority", authority(origin)), (":path", "/slow?delay=0.5")])
+            attacker.conn.reset_stream(sid, error_code=8)
+        attacker.flush()
+        attacker.pump(lambda: attacker.terminated is not None, 10)
+        H.check(attacker.terminated == 11, "rapid reset: the connection ended with %r, not ENHANCE_YOUR_CALM (11)"
+                % attacker.terminated)
+        slowest = 0.0
+        for i in range(10):
+            t0 = time.monotonic()
+            sid = good.request(authority(origin), "/slow?delay=0&i=good%d" % i)
+            H.check(good.pump(good.done([sid]), 5) and good.responses[sid]["status"] == 200,
+                    "the well-behaved client's request %d failed: %s" % (i, good.responses[sid]))
+            slowest = max(slowest, time.monotonic() - t0)
+        H.check(slowest < 1.0, "the well-behaved client waited %.2f s" % slowest)
+    finally:
+        good.close()
+        attacker.close()
+    H.check(refused(proxy, "rapid_reset") >= 1, "h2_streams_refused_total{rapid_reset} = %s"
+            % refused(proxy, "rapid_reset"))
+    idle = H.wait_until(lambda: gauges(proxy) == (0, 0), 5.0, what="in_flight and waiting back to 0")
+    H.check(idle, "after the attacks: in_flight, waiting = %s" % (gauges(proxy),))
+    H.log("guards: 50 of 150 streams refused; rapid reset cut with ENHANCE_YOUR_CALM; the other client's"
+          " slowest request %.3f s" % slowest)
+
+
 def test(t):
     origin = t.origin()
     proxy = t.proxy(H.base_config(concurrency=2, rate=1000, burst=1000))
@@ -284,6 +345,7 @@ def test(t):
     case_reset_parked(t, proxy1, origin)
     case_close_with_parked(t, proxy1, origin)
     case_cookies(t, proxy, origin)
+    case_guards(t, proxy, origin)
     case_h2_in_tls(t)
 
 

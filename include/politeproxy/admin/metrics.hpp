@@ -11,6 +11,10 @@
 
 namespace politeproxy {
 
+namespace http2 {
+enum class guard;
+}
+
 class host_gates;
 
 enum class connection_side { client, origin };
@@ -27,6 +31,8 @@ public:
     /// rejected_total{reason}: a request the proxy refused (queue, policy, bad input).
     /// Other errcs (origin failures) are not refusals and are not counted here.
     void rejected(errc reason);
+    /// h2_streams_refused_total{reason}: an HTTP/2 abuse guard acted.
+    void h2_refused(http2::guard reason);
     /// config_reloads_total{result}.
     void config_reload(bool ok);
     /// queue_wait_seconds: time from parking to departure.

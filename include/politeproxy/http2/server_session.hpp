@@ -28,10 +28,23 @@ struct request_head {
     bool end_stream = false;    ///< no body follows
 };
 
+/// Why an abuse guard refused a stream or ended the connection.
+enum class guard {
+    rapid_reset,       ///< RST_STREAM faster than the bucket allows (CVE-2023-44487): GOAWAY
+    too_many_streams,  ///< a stream beyond the advertised SETTINGS_MAX_CONCURRENT_STREAMS: REFUSED_STREAM
+    header_size,       ///< a decoded header block over its bound: the stream is reset
+    flood,             ///< CONTINUATION, SETTINGS, PING or other frames that flood (nghttp2's checks): GOAWAY
+};
+inline constexpr guard all_guards[] = {guard::rapid_reset, guard::too_many_streams, guard::header_size, guard::flood};
+/// The reason label of h2_streams_refused_total.
+const char* label(guard g);
+
 /// What the session tells its owner, from inside receive().
 class session_events {
 public:
     virtual ~session_events() = default;
+    /// An abuse guard acted (for h2_streams_refused_total{reason}).
+    virtual void on_guard(guard) {}
     virtual void on_request(request_head head) = 0;
     /// Body bytes of a stream's request. The client may send more only as the owner
     /// reports them consumed() (flow control: a slow origin slows the client).
