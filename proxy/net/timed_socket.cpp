@@ -31,7 +31,8 @@ void timed_socket::expires_at(clock::time_point deadline) {
     state& s = *state_;
     s.deadline = deadline;
     s.timed_out = false;
-    if (s.alarm != clock::time_point::max() && deadline < s.alarm) arm(s);  // a pending operation's deadline came closer
+    // A pending operation's deadline came closer (or it had none): the watchdog wakes by then.
+    if (s.pending > 0 && deadline < s.alarm) arm(s);
 }
 
 void timed_socket::expires_never() {

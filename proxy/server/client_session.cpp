@@ -60,25 +60,27 @@ task<void> close_gracefully(timed_socket& client) {
     }
 }
 
+// What a plain connection opens with.
+enum class opening { http1, http2, nothing };
+
 // Whether the client opens with the HTTP/2 preface (h2c with prior knowledge). Reads
 // what a first request's read would (an HTTP/1.1 client loses nothing: its bytes stay
-// in `buffer`), more only while the bytes still match the preface.
-task<bool> opens_with_h2_preface(timed_socket& client, beast::flat_buffer& buffer, clock::duration idle) {
+// in `buffer`), more only while the bytes still match the preface. `nothing`: the
+// client closed, reset or stayed silent for `idle` before sending a byte.
+task<opening> read_opening(timed_socket& client, beast::flat_buffer& buffer, clock::duration idle) {
     client.expires_after(idle);
     for (;;) {
         const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
         const std::size_t n = std::min(seen.size(), h2_preface.size());
-        if (seen.substr(0, n) != h2_preface.substr(0, n)) co_return false;
-        if (n == h2_preface.size()) co_return true;
+        if (seen.substr(0, n) != h2_preface.substr(0, n)) co_return opening::http1;
+        if (n == h2_preface.size()) co_return opening::http2;
         auto [ec, got] = co_await client.async_read_some(buffer.prepare(4096), use_tuple);
-        if (ec) co_return false;  // the request loop meets the error again, and answers it
+        // Bytes cut short: the request loop meets the error again and answers it.
+        if (ec) co_return buffer.size() == 0 ? opening::nothing : opening::http1;
         buffer.commit(got);
     }
 }
 
-// What one client connection carries: its requests, one after another (keep-alive),
-// read from `client` (plain, or TLS once a CONNECT was intercepted: then `in_tls`
-// says where they go). Returns when the connection should close.
 task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
                           session_set::handle& registration, const tcp::endpoint& peer, bool allowed,
                           const intercepted_origin* in_tls);
@@ -185,10 +187,14 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
     beast::flat_buffer buffer;
     session_set::registration registered(ctx.sessions,
                                          ctx.sessions.add(co_await asio::this_coro::executor, client));
-    if (co_await opens_with_h2_preface(client, buffer, ctx.gates.current_config()->defaults.timeouts.idle))
-        co_await serve_h2(ctx, client, buffer, allowed, nullptr);
-    else
-        co_await serve_requests(ctx, client, buffer, registered.get(), peer, allowed, nullptr);
+    registered.get().idle = true;  // a drain may close a connection that has not sent a byte
+    const opening opened = co_await read_opening(client, buffer, ctx.gates.current_config()->defaults.timeouts.idle);
+    registered.get().idle = false;
+    switch (opened) {
+    case opening::http2: co_await serve_h2(ctx, client, buffer, allowed, nullptr); break;
+    case opening::http1: co_await serve_requests(ctx, client, buffer, registered.get(), peer, allowed, nullptr); break;
+    case opening::nothing: break;
+    }
     co_await close_gracefully(client);
 }
 

@@ -112,6 +112,7 @@ public:
                        .max_concurrent_streams = static_cast<std::uint32_t>(cfg.limits.h2_max_concurrent_streams),
                        .max_header_bytes = cfg.limits.request_header_bytes},
                    clock::now()),
+          idle_(cfg.defaults.timeouts.idle),
           drained_(client.get_executor()),
           finished_(client.get_executor()) {}
 
@@ -128,7 +129,6 @@ public:
     }
 
     task<void> run(beast::flat_buffer& buffer) {
-        const clock::duration idle = ctx_.gates.current_config()->defaults.timeouts.idle;
         for (bool more = true; more;) {
             if (buffer.size() > 0) {
                 const auto data = buffer.data();
@@ -137,11 +137,7 @@ public:
                 flush();
                 if (!more) break;
             }
-            // An idle connection (no stream open) is closed after timeouts.idle.
-            if (streams_.empty())
-                client_.expires_after(idle);
-            else
-                client_.expires_never();
+            set_deadline();
             auto [ec, n] = co_await client_.async_read_some(buffer.prepare(read_room), use_tuple);
             if (ec) break;
             buffer.commit(n);
@@ -163,6 +159,7 @@ public:
         const std::int32_t id = head.stream;
         auto s = std::make_shared<h2_stream>(client_.get_executor(), std::move(head));
         streams_[id] = s;
+        set_deadline();
         ++running_;
         asio::co_spawn(client_.get_executor(), serve_stream(std::move(s)), [this](std::exception_ptr e) {
             if (e && ctx_.log.enabled(log_level::warn)) ctx_.log.write(log_level::warn, "h2", "a stream failed");
@@ -192,6 +189,7 @@ public:
         s.changed.notify();
         drained_.notify();  // a response waiting for the window stops waiting
         streams_.erase(it);
+        set_deadline();
     }
 
 private:
@@ -202,14 +200,24 @@ private:
             session_.produce(out);
             drained_.notify();  // bodies were framed: their streams may queue more
             if (out.empty()) break;
-            client_.expires_after(ctx_.gates.current_config()->defaults.timeouts.idle);
+            client_.expires_after(idle_);  // a client that stops reading is cut off after timeouts.idle
             if (auto [ec, n] = co_await send_all(client_, asio::buffer(out)); ec) {
                 boost::system::error_code ignored;
                 client_.socket().close(ignored);  // the reader ends, and with it every stream
                 break;
             }
+            set_deadline();
         }
         writing_ = false;
+    }
+
+    // The connection's one deadline (reads and writes share it): timeouts.idle while no
+    // stream is open, none while one is (each stream's origin has its own timeouts).
+    void set_deadline() {
+        if (streams_.empty())
+            client_.expires_after(idle_);
+        else
+            client_.expires_never();
     }
 
     task<void> serve_stream(std::shared_ptr<h2_stream> s);
@@ -224,6 +232,7 @@ private:
     const intercepted_origin* in_tls_;  ///< set inside intercepted TLS
     http2::server_session session_;
     std::unordered_map<std::int32_t, std::shared_ptr<h2_stream>> streams_;
+    const clock::duration idle_;
     event drained_;   ///< notified each time the session framed what was queued
     event finished_;  ///< notified when the last stream or write coroutine ends
     std::size_t running_ = 0;

@@ -20,7 +20,10 @@ it sees them.
    are refused (REFUSED_STREAM), the rest answered; 300 streams opened and reset at once
    (rapid reset) -> GOAWAY ENHANCE_YOUR_CALM; each counted in
    h2_streams_refused_total{reason}, and a well-behaved client on another connection is
-   served meanwhile."""
+   served meanwhile.
+8. Deadlines (timeouts.idle 1 s): a stream whose origin answers after 2 s is answered
+   (the connection's idle timeout does not run while a stream is open); a connection
+   with no stream open is closed after about 1 s."""
 import hashlib
 import json
 import os
@@ -336,6 +339,36 @@ def case_guards(t, proxy, origin):
           " slowest request %.3f s" % slowest)
 
 
+def case_deadlines(t, origin):
+    proxy = t.proxy(H.base_config(concurrency=2, rate=1000, burst=1000,
+                                  timeouts={"idle": "1s", "response_headers": "5s"}), name="proxy-idle")
+    c = H2Client(proxy.port)
+    try:
+        sid = c.request(authority(origin), "/slow?delay=2&i=long")
+        H.check(c.pump(c.done([sid]), 10) and c.responses[sid]["status"] == 200,
+                "a stream answered after 2 s (timeouts.idle 1 s) got %s; connection ended with %r"
+                % (c.responses[sid], c.terminated))
+        t0 = time.monotonic()
+        c.sock.settimeout(5)
+        closed = False
+        try:
+            while True:
+                data = c.sock.recv(65536)
+                if not data:
+                    closed = True
+                    break
+                c.conn.receive_data(data)
+        except OSError:
+            closed = True
+        waited = time.monotonic() - t0
+        H.check(closed and 0.5 < waited < 3.0, "an idle h2 connection: closed %s after %.2f s (timeouts.idle 1 s)"
+                % (closed, waited))
+    finally:
+        c.close()
+    H.log("deadlines: a 2 s stream answered under a 1 s idle timeout; the idle connection closed after %.2f s"
+          % waited)
+
+
 def test(t):
     origin = t.origin()
     proxy = t.proxy(H.base_config(concurrency=2, rate=1000, burst=1000))
@@ -346,6 +379,7 @@ def test(t):
     case_close_with_parked(t, proxy1, origin)
     case_cookies(t, proxy, origin)
     case_guards(t, proxy, origin)
+    case_deadlines(t, origin)
     case_h2_in_tls(t)
 
 

@@ -145,6 +145,27 @@ TEST_CASE("a deadline brought closer while a read is pending takes effect") {
     CHECK(took < 1s);
 }
 
+TEST_CASE("a deadline set while a read without one is pending takes effect") {
+    connected_pair p;
+    boost::system::error_code got;
+    clock::duration took{};
+    p.run([&]() -> task<void> {
+        const auto start = clock::now();
+        asio::co_spawn(p.ioc, [&]() -> task<void> {
+            co_await pause(10ms);
+            p.near->expires_after(40ms);  // the connection went idle: from now on it is timed
+        }, asio::detached);
+        std::array<char, 16> buf;
+        p.near->expires_never();
+        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        got = ec;
+        took = clock::now() - start;
+    });
+    CHECK(got == boost::beast::error::timeout);
+    CHECK(took >= 50ms);
+    CHECK(took < 1s);
+}
+
 TEST_CASE("a read started after the deadline passed times out at once") {
     connected_pair p;
     boost::system::error_code got;

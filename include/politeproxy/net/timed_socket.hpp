@@ -26,7 +26,8 @@ class session;
 /// A TCP socket with a deadline, as beast::tcp_stream has one, at the price of storing
 /// a time point per operation rather than arming a timer per operation.
 ///
-/// `expires_after`/`expires_at` set the deadline for the operations that follow; when
+/// `expires_after`/`expires_at` set the deadline for the operations that follow and for
+/// those pending (a connection that goes idle while a read waits is timed from then); when
 /// it passes with an operation pending, the socket is closed and the operation fails
 /// with beast::error::timeout (as does one started after it passed, unless it can
 /// complete at once). Operations started on socket() directly (a wait for readability)
