@@ -5,7 +5,7 @@
 // back, every step reported to the request's exchange, and the connection pooled
 // again. A template over the client's side, so each protocol brings only its adapter
 // and the HTTP/1.1 path pays no indirection. Included by the adapters' sources only
-// (http1/forward.cpp, server/h2_streams.cpp): it pulls in the whole origin side.
+// (http1/forward.cpp, server/h2_connection.cpp): it pulls in the whole origin side.
 //
 // `Downstream` (the client's side of one request, moved into the coroutine) provides,
 // where a task is asked for preferably from a plain function that returns one (no
