@@ -37,12 +37,6 @@ namespace {
 
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 
-// RFC 9110 section 9.2.2: only these may be sent again without the client asking.
-bool idempotent(http::verb m) {
-    return m == http::verb::get || m == http::verb::head || m == http::verb::options || m == http::verb::trace ||
-           m == http::verb::put || m == http::verb::delete_;
-}
-
 // The proxy's answer to a request body that could not be read whole, when no response
 // has begun: the client hears why; the connection closes (the rest of the body is unread).
 task<bool> answer_broken_upload(proxy_context& ctx, timed_socket& client, const relay_status& sent) {
@@ -99,7 +93,7 @@ public:
     }
 
     bool via_loop(std::string_view via) const { return via_contains(req_, via); }
-    bool retryable() const { return !verdict_.has_body() && idempotent(method_); }
+    bool retryable() const { return !verdict_.has_body() && forwarding::idempotent(method_); }
     std::string_view method_string() const { return http::to_string(method_); }
     wire_allocator arena() { return req_.get_allocator(); }
 

@@ -129,29 +129,13 @@ struct server_session::impl {
 
 server_session::server_session(session_events& events, const settings& s, clock::time_point now)
     : impl_(std::make_unique<impl>(events, s, now)) {
-    nghttp2_session_callbacks* cb = nullptr;
-    if (nghttp2_session_callbacks_new(&cb) != 0) throw std::bad_alloc();
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &impl::on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cb, &impl::on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &impl::on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &impl::on_data_chunk);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, &impl::on_stream_close);
-    nghttp2_session_callbacks_set_on_frame_send_callback(cb, &impl::on_frame_send);
-    nghttp2_option* opt = nullptr;
-    if (nghttp2_option_new(&opt) != 0) {
-        nghttp2_session_callbacks_del(cb);
-        throw std::bad_alloc();
-    }
-    nghttp2_option_set_no_auto_window_update(opt, 1);  // the window opens as bodies move on
-    const int rv = nghttp2_session_server_new2(&impl_->session, cb, impl_.get(), opt);
-    nghttp2_option_del(opt);
-    nghttp2_session_callbacks_del(cb);
-    if (rv != 0) throw std::runtime_error(std::string("nghttp2: ") + nghttp2_strerror(rv));
     const nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s.max_concurrent_streams},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(s.max_header_bytes)},
     };
-    nghttp2_submit_settings(impl_->session, NGHTTP2_FLAG_NONE, iv, std::size(iv));
+    const detail::session_callbacks callbacks{&impl::on_begin_headers, &impl::on_header, &impl::on_frame_recv, &impl::on_data_chunk,
+                                                   &impl::on_stream_close, &impl::on_frame_send};
+    impl_->session = detail::new_session(detail::side::server, callbacks, impl_.get(), iv);
 }
 
 server_session::~server_session() { nghttp2_session_del(impl_->session); }

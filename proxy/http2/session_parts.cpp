@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 
 namespace politeproxy::http2::detail {
 
@@ -30,6 +32,32 @@ ssize_t outgoing_body::frame(std::uint8_t* buf, std::size_t length, std::uint32_
         return NGHTTP2_ERR_DEFERRED;
     }
     return static_cast<ssize_t>(n);
+}
+
+nghttp2_session* new_session(side s, const session_callbacks& callbacks, void* user,
+                             std::span<const nghttp2_settings_entry> settings) {
+    nghttp2_session_callbacks* cb = nullptr;
+    if (nghttp2_session_callbacks_new(&cb) != 0) throw std::bad_alloc();
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, callbacks.on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, callbacks.on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, callbacks.on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, callbacks.on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, callbacks.on_stream_close);
+    if (callbacks.on_frame_send) nghttp2_session_callbacks_set_on_frame_send_callback(cb, callbacks.on_frame_send);
+    nghttp2_option* opt = nullptr;
+    if (nghttp2_option_new(&opt) != 0) {
+        nghttp2_session_callbacks_del(cb);
+        throw std::bad_alloc();
+    }
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    nghttp2_session* session = nullptr;
+    const int rv = s == side::server ? nghttp2_session_server_new2(&session, cb, user, opt)
+                                     : nghttp2_session_client_new2(&session, cb, user, opt);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cb);
+    if (rv != 0) throw std::runtime_error(std::string("nghttp2: ") + nghttp2_strerror(rv));
+    nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
+    return session;
 }
 
 std::size_t drain(nghttp2_session* session, std::string& out) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,24 @@ inline nghttp2_nv name_value(std::string_view n, std::string_view v) {
 
 /// Appends what nghttp2 has to send now; returns how many bytes.
 std::size_t drain(nghttp2_session* session, std::string& out);
+
+/// The callbacks a session is made with (on_frame_send may be null).
+struct session_callbacks {
+    nghttp2_on_begin_headers_callback on_begin_headers;
+    nghttp2_on_header_callback on_header;
+    nghttp2_on_frame_recv_callback on_frame_recv;
+    nghttp2_on_data_chunk_recv_callback on_data_chunk;
+    nghttp2_on_stream_close_callback on_stream_close;
+    nghttp2_on_frame_send_callback on_frame_send = nullptr;
+};
+
+enum class side { client, server };
+
+/// A new nghttp2 session for `user` that sends no WINDOW_UPDATE by itself (the window
+/// opens as the owner reports bodies consumed), with `settings` submitted. Throws when
+/// nghttp2 cannot make one.
+nghttp2_session* new_session(side s, const session_callbacks& callbacks, void* user,
+                             std::span<const nghttp2_settings_entry> settings);
 
 /// RFC 9113 section 6.5.2's size of a field: its name, its value and 32.
 constexpr std::size_t field_size(std::size_t name, std::size_t value) { return name + value + 32; }

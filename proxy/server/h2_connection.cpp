@@ -39,11 +39,6 @@ std::span<const std::uint8_t> bytes_of(std::string_view s) {
     return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
 }
 
-// RFC 9110 section 9.2.2: only these may be sent again without the client asking.
-bool idempotent(std::string_view m) {
-    return m == "GET" || m == "HEAD" || m == "OPTIONS" || m == "PUT" || m == "DELETE";
-}
-
 std::string lower(std::string_view s) {
     std::string out(s);
     for (char& c : out)
@@ -73,7 +68,9 @@ public:
         : conn_(&conn), s_(std::move(s)), arena_(arena), body_(body) {}
 
     bool via_loop(std::string_view via) const;
-    bool retryable() const { return body_.kind == body_kind::none && idempotent(s_->head.method); }
+    bool retryable() const {
+        return body_.kind == body_kind::none && forwarding::idempotent(http::string_to_verb(s_->head.method));
+    }
     std::string_view method_string() const { return s_->head.method; }
     wire_allocator arena() { return arena_; }
 

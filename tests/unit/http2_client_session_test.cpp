@@ -59,13 +59,14 @@ struct origin : session_events {
 };
 
 // A proxy's client_session and an origin's server_session joined back to back.
-struct pair {
-    origin_side proxy_events;
+template <class ProxyEvents = origin_side>
+struct joined {
+    ProxyEvents proxy_events;
     origin origin_events;
     client_session proxy;
     server_session server;
 
-    explicit pair(server_session::settings s = {}, client_session::settings c = {})
+    explicit joined(server_session::settings s = {}, client_session::settings c = {})
         : proxy(proxy_events, c), server(origin_events, s, politeproxy::clock::now()) {
         proxy_events.session = &proxy;
         origin_events.session = &server;
@@ -84,6 +85,8 @@ struct pair {
         FAIL("the sessions never went quiet");
     }
 };
+
+using pair = joined<>;
 
 const std::vector<field> no_fields;
 
@@ -163,33 +166,19 @@ TEST_CASE("a body the owner does not pass on holds the origin at the window") {
             bodies[stream] += text(data);  // not consumed: the client is slow
         }
     };
-    slow events;
-    origin o;
-    client_session proxy(events, {});
-    server_session server(o, {}, politeproxy::clock::now());
-    events.session = &proxy;
-    o.session = &server;
-    const auto pump = [&] {
-        for (int i = 0; i < 100; ++i) {
-            std::string up, down;
-            proxy.produce(up);
-            if (!up.empty()) server.receive(bytes_of(up), politeproxy::clock::now());
-            server.produce(down);
-            if (!down.empty()) proxy.receive(bytes_of(down));
-            if (up.empty() && down.empty()) return;
-        }
-    };
-    const std::int32_t id = proxy.request("GET", "http", "origin.test", "/", no_fields, true);
-    pump();
+    joined<slow> p;
+    const std::int32_t id = p.proxy.request("GET", "http", "origin.test", "/", no_fields, true);
+    p.pump();
     const std::string big(200000, 'x');
-    server.respond(o.requests.at(0).stream, 200, no_fields, false);
-    server.send_body(o.requests.at(0).stream, bytes_of(big), true);
-    pump();
-    CHECK(events.bodies[id].size() == 65535);  // the initial window, and no more
-    CHECK(server.queued(o.requests.at(0).stream) == big.size() - 65535);
-    proxy.consumed(id, events.bodies[id].size());
-    pump();
-    CHECK(events.bodies[id].size() > 65535);
+    const std::int32_t at_origin = p.origin_events.requests.at(0).stream;
+    p.server.respond(at_origin, 200, no_fields, false);
+    p.server.send_body(at_origin, bytes_of(big), true);
+    p.pump();
+    CHECK(p.proxy_events.bodies[id].size() == 65535);  // the initial window, and no more
+    CHECK(p.server.queued(at_origin) == big.size() - 65535);
+    p.proxy.consumed(id, p.proxy_events.bodies[id].size());
+    p.pump();
+    CHECK(p.proxy_events.bodies[id].size() > 65535);
 }
 
 TEST_CASE("interim responses are dropped; trailers do not become a second response") {

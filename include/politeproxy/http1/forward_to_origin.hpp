@@ -54,6 +54,13 @@ inline constexpr int max_interim_responses = 16;
 
 inline bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
 
+/// RFC 9110 section 9.2.2: only these may be sent again without the client asking.
+inline bool idempotent(boost::beast::http::verb m) {
+    using boost::beast::http::verb;
+    return m == verb::get || m == verb::head || m == verb::options || m == verb::trace || m == verb::put ||
+           m == verb::delete_;
+}
+
 /// How long a pooled origin connection is trusted: the origin's Keep-Alive: timeout=N
 /// hint less a margin, else 4 s (common servers close idle connections after 5 s).
 clock::duration pooled_lifetime(std::string_view hint, clock::duration idle);
