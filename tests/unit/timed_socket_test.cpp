@@ -124,43 +124,40 @@ TEST_CASE("a deadline pushed forward before each read does not expire") {
     CHECK(reads == 10);
 }
 
-TEST_CASE("a deadline brought closer while a read is pending takes effect") {
+// A read pending under `initial` (a far deadline, or none) when, 10 ms in, the deadline
+// is set to 40 ms from then: it times out then. Returns how long the read took.
+clock::duration read_with_deadline_moved(std::optional<clock::duration> initial, boost::system::error_code& got) {
     connected_pair p;
-    boost::system::error_code got;
     clock::duration took{};
     p.run([&]() -> task<void> {
         const auto start = clock::now();
         asio::co_spawn(p.ioc, [&]() -> task<void> {
             co_await pause(10ms);
-            p.near->expires_after(40ms);  // was 10 s
+            p.near->expires_after(40ms);
         }, asio::detached);
         std::array<char, 16> buf;
-        p.near->expires_after(10s);
+        if (initial)
+            p.near->expires_after(*initial);
+        else
+            p.near->expires_never();
         auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
         got = ec;
         took = clock::now() - start;
     });
+    return took;
+}
+
+TEST_CASE("a deadline brought closer while a read is pending takes effect") {
+    boost::system::error_code got;
+    const auto took = read_with_deadline_moved(10s, got);
     CHECK(got == boost::beast::error::timeout);
     CHECK(took >= 50ms);
     CHECK(took < 1s);
 }
 
 TEST_CASE("a deadline set while a read without one is pending takes effect") {
-    connected_pair p;
-    boost::system::error_code got;
-    clock::duration took{};
-    p.run([&]() -> task<void> {
-        const auto start = clock::now();
-        asio::co_spawn(p.ioc, [&]() -> task<void> {
-            co_await pause(10ms);
-            p.near->expires_after(40ms);  // the connection went idle: from now on it is timed
-        }, asio::detached);
-        std::array<char, 16> buf;
-        p.near->expires_never();
-        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        got = ec;
-        took = clock::now() - start;
-    });
+    boost::system::error_code got;  // the connection went idle: from then on it is timed
+    const auto took = read_with_deadline_moved(std::nullopt, got);
     CHECK(got == boost::beast::error::timeout);
     CHECK(took >= 50ms);
     CHECK(took < 1s);
