@@ -74,6 +74,15 @@ bool config::connect_port_allowed(std::uint16_t port) const {
     return std::find(ports.begin(), ports.end(), port) != ports.end();
 }
 
+const char* name_of(upstream_protocol p) {
+    switch (p) {
+    case upstream_protocol::automatic: return "auto";
+    case upstream_protocol::http1: return "http1";
+    case upstream_protocol::h2c: return "h2c";
+    }
+    return "auto";
+}
+
 std::chrono::sys_days utc_today() {
     return std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now());
 }
@@ -85,7 +94,7 @@ std::string describe(const config& c, std::chrono::sys_days today) {
             << "\tburst=" << p.burst << "\tmax_waiting=" << p.queue.max_waiting
             << "\tmax_wait=" << format_duration(p.queue.max_wait)
             << "\thard_max=" << p.adaptive.hard_max << "\tenforce=" << (p.enforce ? "true" : "false")
-            << "\t" << note << "\n";
+            << "\tupstream_protocol=" << name_of(p.upstream) << "\t" << note << "\n";
     };
     out << "# effective per-host limits from " << c.source << "\n";
     out << "# host\tlimits\tnote\n";

@@ -134,6 +134,13 @@ public:
                 }
             } else if (key == "retry_after_cap") p.retry_after_cap = duration(v, "retry_after_cap");
             else if (key == "enforce") p.enforce = boolean(v, "enforce");
+            else if (key == "upstream_protocol") {
+                const std::string name = text(v, "upstream_protocol");
+                if (name == "auto") p.upstream = upstream_protocol::automatic;
+                else if (name == "http1") p.upstream = upstream_protocol::http1;
+                else if (name == "h2c") p.upstream = upstream_protocol::h2c;
+                else fail(v, "upstream_protocol must be auto, http1 or h2c, got '" + name + "'");
+            }
             else if (key == "timeouts") {
                 expect_map(v, "timeouts");
                 only_keys(v, "timeouts", {"connect", "response_headers", "idle"});

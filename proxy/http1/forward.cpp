@@ -11,6 +11,7 @@
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/char_class.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"
 #include "politeproxy/http1/origin_response.hpp"
@@ -18,6 +19,8 @@
 #include "politeproxy/exchange/park.hpp"
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/relay.hpp"
+#include "politeproxy/http1/body_reader.hpp"
+#include "politeproxy/net/send_all.hpp"
 
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -146,6 +149,90 @@ public:
         return relay(origin, origin_buffer, plan.from_origin, plan.out_chunked, client_, idle, scratch);
     }
 
+    // The request and its response as messages, for an HTTP/2 origin (forward_over_h2.hpp).
+
+    void h2_fields(std::vector<http2::field>& out) {
+        strip_hop_by_hop(req_);
+        for (const auto& f : req_) {
+            const http::field name = f.name();
+            if (name == http::field::host || name == http::field::content_length ||
+                name == http::field::transfer_encoding || name == http::field::max_forwards ||
+                (name == http::field::expect && expect_continue_))
+                continue;
+            out.push_back({lower_case(f.name_string()), std::string(f.value())});
+        }
+        if (verdict_.max_forwards >= 0) out.push_back({"max-forwards", std::to_string(verdict_.max_forwards)});
+        if (verdict_.body.kind == body_kind::length)
+            out.push_back({"content-length", std::to_string(verdict_.body.length)});
+        out.push_back({"via", ctx_.via});
+    }
+
+    bool has_body() const { return verdict_.has_body(); }
+
+    task<body_reader::piece> read_body(std::span<char> room, clock::duration idle) {
+        sent_ = true;
+        if (!body_) body_.emplace(client_, buffer_, verdict_.body);
+        return body_->next(room, idle);
+    }
+
+    task<bool> respond_message(exchange& trip, const http2::response_head& head) {
+        framing_reader declared;
+        for (const auto& f : head.fields)
+            if (f.name == "content-length") declared.content_length(f.value);  // nghttp2 checked it against the DATA
+        body_framing framing;
+        declared.response(11, framing);
+        plan_ = plan_response(framing, head.status, method_ == http::verb::head, client_version_);
+        std::string& out = response_head_;
+        out.clear();
+        out += client_version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+        out += std::to_string(head.status);
+        out += ' ';
+        out += http::obsolete_reason(static_cast<http::status>(head.status));
+        out += "\r\n";
+        for (const auto& f : head.fields) {
+            if (f.name == "content-length") continue;
+            out += f.name;
+            out += ": ";
+            out += f.value;
+            out += "\r\n";
+        }
+        out += ctx_.via_line;
+        out += "Proxy-Status: ";
+        trip.append_proxy_status(out);
+        out += "\r\n";
+        append_framing(plan_.told, plan_.length, {}, out);
+        if (!keeps_message()) out += "Connection: close\r\n";
+        out += "\r\n";
+        sent_ = true;
+        client_.expires_after(ctx_.gates.current_config()->defaults.timeouts.idle);
+        auto [ec, n] = co_await send_all(client_, asio::buffer(out));
+        client_.expires_never();
+        co_return !ec;
+    }
+
+    task<bool> respond_body(std::span<const char> data, bool last) {
+        if (plan_.from_origin.kind == body_kind::none) co_return true;  // HEAD, 204, 304: nothing goes
+        std::string& out = response_head_;
+        out.clear();
+        if (plan_.out_chunked && !data.empty()) {
+            char size_line[20];
+            auto [end, ec] = std::to_chars(size_line, size_line + sizeof size_line, data.size(), 16);
+            out.append(size_line, end).append("\r\n").append(data.data(), data.size()).append("\r\n");
+        } else {
+            out.append(data.data(), data.size());
+        }
+        if (plan_.out_chunked && last) out += "0\r\n\r\n";
+        if (out.empty()) co_return true;
+        client_.expires_after(ctx_.gates.current_config()->defaults.timeouts.idle);
+        auto [ec, n] = co_await send_all(client_, asio::buffer(out));
+        client_.expires_never();
+        co_return !ec;
+    }
+
+    void body_broken() {}  // the connection closes: the client sees the body cut short
+
+    bool keeps_message() const { return keeps(plan_); }
+
 private:
     proxy_context& ctx_;
     timed_socket& client_;
@@ -158,6 +245,9 @@ private:
     answer_mode keeping_;
     bool expect_continue_ = false;
     bool sent_ = false;  ///< the request started going to the origin
+    std::optional<body_reader> body_;  ///< the request body, for an HTTP/2 origin
+    response_plan plan_;               ///< the response's, from an HTTP/2 origin
+    std::string response_head_;        ///< its header and body pieces on their way
 };
 
 }  // namespace

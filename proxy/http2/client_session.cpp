@@ -75,12 +75,16 @@ struct client_session::impl {
         auto& me = self(user);
         switch (frame->hd.type) {
         case NGHTTP2_SETTINGS:
+        {
             if (frame->hd.flags & NGHTTP2_FLAG_ACK) return 0;
-            for (std::size_t i = 0; i < frame->settings.niv; ++i)
-                if (frame->settings.iv[i].settings_id == NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
-                    me.events.on_stream_ceiling(
-                        nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
+            // Never set by the origin: nghttp2 reports its initial "unlimited".
+            constexpr std::uint32_t unlimited = 0xffffffffu;
+            const std::uint32_t streams =
+                nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+            me.events.on_settings(streams == unlimited ? std::nullopt
+                                                                                    : std::optional(streams));
             return 0;
+        }
         case NGHTTP2_GOAWAY:
             me.goaway_received = true;
             me.events.on_goaway(frame->goaway.last_stream_id, frame->goaway.error_code);

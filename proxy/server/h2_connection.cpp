@@ -1,11 +1,12 @@
 #include "politeproxy/server/h2_connection.hpp"
 
 #include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/char_class.hpp"
 #include "politeproxy/base/event.hpp"
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/http1/answers.hpp"
-#include "politeproxy/http1/chunked_decoder.hpp"
+#include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/forward_to_origin.hpp"
 #include "politeproxy/http1/hop_by_hop.hpp"
 #include "politeproxy/http1/request_head.hpp"
@@ -13,7 +14,6 @@
 #include "politeproxy/net/send_all.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
@@ -29,7 +29,6 @@ namespace politeproxy {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
@@ -37,13 +36,6 @@ constexpr std::size_t read_room = 16 * 1024;
 
 std::span<const std::uint8_t> bytes_of(std::string_view s) {
     return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
-}
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
 }
 
 // One request stream as the connection and its request coroutine share it.
@@ -89,11 +81,22 @@ public:
                                bool keep, timed_socket& origin, beast::flat_buffer& origin_buffer,
                                relay_buffers& scratch, clock::duration idle);
 
+    // The request and its response as messages (forward_over_h2.hpp; deliver and
+    // send_request are built on them too).
+    void h2_fields(std::vector<http2::field>& out) const;
+    bool has_body() const { return body_.kind != body_kind::none; }
+    task<body_reader::piece> read_body(std::span<char> room, clock::duration idle);
+    task<bool> respond_message(exchange& trip, const http2::response_head& head);
+    task<bool> respond_body(std::span<const char> data, bool last);
+    void body_broken();
+    bool keeps_message() const { return true; }
+
 private:
     h2_connection* conn_;
     std::shared_ptr<h2_stream> s_;
     wire_allocator arena_;
     body_framing body_;  ///< how the request body goes to the origin
+    bool responded_whole_ = false;  ///< the response's HEADERS ended the stream
 };
 
 class h2_connection : public http2::session_events {
@@ -303,7 +306,7 @@ task<bool> h2_downstream::answer(errc why, std::string_view details, std::option
     const politeproxy::answer res = make_answer(why, details, true, retry_after);
     std::vector<http2::field> fields;
     for (const auto& f : res) {
-        const std::string name = lower(f.name_string());
+        const std::string name = lower_case(f.name_string());
         if (name == "connection" || name == "keep-alive") continue;  // connection-specific: not in HTTP/2
         fields.push_back({name, std::string(f.value())});
     }
@@ -369,43 +372,57 @@ void h2_downstream::write_head(const origin_target& target, relay_buffers& scrat
     out += "\r\n";
 }
 
+void h2_downstream::h2_fields(std::vector<http2::field>& out) const {
+    // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
+    // trailers; the length and TE are the proxy's to write.
+    for (const auto& f : s_->head.fields)
+        if (f.name != "host" && f.name != "content-length" && f.name != "te") out.push_back(f);
+    if (body_.kind == body_kind::length) out.push_back({"content-length", std::to_string(body_.length)});
+    out.push_back({"via", conn_->ctx().via});
+}
+
+task<body_reader::piece> h2_downstream::read_body(std::span<char> room, clock::duration idle) {
+    h2_stream& s = *s_;
+    while (s.body.empty() && !s.body_ended) {
+        if (s.gone.is_set()) co_return body_reader::piece{0, false, {relay_end::read_failed, asio::error::connection_aborted}};
+        // A client that stops sending its body holds its slot no longer than timeouts.idle.
+        if (!co_await s.changed.wait_until(clock::now() + idle))
+            co_return body_reader::piece{0, false, {relay_end::read_failed, beast::error::timeout}};
+    }
+    const std::size_t n = std::min(room.size(), s.body.size());
+    std::memcpy(room.data(), s.body.data(), n);
+    s.body.erase(0, n);
+    if (n > 0 && !s.gone.is_set()) {
+        conn_->session().consumed(s.head.stream, n);  // the client may send as much more
+        conn_->flush();
+    }
+    co_return body_reader::piece{n, s.body_ended && s.body.empty()};
+}
+
 task<relay_status> h2_downstream::send_request(timed_socket& origin, relay_buffers& scratch, clock::duration idle) {
     origin.expires_after(idle);
     if (auto [ec, n] = co_await send_all(origin, asio::buffer(scratch.head)); ec)
         co_return relay_status{relay_end::write_failed, ec};
     if (body_.kind == body_kind::none) co_return relay_status{relay_end::done, {}};
     const bool chunked = body_.kind == body_kind::chunked;
-    h2_stream& s = *s_;
-    steady_timer stall(origin.get_executor());
+    const std::span<char> room(scratch.body_buffer(), relay_buffers::chunk_size);
+    std::string& framed = scratch.joined;
     for (;;) {
-        if (s.body.empty() && !s.body_ended) {
-            if (s.gone.is_set()) co_return relay_status{relay_end::read_failed, asio::error::connection_aborted};
-            // A client that stops sending its body holds its slot no longer than timeouts.idle.
-            stall.expires_after(idle);
-            auto r = co_await (s.changed.wait() || stall.async_wait(asio::as_tuple(asio::use_awaitable_t<executor>())));
-            if (r.index() == 1) co_return relay_status{relay_end::read_failed, beast::error::timeout};
-            continue;
-        }
-        std::string data = std::move(s.body);
-        s.body.clear();
-        const bool last = s.body_ended;
-        std::string framed;
-        if (chunked && !data.empty()) {
+        const auto piece = co_await read_body(room, idle);
+        if (piece.failure.end != relay_end::done) co_return piece.failure;
+        framed.clear();
+        if (chunked && piece.size > 0) {
             char size_line[20];
-            auto [end, ec] = std::to_chars(size_line, size_line + sizeof size_line, data.size(), 16);
-            framed.append(size_line, end).append("\r\n").append(data).append("\r\n");
+            auto [end, ec] = std::to_chars(size_line, size_line + sizeof size_line, piece.size, 16);
+            framed.append(size_line, end).append("\r\n").append(room.data(), piece.size).append("\r\n");
         } else {
-            framed = data;
+            framed.append(room.data(), piece.size);
         }
-        if (chunked && last) framed += "0\r\n\r\n";
+        if (chunked && piece.last) framed += "0\r\n\r\n";
         origin.expires_after(idle);
         if (auto [ec, n] = co_await send_all(origin, asio::buffer(framed)); ec)
             co_return relay_status{relay_end::write_failed, ec};
-        if (!data.empty() && !s.gone.is_set()) {
-            conn_->session().consumed(s.head.stream, data.size());  // the client may send as much more
-            conn_->flush();
-        }
-        if (last) break;
+        if (piece.last) break;
     }
     origin.expires_never();
     co_return relay_status{relay_end::done, {}};
@@ -414,89 +431,80 @@ task<relay_status> h2_downstream::send_request(timed_socket& origin, relay_buffe
 task<bool> h2_downstream::upload_broken(const relay_status& sent) {
     if (!s_->gone.is_set() && sent.ec == beast::error::timeout)
         co_return co_await answer(errc::request_timeout, "the request body stalled for timeouts.idle");
-    if (!s_->gone.is_set()) {
-        conn_->session().reset(s_->head.stream, NGHTTP2_CANCEL);
-        conn_->flush();
-    }
+    body_broken();
     co_return false;
+}
+
+void h2_downstream::body_broken() {
+    if (s_->gone.is_set()) return;
+    conn_->session().reset(s_->head.stream, NGHTTP2_INTERNAL_ERROR);  // the client must not take a cut message for whole
+    conn_->flush();
+}
+
+task<bool> h2_downstream::respond_message(exchange& trip, const http2::response_head& head) {
+    if (s_->gone.is_set()) co_return false;
+    std::vector<http2::field> fields;
+    fields.reserve(head.fields.size() + 2);
+    fields = head.fields;
+    fields.push_back({"via", conn_->ctx().via});
+    std::string status_entry;
+    trip.append_proxy_status(status_entry);
+    fields.push_back({"proxy-status", std::move(status_entry)});
+    const bool no_body = head.end_stream || s_->head.method == "HEAD" || head.status == 204 || head.status == 304;
+    conn_->session().respond(s_->head.stream, head.status, fields, no_body);
+    responded_whole_ = no_body;
+    conn_->flush();
+    co_return true;
+}
+
+task<bool> h2_downstream::respond_body(std::span<const char> data, bool last) {
+    h2_stream& s = *s_;
+    http2::server_session& session = conn_->session();
+    if (responded_whole_) co_return true;  // HEAD, 204, 304: nothing goes
+    if (s.gone.is_set()) co_return false;
+    session.send_body(s.head.stream, {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()}, last);
+    conn_->flush();
+    // Backpressure: while the client's window is shut, take no more from the origin.
+    while (session.queued(s.head.stream) >= relay_buffers::chunk_size && !s.gone.is_set())
+        co_await conn_->drained().wait();
+    co_return !s.gone.is_set();
 }
 
 task<relay_status> h2_downstream::deliver(exchange& trip, const origin_response_parser& response,
                                           const response_plan& plan, bool, timed_socket& origin,
                                           beast::flat_buffer& origin_buffer, relay_buffers& scratch,
                                           clock::duration idle) {
-    h2_stream& s = *s_;
-    const std::int32_t id = s.head.stream;
-    http2::server_session& session = conn_->session();
-    if (s.gone.is_set()) co_return relay_status{relay_end::write_failed, asio::error::connection_aborted};
     // The origin's fields as HTTP/2 carries them: names in lower case; hop-by-hop and
     // framing fields were left out as they arrived.
-    std::vector<http2::field> fields;
+    http2::response_head head;
+    head.stream = s_->head.stream;
+    head.status = response.status();
     std::string_view rest = response.forwarded_fields();
     while (!rest.empty()) {
         const std::size_t end = rest.find("\r\n");
         const std::string_view line = rest.substr(0, end);
         rest.remove_prefix(end + 2);
         const std::size_t colon = line.find(':');
-        fields.push_back({lower(line.substr(0, colon)), std::string(line.substr(colon + 2))});
+        head.fields.push_back({lower_case(line.substr(0, colon)), std::string(line.substr(colon + 2))});
     }
-    if (plan.told == body_kind::length) fields.push_back({"content-length", std::to_string(plan.length)});
-    fields.push_back({"via", conn_->ctx().via});
-    std::string status_entry;
-    trip.append_proxy_status(status_entry);
-    fields.push_back({"proxy-status", std::move(status_entry)});
-    const bool no_body = plan.from_origin.kind == body_kind::none;
-    session.respond(id, response.status(), fields, no_body);
-    conn_->flush();
-    if (no_body) co_return relay_status{relay_end::done, {}};
+    if (plan.told == body_kind::length) head.fields.push_back({"content-length", std::to_string(plan.length)});
+    head.end_stream = plan.from_origin.kind == body_kind::none;
+    if (!co_await respond_message(trip, head)) co_return relay_status{relay_end::write_failed, asio::error::connection_aborted};
+    if (head.end_stream) co_return relay_status{relay_end::done, {}};
 
     // The body, read as the origin framed it, sent on as DATA as the client's window allows.
-    std::optional<chunked_decoder> decoder;
-    if (plan.from_origin.kind == body_kind::chunked) decoder.emplace();
-    const bool counted = plan.from_origin.kind == body_kind::length;
-    std::uint64_t remaining = plan.from_origin.length;
+    body_reader reader(origin, origin_buffer, plan.from_origin);
     const std::span<char> room(scratch.body_buffer(), relay_buffers::chunk_size);
-    bool ended = counted && remaining == 0;
     for (;;) {
-        std::size_t got = 0;
-        if (counted) {
-            got = static_cast<std::size_t>(std::min<std::uint64_t>({origin_buffer.size(), remaining, room.size()}));
-            std::memcpy(room.data(), origin_buffer.data().data(), got);
-            origin_buffer.consume(got);
-            remaining -= got;
-            ended = remaining == 0;
-        } else {
-            got = take_body(origin_buffer, decoder ? &*decoder : nullptr, room);
-            if (decoder && decoder->failed()) {
-                session.reset(id, NGHTTP2_INTERNAL_ERROR);  // the client must not take a cut body for whole
-                conn_->flush();
-                co_return relay_status{relay_end::malformed, {}, decoder->error()};
-            }
-            ended = ended || (decoder && decoder->done());
+        const auto piece = co_await reader.next(room, idle);
+        if (piece.failure.end != relay_end::done) {
+            body_broken();
+            co_return piece.failure;
         }
-        if (got > 0 || ended) {
-            session.send_body(id, {reinterpret_cast<const std::uint8_t*>(room.data()), got}, ended);
-            conn_->flush();
-        }
-        if (ended) break;
-        // Backpressure: the client's window is shut; read no more from the origin until it opens.
-        while (session.queued(id) >= relay_buffers::chunk_size && !s.gone.is_set()) co_await conn_->drained().wait();
-        if (s.gone.is_set()) co_return relay_status{relay_end::write_failed, asio::error::connection_aborted};
-        if (origin_buffer.size() > 0) continue;
-        origin.expires_after(idle);
-        auto [rec, n] = co_await origin.async_read_some(origin_buffer.prepare(relay_buffers::read_room), use_tuple);
-        if (rec == asio::error::eof && !decoder && !counted) {
-            ended = true;  // the close is this body's end
-            continue;
-        }
-        if (rec) {
-            session.reset(id, NGHTTP2_INTERNAL_ERROR);
-            conn_->flush();
-            co_return relay_status{relay_end::read_failed, rec};
-        }
-        origin_buffer.commit(n);
+        if (!co_await respond_body(room.first(piece.size), piece.last))
+            co_return relay_status{relay_end::write_failed, asio::error::connection_aborted};
+        if (piece.last) break;
     }
-    origin.expires_never();
     co_return relay_status{relay_end::done, {}};
 }
 

@@ -8,6 +8,7 @@
 #include "politeproxy/net/dns_resolver.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/http2/origin_session.hpp"
 #include "politeproxy/net/origin_pool.hpp"
 #include "politeproxy/server/proxy_context.hpp"
 #include "politeproxy/server/session_set.hpp"
@@ -70,6 +71,7 @@ std::string text_of(const tcp::endpoint& e) {
 // locks for itself.
 struct worker {
     origin_pool pool;                  // cleared by run() before the loop goes
+    origin_sessions h2_origins;        // closed by run() before the loop goes
     std::pmr::unsynchronized_pool_resource field_blocks;  // for its sessions' field arenas
     std::optional<proxy_context> ctx;  // what this worker's sessions share
     asio::io_context ioc{1};           // run by exactly one thread; destroyed first
@@ -109,7 +111,7 @@ int proxy_server::run() {
     dns_resolver resolver(dns_threads);  // after the workers: its threads post to them until joined
     const std::string via = make_via();
     for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_, w->field_blocks,
-                                           intercept.get(), origin_tls.get()});
+                                           intercept.get(), origin_tls.get(), w->h2_origins});
     const auto stop_all = [&] {
         for (auto& w : workers) w->ioc.stop();
     };
@@ -222,7 +224,10 @@ int proxy_server::run() {
     control.run();
     for (auto& t : worker_threads) t.join();
     // The pools' sockets and the timers belong to the workers' loops, which go first.
-    for (auto& w : workers) w->pool.clear();
+    for (auto& w : workers) {
+        w->pool.clear();
+        w->h2_origins.close_all();
+    }
     housekeeping.clear();
     log_.write(log_level::info, "server", "stopped");
     return 0;

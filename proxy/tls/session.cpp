@@ -126,8 +126,6 @@ boost::system::result<std::unique_ptr<client_side>, std::string> client_side::ma
     ctx.set_verify_mode(ssl::verify_peer);
     SSL_CTX* native = ctx.native_handle();
     SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
-    static const unsigned char alpn[] = "\x08http/1.1";
-    SSL_CTX_set_alpn_protos(native, alpn, sizeof alpn - 1);
     return side;
 }
 
@@ -159,21 +157,32 @@ task<handshake_result> session::accept(timed_socket& client, server_side& side, 
     co_return r;
 }
 
-task<handshake_result> session::connect(timed_socket& origin, client_side& side, const std::string& host) {
+task<handshake_result> session::connect(timed_socket& origin, client_side& side, const std::string& host,
+                                        bool offer_h2) {
     auto s = std::make_shared<session>(std::make_unique<impl>(origin, side.get().ctx));
     SSL* native = s->get().stream.native_handle();
+    static const unsigned char h2_and_http1[] = "\x02h2\x08http/1.1";
+    static const unsigned char http1_only[] = "\x08http/1.1";
+    if (offer_h2)
+        SSL_set_alpn_protos(native, h2_and_http1, sizeof h2_and_http1 - 1);
+    else
+        SSL_set_alpn_protos(native, http1_only, sizeof http1_only - 1);
     // The name check is what makes a trusted certificate this origin's: no handshake without it.
     const bool named = parse_host_address(host)
                            ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(native), host.c_str()) == 1
                            : SSL_set_tlsext_host_name(native, host.c_str()) == 1 && SSL_set1_host(native, host.c_str()) == 1;
     if (!named) co_return handshake_result{asio::error::invalid_argument, "the origin's name could not be set for "
-                                                                          "verification", {}};
+                                                                          "verification", {}, {}};
     auto [ec] = co_await s->get().stream.async_handshake(ssl::stream_base::client, use_tuple);
-    handshake_result r{ec, {}, {}};
+    handshake_result r{ec, {}, {}, {}};
     if (ec) {
         const long verdict = SSL_get_verify_result(native);
         if (verdict != X509_V_OK) r.verify_error = X509_verify_cert_error_string(verdict);
     } else {
+        const unsigned char* protocol = nullptr;
+        unsigned protocol_size = 0;
+        SSL_get0_alpn_selected(native, &protocol, &protocol_size);
+        if (protocol) r.protocol.assign(reinterpret_cast<const char*>(protocol), protocol_size);
         origin.state_->tls = std::move(s);
     }
     co_return r;

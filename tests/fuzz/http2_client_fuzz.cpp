@@ -31,7 +31,7 @@ struct recording : http2::origin_events {
         fuzz::require(opened.count(stream) == 1, "a stream closed that the proxy did not open");
         fuzz::require(closed.insert(stream).second, "a stream closed twice");
     }
-    void on_stream_ceiling(std::uint32_t) override {}
+    void on_settings(std::optional<std::uint32_t>) override {}
     void on_goaway(std::int32_t, std::uint32_t) override {}
 };
 

@@ -30,7 +30,7 @@ struct origin_side : origin_events {
     std::map<std::int32_t, std::string> bodies;
     std::vector<std::int32_t> ended;
     std::map<std::int32_t, std::uint32_t> closed;
-    std::vector<std::uint32_t> ceilings;
+    std::vector<std::optional<std::uint32_t>> ceilings;
     std::vector<std::pair<std::int32_t, std::uint32_t>> goaways;
     void on_response(response_head head) override { responses.push_back(std::move(head)); }
     void on_body(std::int32_t stream, std::span<const std::uint8_t> data) override {
@@ -39,7 +39,7 @@ struct origin_side : origin_events {
     }
     void on_body_end(std::int32_t stream) override { ended.push_back(stream); }
     void on_stream_closed(std::int32_t stream, std::uint32_t error_code) override { closed[stream] = error_code; }
-    void on_stream_ceiling(std::uint32_t streams) override { ceilings.push_back(streams); }
+    void on_settings(std::optional<std::uint32_t> streams) override { ceilings.push_back(streams); }
     void on_goaway(std::int32_t last, std::uint32_t error_code) override { goaways.emplace_back(last, error_code); }
 };
 
@@ -98,6 +98,16 @@ TEST_CASE("the origin's SETTINGS_MAX_CONCURRENT_STREAMS reaches the owner as the
     REQUIRE(p.proxy_events.ceilings.size() == 1);
     CHECK(p.proxy_events.ceilings.front() == 3);
     CHECK(p.proxy.accepts_streams());
+}
+
+TEST_CASE("an origin whose SETTINGS set no stream limit reaches the owner as no ceiling") {
+    origin_side events;
+    client_session proxy(events, {});
+    events.session = &proxy;
+    const std::uint8_t empty_settings[] = {0, 0, 0, 4, 0, 0, 0, 0, 0};  // length 0, type SETTINGS, stream 0
+    CHECK(proxy.receive(empty_settings));
+    REQUIRE(events.ceilings.size() == 1);
+    CHECK_FALSE(events.ceilings.front().has_value());
 }
 
 TEST_CASE("a request goes out with its pseudo-header fields, the response comes back with its body") {

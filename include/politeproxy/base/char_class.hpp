@@ -3,6 +3,7 @@
 // lines, URI percent-escapes, numeric host spellings).
 
 #include <array>
+#include <string>
 #include <string_view>
 
 namespace politeproxy {
@@ -24,6 +25,14 @@ constexpr bool is_tchar(unsigned char c) { return detail::tchars[c]; }
 /// A byte a field value may hold (RFC 9110 section 5.5): VCHAR, obs-text, SP or HTAB;
 /// not NUL, CR, LF, any other control character or DEL.
 constexpr bool is_field_value_byte(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
+
+/// `s` with ASCII letters in lower case (an HTTP/2 field name from an HTTP/1.1 one).
+inline std::string lower_case(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
 
 /// The value of a hex digit (either case), or -1.
 constexpr int hex_value(unsigned char c) {

@@ -1,4 +1,5 @@
 #pragma once
+#include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/executor.hpp"
 
 namespace politeproxy {
@@ -24,6 +25,9 @@ public:
         if (set_) co_return;
         co_await timer_.async_wait(use_tuple);
     }
+
+    /// As wait(), but no later than `deadline`: false when it passed first.
+    task<bool> wait_until(clock::time_point deadline);
 
 private:
     steady_timer timer_;

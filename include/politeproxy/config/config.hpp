@@ -45,6 +45,14 @@ struct timeouts_config {
     clock::duration idle = 60s;
 };
 
+/// How requests go to a host's origins (`upstream_protocol`).
+enum class upstream_protocol {
+    automatic,  ///< `auto`: HTTP/2 when the origin picks h2 by ALPN over TLS, else HTTP/1.1
+    http1,      ///< HTTP/1.1 only (ALPN offers http/1.1 alone)
+    h2c,        ///< HTTP/2 with prior knowledge over plain TCP (TLS origins as `auto`)
+};
+const char* name_of(upstream_protocol p);
+
 /// Everything that applies to one host key: `defaults`, or defaults with an override on top.
 struct host_policy {
     std::size_t concurrency = 2;
@@ -55,6 +63,7 @@ struct host_policy {
     backoff_config backoff;
     clock::duration retry_after_cap = 1h;
     bool enforce = true;
+    upstream_protocol upstream = upstream_protocol::automatic;
     timeouts_config timeouts;
 };
 

@@ -35,6 +35,8 @@
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/relay.hpp"
+#include "politeproxy/http2/forward_over_h2.hpp"
+#include "politeproxy/http2/origin_session.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"
 #include "politeproxy/server/proxy_context.hpp"
@@ -51,6 +53,8 @@ namespace politeproxy {
 namespace forwarding {
 
 inline constexpr int max_interim_responses = 16;
+/// Sessions a request tries when HTTP/2 origins leave it unprocessed (GOAWAY, REFUSED_STREAM).
+inline constexpr int max_h2_attempts = 3;
 
 inline bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
 
@@ -91,26 +95,35 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     const host_policy& policy = trip.policy();
     const relay_buffers::loan buffers = relay_buffers::lend();
     relay_buffers& scratch = *buffers;
-    down.write_head(target, scratch);
     std::string& pool_key = scratch.pool_key;
     forwarding::pool_key_of(target, pool_key);
     const bool retryable = down.retryable();
+    // HTTP/2 to the origin: over TLS when ALPN picks it (unless `http1`), over plain TCP
+    // with prior knowledge when the host is `h2c`.
+    const bool may_h2 = target.tls ? policy.upstream != upstream_protocol::http1 : policy.upstream == upstream_protocol::h2c;
+    bool head_written = false;
 
     // A pooled connection the origin closed meanwhile fails before any response byte.
-    // A request that may be sent again is then sent once more, on a new connection.
+    // A request that may be sent again is then sent once more, on a new connection; one
+    // an HTTP/2 origin did not process (GOAWAY, REFUSED_STREAM) goes again on a new session.
     for (int attempt = 0;; ++attempt) {
-        std::optional<timed_socket> origin = attempt == 0 ? ctx.pool.take(pool_key, retryable) : std::nullopt;
+        std::shared_ptr<origin_session> h2;
+        if (may_h2) h2 = co_await ctx.h2_origins.find(pool_key);  // not in a conditional expression: see below
+        std::optional<timed_socket> origin = !h2 && attempt == 0 ? ctx.pool.take(pool_key, retryable) : std::nullopt;
         const bool reused = origin.has_value();
-        if (!reused) {
-            origin.emplace(co_await asio::this_coro::executor);
+        if (!h2 && !reused) {
+            const auto ex = co_await asio::this_coro::executor;
+            const auto opening = ctx.h2_origins.opening(pool_key, may_h2, !target.tls, ex);
+            origin.emplace(ex);
             if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, key, target.port,
                                                        policy.timeouts.connect)) {
                 trip.connect_failed(failure->why);
                 co_return co_await down.answer(failure->why, failure->details);
             }
+            bool speaks_h2 = may_h2 && !target.tls;
             if (target.tls) {  // nothing goes to an origin whose certificate did not verify
                 origin->expires_after(policy.timeouts.connect);
-                const auto hs = co_await tls::session::connect(*origin, *ctx.origin_tls, key);
+                const auto hs = co_await tls::session::connect(*origin, *ctx.origin_tls, key, may_h2);
                 origin->expires_never();
                 if (hs.ec) {
                     const errc why = hs.ec == beast::error::timeout ? errc::origin_connect_timeout
@@ -123,7 +136,30 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
                                                     : hs.ec.message();
                     co_return co_await down.answer(why, details);
                 }
+                speaks_h2 = hs.protocol == "h2";
             }
+            if (speaks_h2) {
+                h2 = co_await open_origin_session(ctx, std::move(*origin), key, pool_key, policy,
+                                                  cfg.limits.response_header_bytes);
+                if (!h2) {
+                    trip.connect_failed(errc::origin_bad_response);
+                    co_return co_await down.answer(errc::origin_bad_response,
+                                                   "the origin did not answer as HTTP/2 within timeouts.connect");
+                }
+            }
+        }
+        if (h2) {
+            const auto forwarded = co_await forward_over_h2(down, trip, *h2, target, scratch);
+            if (forwarded == h2_forwarded::again && attempt < forwarding::max_h2_attempts) continue;
+            if (forwarded == h2_forwarded::again) {
+                trip.request_refused();
+                co_return co_await down.answer(errc::origin_closed, "the origin refused the request on every session");
+            }
+            co_return forwarded == h2_forwarded::keep;
+        }
+        if (!head_written) {
+            down.write_head(target, scratch);
+            head_written = true;
         }
         connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::http1);
         const bool may_retry = reused && retryable;

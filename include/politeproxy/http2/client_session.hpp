@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,9 +38,10 @@ public:
     /// The stream is over: done (error_code 0) or reset. REFUSED_STREAM, and streams the
     /// origin's GOAWAY left unprocessed, were never processed: they may be sent again.
     virtual void on_stream_closed(std::int32_t stream, std::uint32_t error_code) = 0;
-    /// The origin's SETTINGS_MAX_CONCURRENT_STREAMS, each time its SETTINGS carry it:
-    /// how many requests it takes at once on this session.
-    virtual void on_stream_ceiling(std::uint32_t streams) = 0;
+    /// Each SETTINGS frame of the origin (the first one ends the session's set-up) with
+    /// its SETTINGS_MAX_CONCURRENT_STREAMS: how many requests it takes at once on this
+    /// session; nullopt while the origin set none (no limit).
+    virtual void on_settings(std::optional<std::uint32_t> max_concurrent_streams) = 0;
     /// GOAWAY: no new stream on this session; streams above `last_stream` were not
     /// processed (they close with REFUSED_STREAM) and may be retried on a new session.
     virtual void on_goaway(std::int32_t last_stream, std::uint32_t error_code) = 0;

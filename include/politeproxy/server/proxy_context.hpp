@@ -11,6 +11,7 @@ namespace politeproxy {
 class host_gates;
 class metrics;
 class origin_pool;
+class origin_sessions;
 class session_set;
 class dns_resolver;
 class logger;
@@ -40,6 +41,8 @@ struct proxy_context {
     /// HTTPS origins; both shared by every worker.
     tls::server_side* intercept;
     tls::client_side* origin_tls;
+    /// This worker's HTTP/2 origin sessions.
+    origin_sessions& h2_origins;
     /// The field line the proxy adds to every message it forwards: "Via: <via>\r\n"
     /// (last, so the positional initialisation above leaves it to its default).
     std::string via_line = "Via: " + via + "\r\n";

@@ -40,7 +40,7 @@ private:
 };
 
 /// Towards origins: certificates verified against the system store plus an extra CA
-/// file (tls.upstream_ca_file), host names checked, ALPN http/1.1.
+/// file (tls.upstream_ca_file), host names checked; ALPN chosen per connection.
 class client_side {
 public:
     static boost::system::result<std::unique_ptr<client_side>, std::string> make(const std::string& extra_ca_file);
@@ -58,7 +58,7 @@ struct handshake_result {
     boost::system::error_code ec;
     std::string verify_error;  ///< why the origin's certificate was refused (empty otherwise)
     std::string server_name;   ///< the SNI a client sent (accept; empty when none)
-    std::string protocol;      ///< the ALPN protocol agreed with a client ("h2", "http/1.1"; empty when none)
+    std::string protocol;      ///< the ALPN protocol agreed ("h2", "http/1.1"; empty when none)
 };
 
 /// The state of one TLS connection, owned by its timed_socket.
@@ -72,8 +72,11 @@ public:
                                          std::string_view already_read);
 
     /// Completes TLS with an origin: SNI `host` (none for an IP literal), its certificate
-    /// verified for `host`. On a failed verification nothing is sent to the origin.
-    static task<handshake_result> connect(timed_socket& origin, client_side& side, const std::string& host);
+    /// verified for `host`, ALPN offering h2 then http/1.1 (`offer_h2`) or http/1.1
+    /// alone; the result's `protocol` is the origin's pick. On a failed verification
+    /// nothing is sent to the origin.
+    static task<handshake_result> connect(timed_socket& origin, client_side& side, const std::string& host,
+                                          bool offer_h2);
 
     /// Ends TLS on a connection as a clean close does: close_notify, then reads until the
     /// peer's close_notify, its FIN, or the socket's deadline (which also drains what it

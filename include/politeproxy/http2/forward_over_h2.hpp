@@ -1,0 +1,150 @@
+#pragma once
+// The HTTP/2 origin half of forward_to_origin (http1/forward_to_origin.hpp): one request
+// as one stream of the origin's session, whatever protocol the client speaks. The
+// request goes as a message (pseudo-header fields, regular fields, body pieces), the
+// response comes back as one (status, fields, body pieces); the client's adapter turns
+// each into its own framing. Included by forward_to_origin.hpp only.
+//
+// What it asks of `Downstream` beyond forward_to_origin's contract:
+//   void h2_fields(std::vector<http2::field>& out)   the request's regular fields as HTTP/2
+//                                                  carries them (lowercase, no connection-specific
+//                                                  field, no Host), Via last; content-length when known
+//   bool has_body() const
+//   task<body_reader::piece> read_body(std::span<char> room, clock::duration idle)
+//                                                  the request body's next bytes (decoded)
+//   task<bool> respond_message(exchange&, const http2::response_head&)
+//                                                  the response's header, as the client's protocol frames it
+//   task<bool> respond_body(std::span<const char> data, bool last)
+//   void body_broken()                             the response body cannot be completed: tell the client
+//   bool keeps_message() const                     the client connection goes on after it
+#include "politeproxy/exchange/exchange.hpp"
+#include "politeproxy/http1/body_reader.hpp"
+#include "politeproxy/http1/origin_target.hpp"
+#include "politeproxy/http1/relay.hpp"
+#include "politeproxy/http2/origin_session.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace politeproxy {
+
+enum class h2_forwarded {
+    keep,   ///< answered; the client connection goes on
+    close,  ///< answered or broken off; the client connection closes
+    again,  ///< the origin did not process the request: send it on a new session
+};
+
+template <class Downstream>
+task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_session& session,
+                                   const origin_target& target, relay_buffers& scratch) {
+    const host_policy& policy = trip.policy();
+    std::vector<http2::field> fields;
+    down.h2_fields(fields);
+    std::string& authority = scratch.added;
+    authority.clear();
+    target.append_host(authority);
+    const std::string_view path = target.no_path && down.method_string() == "OPTIONS" ? "*" : std::string_view(target.path);
+    const bool body = down.has_body();
+    const auto stream = session.open(down.method_string(), target.tls ? "https" : "http", authority, path, fields, !body);
+    if (!stream) co_return h2_forwarded::again;
+    trip.request_sent();
+
+    // The request body, as the origin's flow-control window takes it.
+    bool body_started = false;
+    if (down.wants_continue() && !co_await down.send_continue()) {
+        session.cancel(*stream);
+        co_return h2_forwarded::close;
+    }
+    if (body) {
+        const std::span<char> room(scratch.body_buffer(), relay_buffers::chunk_size);
+        for (;;) {
+            while (!stream->closed && session.queued(*stream) >= relay_buffers::chunk_size) {
+                if (!co_await stream->changed.wait_until(clock::now() + policy.timeouts.idle)) break;
+            }
+            if (stream->closed) break;  // the origin answered early or reset it: read no more
+            if (session.queued(*stream) >= relay_buffers::chunk_size) {
+                session.cancel(*stream);
+                trip.response_failed(errc::origin_response_timeout);
+                co_return co_await down.answer(errc::origin_response_timeout,
+                                               "the origin took no request body for timeouts.idle")
+                              ? h2_forwarded::keep
+                              : h2_forwarded::close;
+            }
+            const auto piece = co_await down.read_body(room, policy.timeouts.idle);
+            if (piece.failure.end != relay_end::done) {
+                session.cancel(*stream);
+                trip.client_failed();
+                co_return co_await down.upload_broken(piece.failure) ? h2_forwarded::keep : h2_forwarded::close;
+            }
+            body_started = true;
+            session.send_body(*stream, room.first(piece.size), piece.last);
+            if (piece.last) break;
+        }
+    }
+
+    // The response header.
+    const auto deadline = clock::now() + policy.timeouts.response_headers;
+    while (!stream->head && !stream->closed) {
+        if (!co_await stream->changed.wait_until(deadline)) {
+            session.cancel(*stream);
+            trip.response_failed(errc::origin_response_timeout);
+            co_return co_await down.answer(errc::origin_response_timeout,
+                                           "no response headers within timeouts.response_headers")
+                          ? h2_forwarded::keep
+                          : h2_forwarded::close;
+        }
+    }
+    if (!stream->head) {
+        if (stream->unprocessed && !body_started) co_return h2_forwarded::again;
+        trip.response_failed(errc::origin_closed);
+        const std::string details = "the origin reset the stream: " +
+                                    std::string(nghttp2_http2_strerror(stream->error));
+        co_return co_await down.answer(errc::origin_closed, details) ? h2_forwarded::keep : h2_forwarded::close;
+    }
+    const http2::response_head& head = *stream->head;
+    std::string_view retry_after;
+    for (const auto& f : head.fields)
+        if (f.name == "retry-after") retry_after = f.value;
+    trip.response_arrived(head.status, retry_after, down.method_string(), true);
+    if (!co_await down.respond_message(trip, head)) {
+        session.cancel(*stream);
+        co_return h2_forwarded::close;
+    }
+
+    // The response body, as the client takes it: the origin's window opens as it does.
+    std::string& piece = scratch.joined;
+    for (;;) {
+        if (!stream->body.empty() || stream->body_ended) {
+            piece.swap(stream->body);
+            stream->body.clear();
+            const bool last = stream->body_ended;
+            const bool sent = co_await down.respond_body(piece, last);
+            session.consumed(*stream, piece.size());
+            if (!sent) {
+                session.cancel(*stream);
+                trip.origin_done();
+                co_return h2_forwarded::close;
+            }
+            if (last) break;
+            continue;
+        }
+        if (stream->closed) {  // reset before its end: the client must not take it for whole
+            trip.body_failed(false);
+            down.body_broken();
+            co_return h2_forwarded::close;
+        }
+        if (!co_await stream->changed.wait_until(clock::now() + policy.timeouts.idle)) {
+            session.cancel(*stream);
+            trip.body_failed(true);
+            down.body_broken();
+            co_return h2_forwarded::close;
+        }
+    }
+    trip.origin_done();
+    co_return down.keeps_message() ? h2_forwarded::keep : h2_forwarded::close;
+}
+
+}  // namespace politeproxy

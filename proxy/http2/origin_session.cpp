@@ -1,0 +1,289 @@
+#include "politeproxy/http2/origin_session.hpp"
+
+#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/config/config.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/net/send_all.hpp"
+#include "politeproxy/server/proxy_context.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <array>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+
+namespace {
+
+std::span<const std::uint8_t> bytes_of(std::span<const char> s) {
+    return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+}  // namespace
+
+origin_session::origin_session(proxy_context& ctx, timed_socket connection, std::string key, clock::duration idle,
+                               std::size_t max_header_bytes)
+    : ctx_(ctx),
+      connection_(std::move(connection)),
+      key_(std::move(key)),
+      idle_(idle),
+      session_(*this, http2::client_session::settings{.max_header_bytes = max_header_bytes}),
+      settled_(connection_.get_executor()),
+      tracked_(ctx.metrics, connection_side::origin, connection_protocol::http2) {}
+
+origin_session::~origin_session() = default;
+
+task<bool> origin_session::start(clock::duration timeout) {
+    auto self = shared_from_this();
+    asio::co_spawn(connection_.get_executor(), read_loop(self), asio::detached);
+    asio::co_spawn(connection_.get_executor(), watch_loop(self), asio::detached);
+    flush();  // the preface and SETTINGS
+    steady_timer alarm(connection_.get_executor());
+    alarm.expires_after(timeout);
+    alarm.async_wait([self](boost::system::error_code ec) {
+        if (!ec && !self->settled_.is_set()) self->close();  // no SETTINGS in time: not an HTTP/2 origin
+    });
+    co_await settled_.wait();
+    co_return !ended_;
+}
+
+std::shared_ptr<origin_stream> origin_session::open(std::string_view method, std::string_view scheme,
+                                                    std::string_view authority, std::string_view path,
+                                                    std::span<const http2::field> fields, bool end_stream) {
+    if (!accepts_streams()) return nullptr;
+    const std::int32_t id = session_.request(method, scheme, authority, path, fields, end_stream);
+    if (id <= 0) return nullptr;
+    auto s = std::make_shared<origin_stream>(connection_.get_executor());
+    s->id = id;
+    streams_[id] = s;
+    flush();
+    return s;
+}
+
+void origin_session::send_body(origin_stream& s, std::span<const char> data, bool end) {
+    if (s.closed) return;
+    session_.send_body(s.id, bytes_of(data), end);
+    flush();
+}
+
+void origin_session::consumed(origin_stream& s, std::size_t n) {
+    if (ended_ || n == 0) return;
+    session_.consumed(s.id, n);
+    flush();
+}
+
+void origin_session::cancel(origin_stream& s) {
+    if (s.closed || ended_) return;
+    session_.reset(s.id, NGHTTP2_CANCEL);
+    flush();
+}
+
+void origin_session::close() {
+    closed_ = true;
+    boost::system::error_code ignored;
+    connection_.socket().close(ignored);  // the reader ends, and end() with it
+}
+
+origin_stream* origin_session::find(std::int32_t id) {
+    const auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second.get();
+}
+
+void origin_session::on_response(http2::response_head head) {
+    if (origin_stream* s = find(head.stream)) {
+        s->body_ended = head.end_stream;
+        s->head = std::move(head);
+        s->changed.notify();
+    }
+}
+
+void origin_session::on_body(std::int32_t stream, std::span<const std::uint8_t> data) {
+    origin_stream* s = find(stream);
+    if (!s) return session_.consumed(stream, data.size());  // nobody forwards it
+    s->body.append(reinterpret_cast<const char*>(data.data()), data.size());
+    s->changed.notify();
+}
+
+void origin_session::on_body_end(std::int32_t stream) {
+    if (origin_stream* s = find(stream)) {
+        s->body_ended = true;
+        s->changed.notify();
+    }
+}
+
+void origin_session::on_stream_closed(std::int32_t stream, std::uint32_t error_code) {
+    const auto it = streams_.find(stream);
+    if (it == streams_.end()) return;
+    origin_stream& s = *it->second;
+    s.closed = true;
+    s.error = error_code;
+    s.unprocessed = error_code == NGHTTP2_REFUSED_STREAM;
+    s.changed.notify();
+    streams_.erase(it);
+    last_active_ = clock::now();
+}
+
+void origin_session::on_settings(std::optional<std::uint32_t> max_concurrent_streams) {
+    std::optional<std::size_t> ceiling;
+    if (max_concurrent_streams) ceiling = *max_concurrent_streams;
+    ctx_.gates.set_stream_ceiling(key_, ceiling);
+    settled_.set();
+}
+
+void origin_session::on_goaway(std::int32_t, std::uint32_t) {
+    // No new stream here: the next request opens a new session. Streams the origin did
+    // not process close with REFUSED_STREAM (unprocessed); the others run to their end.
+    ctx_.h2_origins.forget(this);
+}
+
+void origin_session::flush() {
+    if (writing_ || closed_) return;
+    writing_ = true;
+    asio::co_spawn(connection_.get_executor(), write_loop(shared_from_this()), asio::detached);
+}
+
+// The parameter keeps the session alive while the loop runs.
+task<void> origin_session::write_loop(std::shared_ptr<origin_session>) {
+    std::string out;
+    for (;;) {
+        out.clear();
+        session_.produce(out);
+        // Request bodies were framed: their streams may queue more.
+        for (auto& [id, s] : streams_) s->changed.notify();
+        if (out.empty()) break;
+        connection_.expires_after(idle_);  // an origin that stops reading is cut off after timeouts.idle
+        auto [ec, n] = co_await send_all(connection_, asio::buffer(out));
+        connection_.expires_never();
+        if (ec) {
+            close();
+            break;
+        }
+    }
+    writing_ = false;
+    if (ended_) close();
+}
+
+// The parameter keeps the session alive while the loop runs.
+task<void> origin_session::read_loop(std::shared_ptr<origin_session>) {
+    std::array<char, 16 * 1024> buffer;
+    for (;;) {
+        auto [ec, n] = co_await connection_.async_read_some(asio::buffer(buffer), use_tuple);
+        if (ec) break;
+        const bool more = session_.receive(bytes_of(std::span<const char>(buffer.data(), n)));
+        flush();
+        if (!more) break;
+    }
+    end();
+}
+
+// While no stream is open: a PING at half of timeouts.idle (an origin that does not
+// answer it is gone: the session closes at once, before a request would wait on it),
+// and the session closes once it was idle for timeouts.idle.
+// The parameter keeps the session alive while the loop runs.
+task<void> origin_session::watch_loop(std::shared_ptr<origin_session>) {
+    steady_timer timer(connection_.get_executor());
+    std::optional<std::uint64_t> ping_answers;  ///< pings_acked() when the PING outstanding went out
+    while (!ended_) {
+        timer.expires_after(std::max<clock::duration>(idle_ / 2, std::chrono::milliseconds(100)));
+        co_await timer.async_wait(use_tuple);
+        if (ended_) break;
+        if (!streams_.empty()) {
+            ping_answers.reset();
+            continue;
+        }
+        if (ping_answers && session_.pings_acked() == *ping_answers) {
+            close();  // unanswered
+            break;
+        }
+        if (clock::now() - last_active_ >= idle_) {
+            ctx_.h2_origins.forget(this);
+            close();
+            break;
+        }
+        ping_answers = session_.pings_acked();
+        session_.ping();
+        flush();
+    }
+}
+
+void origin_session::end() {
+    ended_ = true;
+    ctx_.h2_origins.forget(this);
+    settled_.set();
+    for (auto& [id, s] : streams_) {
+        s->closed = true;
+        s->error = NGHTTP2_INTERNAL_ERROR;  // cut off
+        s->changed.notify();
+    }
+    streams_.clear();
+    flush();  // what is left to say (a GOAWAY), then the close
+}
+
+task<std::shared_ptr<origin_session>> open_origin_session(proxy_context& ctx, timed_socket connection,
+                                                          const std::string& key, const std::string& pool_key,
+                                                          const host_policy& policy, std::size_t max_header_bytes) {
+    auto s = std::make_shared<origin_session>(ctx, std::move(connection), key, policy.timeouts.idle, max_header_bytes);
+    if (!co_await s->start(policy.timeouts.connect)) co_return nullptr;
+    auto chosen = ctx.h2_origins.adopt(pool_key, s);
+    if (chosen != s) s->close();
+    co_return chosen;
+}
+
+task<std::shared_ptr<origin_session>> origin_sessions::find(const std::string& pool_key) {
+    for (;;) {
+        const auto it = origins_.find(pool_key);
+        if (it == origins_.end()) co_return nullptr;
+        if (it->second.session && it->second.session->accepts_streams()) co_return it->second.session;
+        if (!it->second.opening) co_return nullptr;
+        const std::shared_ptr<event> opening = it->second.opening;
+        co_await opening->wait();  // set when that attempt ended, whichever way
+    }
+}
+
+origin_sessions::opening_mark origin_sessions::opening(const std::string& pool_key, bool may_h2, bool h2c,
+                                                        const executor& ex) {
+    if (!may_h2) return {};
+    const auto it = origins_.find(pool_key);
+    const bool known = h2c || (it != origins_.end() && it->second.picked_h2);
+    if (!known || (it != origins_.end() && it->second.opening)) return {};
+    if (origins_.size() >= max_remembered) std::erase_if(origins_, [](const auto& kv) { return !kv.second.session && !kv.second.opening; });
+    auto done = std::make_shared<event>(ex);
+    origins_[pool_key].opening = done;
+    return opening_mark(*this, pool_key, std::move(done));
+}
+
+origin_sessions::opening_mark::~opening_mark() {
+    if (!owner_) return;
+    if (const auto it = owner_->origins_.find(pool_key_); it != owner_->origins_.end() && it->second.opening == done_)
+        it->second.opening.reset();
+    done_->set();
+}
+
+std::shared_ptr<origin_session> origin_sessions::adopt(const std::string& pool_key, std::shared_ptr<origin_session> s) {
+    origin& o = origins_[pool_key];
+    o.picked_h2 = true;
+    if (o.session && o.session->accepts_streams()) return o.session;
+    o.session = std::move(s);
+    return o.session;
+}
+
+void origin_sessions::forget(const origin_session* s) {
+    for (auto& [key, o] : origins_)
+        if (o.session.get() == s) {
+            o.session.reset();
+            return;
+        }
+}
+
+void origin_sessions::close_all() {
+    auto all = std::move(origins_);
+    origins_.clear();
+    for (auto& [key, o] : all)
+        if (o.session) o.session->close();
+}
+
+}  // namespace politeproxy
