@@ -114,8 +114,9 @@ public:
         write_request_head(req_, target, verdict_, ctx_.via_line, scratch);
     }
 
-    bool wants_continue() const { return expect_continue_; }
+    bool wants_continue() const { return expect_continue_ && !continue_sent_; }
     task<bool> send_continue() {
+        continue_sent_ = true;
         client_.expires_after(ctx_.gates.current_config()->defaults.timeouts.idle);
         auto [ec, n] = co_await asio::async_write(client_, asio::buffer(continue_line), use_tuple);
         co_return !ec;
@@ -183,8 +184,7 @@ public:
         declared.response(11, framing);
         plan_ = plan_response(framing, head.status, method_ == http::verb::head, client_version_);
         std::string& out = response_head_;
-        out.clear();
-        out += client_version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+        out = "HTTP/1.1 ";
         out += std::to_string(head.status);
         out += ' ';
         out += http::obsolete_reason(static_cast<http::status>(head.status));
@@ -214,14 +214,10 @@ public:
         if (plan_.from_origin.kind == body_kind::none) co_return true;  // HEAD, 204, 304: nothing goes
         std::string& out = response_head_;
         out.clear();
-        if (plan_.out_chunked && !data.empty()) {
-            char size_line[20];
-            auto [end, ec] = std::to_chars(size_line, size_line + sizeof size_line, data.size(), 16);
-            out.append(size_line, end).append("\r\n").append(data.data(), data.size()).append("\r\n");
-        } else {
+        if (plan_.out_chunked)
+            append_chunk(data, last, out);
+        else
             out.append(data.data(), data.size());
-        }
-        if (plan_.out_chunked && last) out += "0\r\n\r\n";
         if (out.empty()) co_return true;
         client_.expires_after(ctx_.gates.current_config()->defaults.timeouts.idle);
         auto [ec, n] = co_await send_all(client_, asio::buffer(out));
@@ -231,7 +227,12 @@ public:
 
     void body_broken() {}  // the connection closes: the client sees the body cut short
 
-    bool keeps_message() const { return keeps(plan_); }
+    /// Not when the origin answered before the request body was read whole: its rest is
+    /// still in the connection and must not be taken for the next request.
+    bool keeps_message() const { return keeps(plan_) && (!has_body() || (body_ && body_->ended())); }
+
+    void watch(event*) {}  // a client that goes away is noticed when its connection is next used
+    bool client_gone() const { return false; }
 
 private:
     proxy_context& ctx_;
@@ -244,6 +245,7 @@ private:
     const http::verb method_;
     answer_mode keeping_;
     bool expect_continue_ = false;
+    bool continue_sent_ = false;
     bool sent_ = false;  ///< the request started going to the origin
     std::optional<body_reader> body_;  ///< the request body, for an HTTP/2 origin
     response_plan plan_;               ///< the response's, from an HTTP/2 origin

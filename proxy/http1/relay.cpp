@@ -99,6 +99,15 @@ std::size_t take_body(beast::flat_buffer& in_buffer, chunked_decoder* decoder, s
     return got;
 }
 
+void append_chunk(std::span<const char> data, bool last, std::string& out) {
+    if (!data.empty()) {
+        char size_line[sizeof(std::size_t) * 2];
+        auto [end, ec] = std::to_chars(size_line, size_line + sizeof size_line, data.size(), 16);
+        out.append(size_line, end).append(crlf).append(data.data(), data.size()).append(crlf);
+    }
+    if (last) out += last_chunk;
+}
+
 void serialize_head(const http::request_header<wire_fields>& header, std::string_view added_fields, std::string& out) {
     out += header.method_string();
     out += ' ';

@@ -25,14 +25,16 @@ std::span<const std::uint8_t> bytes_of(std::span<const char> s) {
 
 }  // namespace
 
-origin_session::origin_session(proxy_context& ctx, timed_socket connection, std::string key, clock::duration idle,
-                               std::size_t max_header_bytes)
+origin_session::origin_session(proxy_context& ctx, timed_socket connection, std::string key, std::string pool_key,
+                               clock::duration idle, std::size_t max_header_bytes)
     : ctx_(ctx),
       connection_(std::move(connection)),
       key_(std::move(key)),
+      pool_key_(std::move(pool_key)),
       idle_(idle),
       session_(*this, http2::client_session::settings{.max_header_bytes = max_header_bytes}),
       settled_(connection_.get_executor()),
+      watch_timer_(connection_.get_executor()),
       tracked_(ctx.metrics, connection_side::origin, connection_protocol::http2) {}
 
 origin_session::~origin_session() = default;
@@ -59,6 +61,7 @@ std::shared_ptr<origin_stream> origin_session::open(std::string_view method, std
     if (id <= 0) return nullptr;
     auto s = std::make_shared<origin_stream>(connection_.get_executor());
     s->id = id;
+    s->uploading = !end_stream;
     streams_[id] = s;
     flush();
     return s;
@@ -66,6 +69,7 @@ std::shared_ptr<origin_stream> origin_session::open(std::string_view method, std
 
 void origin_session::send_body(origin_stream& s, std::span<const char> data, bool end) {
     if (s.closed) return;
+    if (end) s.uploading = false;
     session_.send_body(s.id, bytes_of(data), end);
     flush();
 }
@@ -79,11 +83,20 @@ void origin_session::consumed(origin_stream& s, std::size_t n) {
 void origin_session::cancel(origin_stream& s) {
     if (s.closed || ended_) return;
     session_.reset(s.id, NGHTTP2_CANCEL);
+    // Its unread bytes, and whatever DATA is still on its way, go back to the window.
+    if (!s.body.empty()) session_.consumed(s.id, s.body.size());
+    s.body.clear();
+    s.closed = true;
+    s.error = NGHTTP2_CANCEL;
+    streams_.erase(s.id);
+    last_active_ = clock::now();
     flush();
 }
 
 void origin_session::close() {
+    ctx_.h2_origins.forget(this);
     closed_ = true;
+    watch_timer_.cancel();
     boost::system::error_code ignored;
     connection_.socket().close(ignored);  // the reader ends, and end() with it
 }
@@ -119,6 +132,7 @@ void origin_session::on_stream_closed(std::int32_t stream, std::uint32_t error_c
     const auto it = streams_.find(stream);
     if (it == streams_.end()) return;
     origin_stream& s = *it->second;
+    s.uploading = false;
     s.closed = true;
     s.error = error_code;
     s.unprocessed = error_code == NGHTTP2_REFUSED_STREAM;
@@ -131,6 +145,7 @@ void origin_session::on_settings(std::optional<std::uint32_t> max_concurrent_str
     std::optional<std::size_t> ceiling;
     if (max_concurrent_streams) ceiling = *max_concurrent_streams;
     ctx_.gates.set_stream_ceiling(key_, ceiling);
+    ceiling_ = ceiling;
     settled_.set();
 }
 
@@ -153,7 +168,8 @@ task<void> origin_session::write_loop(std::shared_ptr<origin_session>) {
         out.clear();
         session_.produce(out);
         // Request bodies were framed: their streams may queue more.
-        for (auto& [id, s] : streams_) s->changed.notify();
+        for (auto& [id, s] : streams_)
+            if (s->uploading) s->changed.notify();
         if (out.empty()) break;
         connection_.expires_after(idle_);  // an origin that stops reading is cut off after timeouts.idle
         auto [ec, n] = co_await send_all(connection_, asio::buffer(out));
@@ -185,12 +201,11 @@ task<void> origin_session::read_loop(std::shared_ptr<origin_session>) {
 // and the session closes once it was idle for timeouts.idle.
 // The parameter keeps the session alive while the loop runs.
 task<void> origin_session::watch_loop(std::shared_ptr<origin_session>) {
-    steady_timer timer(connection_.get_executor());
     std::optional<std::uint64_t> ping_answers;  ///< pings_acked() when the PING outstanding went out
     while (!ended_) {
-        timer.expires_after(std::max<clock::duration>(idle_ / 2, std::chrono::milliseconds(100)));
-        co_await timer.async_wait(use_tuple);
-        if (ended_) break;
+        watch_timer_.expires_after(std::max<clock::duration>(idle_ / 2, std::chrono::milliseconds(100)));
+        co_await watch_timer_.async_wait(use_tuple);
+        if (ended_ || closed_) break;
         if (!streams_.empty()) {
             ping_answers.reset();
             continue;
@@ -200,7 +215,6 @@ task<void> origin_session::watch_loop(std::shared_ptr<origin_session>) {
             break;
         }
         if (clock::now() - last_active_ >= idle_) {
-            ctx_.h2_origins.forget(this);
             close();
             break;
         }
@@ -213,6 +227,10 @@ task<void> origin_session::watch_loop(std::shared_ptr<origin_session>) {
 void origin_session::end() {
     ended_ = true;
     ctx_.h2_origins.forget(this);
+    watch_timer_.cancel();
+    // An origin that took no streams at all (0) would hold its host's requests in the
+    // queue with no session left to lift it: the next session's SETTINGS decide.
+    if (ceiling_ == std::size_t{0}) ctx_.gates.set_stream_ceiling(key_, std::nullopt);
     settled_.set();
     for (auto& [id, s] : streams_) {
         s->closed = true;
@@ -226,7 +244,8 @@ void origin_session::end() {
 task<std::shared_ptr<origin_session>> open_origin_session(proxy_context& ctx, timed_socket connection,
                                                           const std::string& key, const std::string& pool_key,
                                                           const host_policy& policy, std::size_t max_header_bytes) {
-    auto s = std::make_shared<origin_session>(ctx, std::move(connection), key, policy.timeouts.idle, max_header_bytes);
+    auto s = std::make_shared<origin_session>(ctx, std::move(connection), key, pool_key, policy.timeouts.idle,
+                                              max_header_bytes);
     if (!co_await s->start(policy.timeouts.connect)) co_return nullptr;
     auto chosen = ctx.h2_origins.adopt(pool_key, s);
     if (chosen != s) s->close();
@@ -272,11 +291,8 @@ std::shared_ptr<origin_session> origin_sessions::adopt(const std::string& pool_k
 }
 
 void origin_sessions::forget(const origin_session* s) {
-    for (auto& [key, o] : origins_)
-        if (o.session.get() == s) {
-            o.session.reset();
-            return;
-        }
+    if (const auto it = origins_.find(s->pool_key()); it != origins_.end() && it->second.session.get() == s)
+        it->second.session.reset();
 }
 
 void origin_sessions::close_all() {

@@ -57,6 +57,9 @@ nghttp2_session* new_session(side s, const session_callbacks& callbacks, void* u
     nghttp2_session_callbacks_del(cb);
     if (rv != 0) throw std::runtime_error(std::string("nghttp2: ") + nghttp2_strerror(rv));
     nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
+    // Each stream keeps the default 64 KiB window (its backpressure); the connection's
+    // is large enough that one stream whose reader is slow cannot hold up the others.
+    nghttp2_session_set_local_window_size(session, NGHTTP2_FLAG_NONE, 0, connection_window);
     return session;
 }
 

@@ -54,6 +54,9 @@ struct session_callbacks {
 
 enum class side { client, server };
 
+/// The connection-level receive window each session opens (streams keep 64 KiB each).
+inline constexpr std::int32_t connection_window = 16 * 1024 * 1024;
+
 /// A new nghttp2 session for `user` that sends no WINDOW_UPDATE by itself (the window
 /// opens as the owner reports bodies consumed), with `settings` submitted. Throws when
 /// nghttp2 cannot make one.

@@ -46,6 +46,14 @@ struct h2_stream {
     bool body_ended = false;  ///< the client's END_STREAM came
     event changed;            ///< body bytes or their end arrived, or the send window moved
     event gone;               ///< set when the stream closed (reset, or the connection ended)
+    event* watcher = nullptr;  ///< also notified when it closes (the origin stream's wait)
+    bool discarding = false;   ///< the exchange is over: request body bytes are dropped as they come
+
+    void close() {
+        gone.set();
+        changed.notify();
+        if (watcher) watcher->notify();
+    }
 };
 
 class h2_connection;
@@ -90,6 +98,8 @@ public:
     task<bool> respond_body(std::span<const char> data, bool last);
     void body_broken();
     bool keeps_message() const { return true; }
+    void watch(event* e) { s_->watcher = e; }
+    bool client_gone() const { return s_->gone.is_set(); }
 
 private:
     h2_connection* conn_;
@@ -144,10 +154,7 @@ public:
         }
         // The client is gone or the session is over: no stream goes on, parked ones
         // leave their queues; what the session still has to say (a GOAWAY) is sent.
-        for (auto& [id, s] : streams_) {
-            s->gone.set();
-            s->changed.notify();
-        }
+        for (auto& [id, s] : streams_) s->close();
         drained_.notify();
         flush();
         while (running_ > 0) co_await finished_.wait();
@@ -168,7 +175,7 @@ public:
     }
     void on_body(std::int32_t id, std::span<const std::uint8_t> data) override {
         const auto it = streams_.find(id);
-        if (it == streams_.end()) return session_.consumed(id, data.size());
+        if (it == streams_.end() || it->second->discarding) return session_.consumed(id, data.size());
         it->second->body.append(reinterpret_cast<const char*>(data.data()), data.size());
         it->second->changed.notify();
     }
@@ -185,8 +192,7 @@ public:
         h2_stream& s = *it->second;
         if (!s.body.empty()) session_.consumed(id, s.body.size());  // never forwarded: the window must not shrink
         s.body.clear();
-        s.gone.set();
-        s.changed.notify();
+        s.close();
         drained_.notify();  // a response waiting for the window stops waiting
         streams_.erase(it);
         set_deadline();
@@ -290,6 +296,14 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         co_return;
     }
     co_await forward_to_origin(ctx_, *cfg, std::move(down), std::get<origin_target>(target));
+    // Answered, maybe before the request body was read whole: its rest is dropped as it
+    // comes (the client's window must not close on bytes nobody reads).
+    s->discarding = true;
+    if (!s->body.empty() && !s->gone.is_set()) {
+        session_.consumed(head.stream, s->body.size());
+        flush();
+    }
+    s->body.clear();
 }
 
 bool h2_downstream::via_loop(std::string_view via) const {
@@ -411,14 +425,10 @@ task<relay_status> h2_downstream::send_request(timed_socket& origin, relay_buffe
         const auto piece = co_await read_body(room, idle);
         if (piece.failure.end != relay_end::done) co_return piece.failure;
         framed.clear();
-        if (chunked && piece.size > 0) {
-            char size_line[20];
-            auto [end, ec] = std::to_chars(size_line, size_line + sizeof size_line, piece.size, 16);
-            framed.append(size_line, end).append("\r\n").append(room.data(), piece.size).append("\r\n");
-        } else {
+        if (chunked)
+            append_chunk(room.first(piece.size), piece.last, framed);
+        else
             framed.append(room.data(), piece.size);
-        }
-        if (chunked && piece.last) framed += "0\r\n\r\n";
         origin.expires_after(idle);
         if (auto [ec, n] = co_await send_all(origin, asio::buffer(framed)); ec)
             co_return relay_status{relay_end::write_failed, ec};

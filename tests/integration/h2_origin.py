@@ -7,7 +7,8 @@ sha256 of its body.
 
 Paths: /delay/<ms> answers after that long; /bytes/<n> answers n bytes (pattern(n));
 (without content-length when the query says `nolength`); /echo answers JSON {"sha256",
-"length", "headers"} of the request; anything else "ok".
+"length", "headers"} of the request; /early answers 413 at once, without reading the
+request body, then resets the stream (NO_ERROR); anything else "ok". `resets` counts streams the client reset.
 Options: max_streams (SETTINGS_MAX_CONCURRENT_STREAMS; None: not sent), goaway_after
 (a connection takes that many requests: with the last of them, GOAWAY naming it, later
 streams are left unprocessed, and the close once the accepted ones are answered, as a
@@ -79,7 +80,7 @@ class H2Origin:
             return dict(self.hosts.get(host) or self._fresh())
 
     def _fresh(self):
-        return {"in_flight": 0, "peak": 0, "count": 0, "connections": 0, "requests": []}
+        return {"in_flight": 0, "peak": 0, "count": 0, "connections": 0, "resets": 0, "requests": []}
 
     def _host(self, host):
         if host not in self.hosts:
@@ -145,8 +146,8 @@ class H2Origin:
                             if s.host not in counted_hosts:
                                 counted_hosts.add(s.host)
                                 h["connections"] += 1
-                        if ev.stream_ended:
-                            self._ready(s)
+                        if ev.stream_ended or s.headers.get(":path", "").startswith("/early"):
+                            self._ready(s)  # /early: answers without reading the body
                     elif isinstance(ev, h2.events.DataReceived):
                         s = streams.get(ev.stream_id)
                         if s:
@@ -154,12 +155,14 @@ class H2Origin:
                             s.length += len(ev.data)
                         conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
                     elif isinstance(ev, h2.events.StreamEnded):
-                        if ev.stream_id in streams:
+                        if ev.stream_id in streams and streams[ev.stream_id].ready_at is None:
                             self._ready(streams[ev.stream_id])
                     elif isinstance(ev, h2.events.StreamReset):
                         s = streams.pop(ev.stream_id, None)
                         if s:
                             self._done(s, reset=True)
+                            with self.lock:
+                                self._host(s.host)["resets"] += 1
                 now = time.monotonic()
                 for sid, s in list(streams.items()):
                     if s.ready_at is not None and s.pending is None and now >= s.ready_at:
@@ -169,6 +172,11 @@ class H2Origin:
                         if not s.pending:
                             streams.pop(sid)
                             self._done(s)
+                            if s.headers.get(":path", "").startswith("/early"):
+                                try:  # RFC 9113 8.1: done with the request, whatever the client still sends
+                                    conn.reset_stream(sid, error_code=0)
+                                except h2.exceptions.StreamClosedError:
+                                    pass
                 out = conn.data_to_send()
                 if out:
                     sock.sendall(out)
@@ -177,6 +185,8 @@ class H2Origin:
                     break
             for s in streams.values():
                 self._done(s, reset=True)
+                with self.lock:
+                    self._host(s.host)["resets"] += 1
         except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
             pass
         finally:
@@ -201,7 +211,7 @@ class H2Origin:
                                "headers": s.fields}).encode()
         else:
             body = b"ok"
-        headers = [(":status", "200"), ("content-type", "text/plain")]
+        headers = [(":status", "413" if path.startswith("/early") else "200"), ("content-type", "text/plain")]
         if "nolength" not in path:
             headers.append(("content-length", str(len(body))))
         head_only = s.headers.get(":method") == "HEAD"

@@ -14,16 +14,22 @@ sees them.
    hop-by-hop ones do not.
 4. h2c client <-> h2 origin: the same bodies both ways on one client connection.
 5. An origin that takes 3 streams per connection (then GOAWAY naming the third: the
-   streams above it are unprocessed), 12 requests at concurrency 5 -> all 200: the
-   unprocessed ones went again on a new session.
+   streams above it are unprocessed), 12 streams on one client connection at concurrency
+   5 -> all 200: the unprocessed ones went again on a new session.
 6. `upstream_protocol: auto` through interception to a TLS origin that picks h2 by ALPN:
    curl --http2 and httpx (http2=True) get HTTP/2 from the proxy, the origin saw HTTP/2,
    16 concurrent httpx requests on one connection -> origin peak exactly 2.
+7. An origin that answers 413 and resets the stream before reading a 200 000-byte upload:
+   the HTTP/1.1 client gets the 413; unread body bytes are never taken for a request.
+8. An h2 client resets a stream whose origin request is in flight: the origin's stream is
+   reset and the slot comes back at once.
 Afterwards every host's in_flight and waiting are 0."""
 import asyncio
 import hashlib
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 
@@ -122,13 +128,18 @@ def test(t):
     c.close()
     H.log("4. h2c client <-> h2 origin: bodies 0/1/200000 both ways intact")
 
-    # 5. GOAWAY: unprocessed streams go again on a new session
-    gbase = "http://goaway.test:%d" % restarting.port
-    rs = H.concurrent(proxy, [gbase + "/delay/50"] * 12)
-    H.check(all(r.status == 200 for r in rs), "behind GOAWAYs: %r" % [(r.status, r.error, r.body[:80]) for r in rs])
+    # 5. GOAWAY: unprocessed streams go again on a new session. One h2c client
+    #    connection, so its streams share one worker's session to the origin.
+    c = H2Client(proxy.port)
+    sids = [c.request("goaway.test:%d" % restarting.port, "/delay/50") for _ in range(12)]
+    H.check(c.pump(c.done(sids), 30), "behind GOAWAYs: not every stream ended")
+    statuses = [c.responses[s]["status"] for s in sids]
+    c.close()
+    H.check(statuses == [200] * 12, "behind GOAWAYs: %r" % statuses)
     st = restarting.stats("goaway.test")
     H.check(st["count"] == 12 and restarting.refused > 0 and st["connections"] >= 4,
-            "the origin served %d on %d connections, refused %d" % (st["count"], st["connections"], restarting.refused))
+            "the origin served %d on %d connections, left %d unprocessed" % (st["count"], st["connections"],
+                                                                             restarting.refused))
     H.log("5. origin taking 3 streams per connection (then GOAWAY): 12/12 answered over %d sessions, %d "
           "unprocessed streams sent again" % (st["connections"], restarting.refused))
 
@@ -161,6 +172,42 @@ def test(t):
     H.log("6. auto over TLS: curl --http2 and httpx get HTTP/2, the origin saw HTTP/2 (ALPN), 16 at once -> peak %d"
           % st["peak"])
     tls_origin.close()
+
+    # 7. An origin that answers before reading the request body, then resets the stream:
+    #    the HTTP/1.1 client gets the answer, and what the proxy did not read of the body
+    #    is never taken for a next request (the connection closes, or the body was read
+    #    whole and the next request is a real one).
+    sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+    sock.sendall(("POST %s/early HTTP/1.1\r\nHost: h2c.test\r\nContent-Length: 200000\r\n\r\n" % base).encode()
+                 + pattern(200000) + ("GET %s/after HTTP/1.1\r\nHost: h2c.test\r\n\r\n" % base).encode())
+    got = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            break
+        if not chunk:
+            break
+        got += chunk
+    sock.close()
+    statuses = [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3}) ", got)]
+    closed = b"connection: close" in got.split(b"\r\n\r\n")[0].lower()
+    H.check(statuses in ([413], [413, 200]) and (closed or statuses == [413, 200]),
+            "early answer with the body unread: statuses %r, %r" % (statuses, got[:400]))
+    H.log("7. origin answering 413 and resetting before the body: client got %r%s" %
+          (statuses, " then the close (body not read whole)" if closed else " (body read whole, next request served)"))
+
+    # 8. An h2 client resets a stream the origin is working on: the origin stream is
+    #    reset too and the slot comes back at once (not after timeouts.response_headers).
+    resets = h2c.stats("h2c.test")["resets"]
+    c = H2Client(proxy.port)
+    sid = c.request(authority, "/delay/5000")
+    H.wait_until(lambda: h2c.stats("h2c.test")["in_flight"] == 1, 3.0, what="the stream at the origin")
+    c.reset(sid)
+    H.wait_until(lambda: h2c.stats("h2c.test")["resets"] == resets + 1, 2.0, what="the origin stream reset")
+    H.wait_until(lambda: hosts_view(proxy)["h2c.test"]["in_flight"] == 0, 2.0, what="the slot back")
+    c.close()
+    H.log("8. a client reset reaches the origin stream and frees the slot at once")
 
     for p in (proxy, iproxy):
         for key, h in hosts_view(p).items():

@@ -161,3 +161,17 @@ TEST_CASE("limits: the request line and field count bounds have SPEC defaults an
     CHECK(load_error("limits: {request_header_fields: 0}\n").find("limits.request_header_fields") != std::string::npos);
     CHECK(load_error("limits: {request_lines: 5}\n").find("request_lines") != std::string::npos);
 }
+
+TEST_CASE("upstream_protocol: auto by default, http1 or h2c per host, anything else refused") {
+    const config c = load_ok(R"(
+hosts:
+  grpc.internal.test: { upstream_protocol: h2c }
+  legacy.test: { upstream_protocol: http1 }
+)");
+    CHECK(c.defaults.upstream == upstream_protocol::automatic);
+    CHECK(c.policy_for("grpc.internal.test", today).upstream == upstream_protocol::h2c);
+    CHECK(c.policy_for("legacy.test", today).upstream == upstream_protocol::http1);
+    CHECK(c.policy_for("other.test", today).upstream == upstream_protocol::automatic);
+    CHECK(load_error("defaults: { upstream_protocol: h2 }\n").find("upstream_protocol must be auto, http1 or h2c") !=
+          std::string::npos);
+}

@@ -53,7 +53,8 @@ namespace politeproxy {
 namespace forwarding {
 
 inline constexpr int max_interim_responses = 16;
-/// Sessions a request tries when HTTP/2 origins leave it unprocessed (GOAWAY, REFUSED_STREAM).
+/// Streams a request tries when HTTP/2 origins leave it unprocessed: above a GOAWAY's last
+/// stream (then on a new session), or REFUSED_STREAM (the session may still take it later).
 inline constexpr int max_h2_attempts = 3;
 
 inline bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
@@ -109,8 +110,10 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     for (int attempt = 0;; ++attempt) {
         std::shared_ptr<origin_session> h2;
         if (may_h2) h2 = co_await ctx.h2_origins.find(pool_key);  // not in a conditional expression: see below
-        std::optional<timed_socket> origin = !h2 && attempt == 0 ? ctx.pool.take(pool_key, retryable) : std::nullopt;
+        std::optional<timed_socket> origin;
+        if (!h2 && attempt == 0) origin = ctx.pool.take(pool_key, retryable);
         const bool reused = origin.has_value();
+        const bool fresh_session = !h2;
         if (!h2 && !reused) {
             const auto ex = co_await asio::this_coro::executor;
             const auto opening = ctx.h2_origins.opening(pool_key, may_h2, !target.tls, ex);
@@ -149,8 +152,8 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             }
         }
         if (h2) {
-            const auto forwarded = co_await forward_over_h2(down, trip, *h2, target, scratch);
-            if (forwarded == h2_forwarded::again && attempt < forwarding::max_h2_attempts) continue;
+            const auto forwarded = co_await forward_over_h2(down, trip, *h2, fresh_session, target, scratch);
+            if (forwarded == h2_forwarded::again && attempt + 1 < forwarding::max_h2_attempts) continue;
             if (forwarded == h2_forwarded::again) {
                 trip.request_refused();
                 co_return co_await down.answer(errc::origin_closed, "the origin refused the request on every session");
@@ -164,7 +167,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
         connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::http1);
         const bool may_retry = reused && retryable;
 
-        if (attempt == 0 && down.wants_continue() && !co_await down.send_continue()) co_return false;
+        if (down.wants_continue() && !co_await down.send_continue()) co_return false;
         trip.request_sent();
         const auto sent = co_await down.send_request(*origin, scratch, policy.timeouts.idle);
         if (sent.end == relay_end::read_failed || sent.end == relay_end::malformed) {

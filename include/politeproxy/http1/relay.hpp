@@ -82,6 +82,10 @@ class chunked_decoder;
 /// the decoder's to tell.
 std::size_t take_body(boost::beast::flat_buffer& in_buffer, chunked_decoder* decoder, std::span<char> room);
 
+/// Appends `data` as one chunk of a chunked body (nothing when empty), then the last
+/// chunk and the end of the message when `last`.
+void append_chunk(std::span<const char> data, bool last, std::string& out);
+
 /// Appends `header` as it goes on the wire: start line, fields, `added_fields`, empty line.
 void serialize_head(const boost::beast::http::request_header<wire_fields>& header, std::string_view added_fields,
                     std::string& out);

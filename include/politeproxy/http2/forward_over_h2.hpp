@@ -17,6 +17,8 @@
 //   task<bool> respond_body(std::span<const char> data, bool last)
 //   void body_broken()                             the response body cannot be completed: tell the client
 //   bool keeps_message() const                     the client connection goes on after it
+//   void watch(event*)                             notify it when the client goes away (null: stop)
+//   bool client_gone() const                       the client went away (nobody to answer)
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/origin_target.hpp"
@@ -25,6 +27,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,8 +40,23 @@ enum class h2_forwarded {
     again,  ///< the origin did not process the request: send it on a new session
 };
 
+// Cancels the origin stream on every way out but its end (an error, the client gone, an
+// exception): the origin stops, and what it sent meanwhile is given back to its window.
+class stream_guard {
+public:
+    stream_guard(origin_session& session, std::shared_ptr<origin_stream> stream)
+        : session_(session), stream_(std::move(stream)) {}
+    stream_guard(const stream_guard&) = delete;
+    stream_guard& operator=(const stream_guard&) = delete;
+    ~stream_guard() { session_.cancel(*stream_); }
+
+private:
+    origin_session& session_;
+    std::shared_ptr<origin_stream> stream_;
+};
+
 template <class Downstream>
-task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_session& session,
+task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_session& session, bool fresh_session,
                                    const origin_target& target, relay_buffers& scratch) {
     const host_policy& policy = trip.policy();
     std::vector<http2::field> fields;
@@ -50,73 +68,74 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
     const bool body = down.has_body();
     const auto stream = session.open(down.method_string(), target.tls ? "https" : "http", authority, path, fields, !body);
     if (!stream) co_return h2_forwarded::again;
+    const stream_guard guard(session, stream);
+    // A client that goes away wakes the waits below (until this returns: the event dies with the stream).
+    struct watching {
+        Downstream& down;
+        ~watching() { down.watch(nullptr); }
+    } const watched{down};
+    down.watch(&stream->changed);
     trip.request_sent();
+    const auto answer = [&](errc why, std::string_view details) -> task<h2_forwarded> {
+        const bool keep = co_await down.answer(why, details);
+        co_return keep ? h2_forwarded::keep : h2_forwarded::close;
+    };
 
-    // The request body, as the origin's flow-control window takes it.
+    // The request body, as the origin's flow-control window takes it. The stall deadline
+    // moves only when the origin takes bytes.
     bool body_started = false;
-    if (down.wants_continue() && !co_await down.send_continue()) {
-        session.cancel(*stream);
-        co_return h2_forwarded::close;
-    }
+    if (down.wants_continue() && !co_await down.send_continue()) co_return h2_forwarded::close;
     if (body) {
         const std::span<char> room(scratch.body_buffer(), relay_buffers::chunk_size);
-        for (;;) {
-            while (!stream->closed && session.queued(*stream) >= relay_buffers::chunk_size) {
-                if (!co_await stream->changed.wait_until(clock::now() + policy.timeouts.idle)) break;
-            }
+        for (auto deadline = clock::now() + policy.timeouts.idle;;) {
+            while (!stream->closed && !down.client_gone() && session.queued(*stream) >= relay_buffers::chunk_size)
+                if (!co_await stream->changed.wait_until(deadline)) break;
+            if (down.client_gone()) co_return h2_forwarded::close;
             if (stream->closed) break;  // the origin answered early or reset it: read no more
             if (session.queued(*stream) >= relay_buffers::chunk_size) {
-                session.cancel(*stream);
                 trip.response_failed(errc::origin_response_timeout);
-                co_return co_await down.answer(errc::origin_response_timeout,
-                                               "the origin took no request body for timeouts.idle")
-                              ? h2_forwarded::keep
-                              : h2_forwarded::close;
+                co_return co_await answer(errc::origin_response_timeout,
+                                          "the origin took no request body for timeouts.idle");
             }
             const auto piece = co_await down.read_body(room, policy.timeouts.idle);
             if (piece.failure.end != relay_end::done) {
-                session.cancel(*stream);
                 trip.client_failed();
-                co_return co_await down.upload_broken(piece.failure) ? h2_forwarded::keep : h2_forwarded::close;
+                const bool keep = co_await down.upload_broken(piece.failure);
+                co_return keep ? h2_forwarded::keep : h2_forwarded::close;
             }
             body_started = true;
             session.send_body(*stream, room.first(piece.size), piece.last);
+            deadline = clock::now() + policy.timeouts.idle;
             if (piece.last) break;
         }
     }
 
     // The response header.
     const auto deadline = clock::now() + policy.timeouts.response_headers;
-    while (!stream->head && !stream->closed) {
+    while (!stream->head && !stream->closed && !down.client_gone()) {
         if (!co_await stream->changed.wait_until(deadline)) {
-            session.cancel(*stream);
             trip.response_failed(errc::origin_response_timeout);
-            co_return co_await down.answer(errc::origin_response_timeout,
-                                           "no response headers within timeouts.response_headers")
-                          ? h2_forwarded::keep
-                          : h2_forwarded::close;
+            co_return co_await answer(errc::origin_response_timeout, "no response headers within timeouts.response_headers");
         }
     }
+    if (down.client_gone()) co_return h2_forwarded::close;
     if (!stream->head) {
         if (stream->unprocessed && !body_started) co_return h2_forwarded::again;
         trip.response_failed(errc::origin_closed);
-        const std::string details = "the origin reset the stream: " +
-                                    std::string(nghttp2_http2_strerror(stream->error));
-        co_return co_await down.answer(errc::origin_closed, details) ? h2_forwarded::keep : h2_forwarded::close;
+        co_return co_await answer(errc::origin_closed,
+                                  std::string("the origin reset the stream: ") + nghttp2_http2_strerror(stream->error));
     }
     const http2::response_head& head = *stream->head;
     std::string_view retry_after;
     for (const auto& f : head.fields)
         if (f.name == "retry-after") retry_after = f.value;
-    trip.response_arrived(head.status, retry_after, down.method_string(), true);
-    if (!co_await down.respond_message(trip, head)) {
-        session.cancel(*stream);
-        co_return h2_forwarded::close;
-    }
+    trip.response_arrived(head.status, retry_after, down.method_string(), !fresh_session);
+    if (!co_await down.respond_message(trip, head)) co_return h2_forwarded::close;
 
     // The response body, as the client takes it: the origin's window opens as it does.
     std::string& piece = scratch.joined;
-    for (;;) {
+    for (auto stall = clock::now() + policy.timeouts.idle;;) {
+        if (down.client_gone()) co_return h2_forwarded::close;
         if (!stream->body.empty() || stream->body_ended) {
             piece.swap(stream->body);
             stream->body.clear();
@@ -124,11 +143,11 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
             const bool sent = co_await down.respond_body(piece, last);
             session.consumed(*stream, piece.size());
             if (!sent) {
-                session.cancel(*stream);
                 trip.origin_done();
                 co_return h2_forwarded::close;
             }
             if (last) break;
+            stall = clock::now() + policy.timeouts.idle;
             continue;
         }
         if (stream->closed) {  // reset before its end: the client must not take it for whole
@@ -136,8 +155,7 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
             down.body_broken();
             co_return h2_forwarded::close;
         }
-        if (!co_await stream->changed.wait_until(clock::now() + policy.timeouts.idle)) {
-            session.cancel(*stream);
+        if (!co_await stream->changed.wait_until(stall)) {
             trip.body_failed(true);
             down.body_broken();
             co_return h2_forwarded::close;

@@ -39,15 +39,16 @@ struct origin_stream {
     /// The origin never processed the request (REFUSED_STREAM, above a GOAWAY's last
     /// stream, or the session ended before it went out): it may go again, on a new session.
     bool unprocessed = false;
+    bool uploading = false;  ///< request body bytes still to come (changed is notified as they are framed)
     event changed;  ///< any of the above moved, or the request body's window opened
 };
 
 class origin_session : public std::enable_shared_from_this<origin_session>, private http2::origin_events {
 public:
-    /// `key`: the host key whose ceiling the origin's SETTINGS set. `idle`: how long the
-    /// session stays open with no stream.
-    origin_session(proxy_context& ctx, timed_socket connection, std::string key, clock::duration idle,
-                   std::size_t max_header_bytes);
+    /// `key`: the host key whose ceiling the origin's SETTINGS set; `pool_key`: the
+    /// origin's key in ctx.h2_origins. `idle`: how long the session stays open with no stream.
+    origin_session(proxy_context& ctx, timed_socket connection, std::string key, std::string pool_key,
+                   clock::duration idle, std::size_t max_header_bytes);
     ~origin_session() override;
 
     /// Starts the session (preface and SETTINGS out, the reader running); true once the
@@ -55,7 +56,8 @@ public:
     task<bool> start(clock::duration timeout);
 
     /// A new stream may be opened now.
-    bool accepts_streams() const { return !ended_ && session_.accepts_streams(); }
+    bool accepts_streams() const { return !ended_ && !closed_ && session_.accepts_streams(); }
+    const std::string& pool_key() const { return pool_key_; }
 
     /// Opens a stream for a request (see client_session::request); null when the session
     /// takes no more streams.
@@ -66,10 +68,11 @@ public:
     std::size_t queued(const origin_stream& s) const { return session_.queued(s.id); }
     /// The response body bytes taken from `s.body` were forwarded: the origin may send more.
     void consumed(origin_stream& s, std::size_t n);
-    /// Resets a stream that is not over yet (CANCEL): its request was abandoned.
+    /// Resets a stream that is not over yet (CANCEL): its request was abandoned. The
+    /// stream is closed at once; what the origin sent for it goes back to the window.
     void cancel(origin_stream& s);
 
-    /// Ends the session: GOAWAY, open streams end with it (shutdown).
+    /// Closes the connection: no new stream here, open streams end with it.
     void close();
 
 private:
@@ -90,10 +93,13 @@ private:
     proxy_context& ctx_;
     timed_socket connection_;
     const std::string key_;
+    const std::string pool_key_;
     const clock::duration idle_;
     http2::client_session session_;
     std::unordered_map<std::int32_t, std::shared_ptr<origin_stream>> streams_;
     event settled_;  ///< set when the origin's first SETTINGS came, or the session ended
+    steady_timer watch_timer_;             ///< watch_loop's (cancelled when the session ends)
+    std::optional<std::size_t> ceiling_;  ///< what the origin's last SETTINGS said
     clock::time_point last_active_ = clock::now();  ///< when the last stream closed
     connection_tracker tracked_;                   ///< upstream_connections{protocol="http2"}
     bool writing_ = false;

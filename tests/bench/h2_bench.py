@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""HTTP/2 front ends side by side, in one run: h2load (nghttp2-client) speaks h2c with
+prior knowledge to each target, 100 streams per connection, 1 KiB responses from nginx,
+with `:authority` naming the origin (what politeproxy gates on). Targets:
+  direct            h2load straight to nginx's h2c port (the load's own reference)
+  politeproxy/h1    politeproxy, HTTP/1.1 pool to nginx (every stream gated)
+  politeproxy/h2    politeproxy, one h2c session to nginx (upstream_protocol: h2c)
+  haproxy/h1        HAProxy 2.6, h2c front end, HTTP/1.1 back end (no gate)
+  haproxy/h2        HAProxy 2.6, h2c front end, h2 back end
+  nghttpx/h1        nghttpx, h2c front end, HTTP/1.1 back end
+  nghttpx/h2        nghttpx, h2c front end, h2 back end
+CPU per request = the front end's user+system CPU seconds (from /proc) over the requests
+h2load completed; the proxy runs on one core, nginx and h2load on the other; each cell
+is the median of --repeats interleaved runs. Ratios are against HAProxy with the same
+back-end protocol. Installs nghttp2-client and nghttp2-proxy when missing.
+
+  /usr/bin/python3 tests/bench/h2_bench.py --binary build/politeproxy [--requests 200000] [--repeats 3]
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PROXY_CPU, LOAD_CPU = 1, 0
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("exited with %s" % proc.returncode)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("port %d not listening" % port)
+
+
+def cpu_seconds(pid):
+    """User+system CPU of `pid` and its descendants (nghttpx works in a child process)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+            total += sum(cpu_seconds(int(c)) for c in f.read().split())
+    return total
+
+
+def start(argv, cpu, log):
+    return subprocess.Popen(["taskset", "-c", str(cpu)] + argv, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop(p):
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def ensure_tools():
+    missing = [pkg for tool, pkg in (("h2load", "nghttp2-client"), ("nghttpx", "nghttp2-proxy"))
+               if not shutil.which(tool)]
+    if missing:
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing, check=True,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default="build/politeproxy")
+    ap.add_argument("--requests", type=int, default=200000)
+    ap.add_argument("--clients", type=int, default=4, help="h2load connections")
+    ap.add_argument("--streams", type=int, default=100, help="concurrent streams per connection")
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args()
+    ensure_tools()
+    work = tempfile.mkdtemp(prefix="h2bench-")
+    log = open(os.path.join(work, "processes.log"), "wb")
+    procs = []
+    try:
+        www = os.path.join(work, "www")
+        os.makedirs(www)
+        with open(os.path.join(www, "1k"), "wb") as f:
+            f.write((b"0123456789abcdef" * 64)[:1024])
+        os.chmod(work, 0o755)
+        os.chmod(www, 0o755)
+        h1_port, h2_port = free_port(), free_port()
+        nginx_conf = os.path.join(work, "nginx.conf")
+        with open(nginx_conf, "w") as f:
+            f.write("""worker_processes 1; daemon off; pid %(d)s/nginx.pid; error_log %(d)s/nginx-error.log;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 1000000; http2_max_concurrent_streams 1000;
+  server { listen 127.0.0.1:%(h1)d; root %(d)s/www; }
+  server { listen 127.0.0.1:%(h2)d http2; root %(d)s/www; } }
+""" % {"d": work, "h1": h1_port, "h2": h2_port})
+        procs.append(start(["nginx", "-p", work, "-c", nginx_conf, "-e", os.path.join(work, "nginx-error.log")],
+                           LOAD_CPU, log))
+        wait_port(h1_port, procs[-1])
+        wait_port(h2_port, procs[-1])
+
+        targets = {}
+
+        def politeproxy(name, h2):
+            cfg = os.path.join(work, name.replace("/", "-") + ".yaml")
+            port, admin = free_port(), free_port()
+            with open(cfg, "w") as f:
+                f.write("""listen: 127.0.0.1:%d
+admin_listen: 127.0.0.1:%d
+workers: 1
+defaults: {concurrency: 100000, rate: 1000000000, burst: 1000000000, queue: {max_waiting: 100000}%s}
+limits: {h2_max_concurrent_streams: 1000}
+resolve: {"*.bench.test": 127.0.0.1}
+security: {allow_destinations: [127.0.0.0/8]}
+""" % (port, admin, ", upstream_protocol: h2c" if h2 else ""))
+            return [a.binary, "--config", cfg], port
+
+        def haproxy(name, h2):
+            cfg = os.path.join(work, name.replace("/", "-") + ".cfg")
+            port = free_port()
+            with open(cfg, "w") as f:
+                f.write("""global
+    nbthread 1
+    maxconn 5000
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+frontend h2c
+    bind 127.0.0.1:%d proto h2
+    default_backend origin
+backend origin
+    http-reuse always
+    server nginx 127.0.0.1:%d %s
+""" % (port, h2_port if h2 else h1_port, "proto h2" if h2 else ""))
+            return ["haproxy", "-db", "-f", cfg], port
+
+        def nghttpx(name, h2):
+            port = free_port()
+            backend = "127.0.0.1,%d;;proto=h2" % h2_port if h2 else "127.0.0.1,%d" % h1_port
+            return ["nghttpx", "--frontend=127.0.0.1,%d;no-tls" % port, "--backend=" + backend, "--workers=1",
+                    "--no-ocsp", "--conf=/dev/null", "--frontend-http2-max-concurrent-streams=1000",
+                    "--errorlog-file=" + os.path.join(work, "nghttpx.log"), "--accesslog-file=/dev/null"], port
+
+        for name, maker, h2 in (("politeproxy/h1", politeproxy, False), ("politeproxy/h2", politeproxy, True),
+                                ("haproxy/h1", haproxy, False), ("haproxy/h2", haproxy, True),
+                                ("nghttpx/h1", nghttpx, False), ("nghttpx/h2", nghttpx, True)):
+            targets[name] = maker(name, h2)
+
+        results = {}
+        for rep in range(a.repeats):
+            for name in ["direct"] + list(targets):
+                proc = None
+                if name == "direct":
+                    port, pid = h2_port, None
+                else:
+                    argv, port = targets[name]
+                    proc = start(argv, PROXY_CPU, log)
+                    wait_port(port, proc)
+                    pid = proc.pid
+                    # taskset execs the target: the pid is the proxy's own
+                origin_port = h2_port if name.endswith("h2") or name == "direct" else h1_port
+                authority = "origin.bench.test:%d" % origin_port
+                load = ["taskset", "-c", str(LOAD_CPU), "h2load", "-n", str(a.requests), "-c", str(a.clients),
+                        "-m", str(a.streams), "-H", ":authority: " + authority,
+                        "http://127.0.0.1:%d/1k" % port]
+                # warm-up, then the measured run
+                subprocess.run(load[:4] + ["-n", str(min(a.requests, 10000))] + load[6:], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=120)
+                before = cpu_seconds(pid) if pid else 0.0
+                t0 = time.monotonic()
+                out = subprocess.run(load, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600).stdout
+                elapsed = time.monotonic() - t0
+                cpu = (cpu_seconds(pid) - before) if pid else 0.0
+                if proc:
+                    stop(proc)
+                m = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed", out)
+                ok = int(m.group(3)) if m else 0
+                rps = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out)
+                status = re.search(r"status codes: (\d+) 2xx", out)
+                cell = {"ok": ok, "rps": float(rps.group(1)) if rps else 0.0, "elapsed": elapsed,
+                        "cpu_us": cpu / ok * 1e6 if ok else float("nan"), "2xx": int(status.group(1)) if status else 0}
+                if ok < a.requests or cell["2xx"] < a.requests:
+                    print("%s: only %d of %d succeeded (2xx %d)\n%s" % (name, ok, a.requests, cell["2xx"], out[-800:]),
+                          file=sys.stderr)
+                results.setdefault(name, []).append(cell)
+                print("repeat %d %-15s %8.0f req/s  %6.2f us CPU/request" % (rep + 1, name, cell["rps"], cell["cpu_us"]),
+                      flush=True)
+
+        def med(name, key):
+            return statistics.median(c[key] for c in results[name])
+
+        print("\n| target | req/s | CPU µs/request | CPU vs HAProxy (same back end) | req/s vs HAProxy |")
+        print("|---|---|---|---|---|")
+        for name in results:
+            rps, cpu = med(name, "rps"), med(name, "cpu_us")
+            ref = "haproxy/" + name.split("/")[-1] if "/" in name else None
+            if ref and ref in results and name != ref:
+                print("| %s | %.0f | %.2f | %.2fx | %.2fx |" % (name, rps, cpu, cpu / med(ref, "cpu_us"),
+                                                               rps / med(ref, "rps")))
+            else:
+                print("| %s | %.0f | %s | | |" % (name, rps, "%.2f" % cpu if name != "direct" else "-"))
+        if "politeproxy/h1" in results and "politeproxy/h2" in results:
+            print("\npoliteproxy h2 origin session vs HTTP/1.1 pooling, CPU per request: %.2fx"
+                  % (med("politeproxy/h2", "cpu_us") / med("politeproxy/h1", "cpu_us")))
+    finally:
+        for p in procs:
+            stop(p)
+        log.close()
+
+
+if __name__ == "__main__":
+    main()
