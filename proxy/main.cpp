@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace {
@@ -104,6 +105,12 @@ int main(int argc, char** argv) {
         if (o.expired(utc_today()))
             log.write(log_level::warn, "config", "override for " + o.pattern + " expired: ignored");
     try {
+        // Two descriptors per request in flight (client, origin) plus the idle pooled
+        // ones: the whole hard limit, as HAProxy and nginx take it.
+        if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+            files.rlim_cur = files.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &files);
+        }
         proxy_server server(config_path, std::make_shared<const config>(std::move(*cfg)), log);
         return server.run();
     } catch (const std::exception& e) {

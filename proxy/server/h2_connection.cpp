@@ -14,6 +14,8 @@
 #include "politeproxy/net/send_all.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
@@ -200,6 +202,8 @@ public:
 
 private:
     task<void> write_loop() {
+        // After what is ready to run now: the frames of every stream it touches go in one write.
+        co_await asio::post(client_.get_executor(), asio::deferred);
         std::string out;
         for (;;) {
             out.clear();
@@ -474,6 +478,7 @@ task<bool> h2_downstream::respond_body(std::span<const char> data, bool last) {
     if (s.gone.is_set()) co_return false;
     session.send_body(s.head.stream, {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()}, last);
     conn_->flush();
+    if (last) co_return true;  // the stream's end is queued: it closes as it goes out
     // Backpressure: while the client's window is shut, take no more from the origin.
     while (session.queued(s.head.stream) >= relay_buffers::chunk_size && !s.gone.is_set())
         co_await conn_->drained().wait();

@@ -21,8 +21,8 @@ namespace politeproxy {
 /// another thread.
 class origin_pool {
 public:
-    static constexpr std::size_t max_idle_per_origin = 256;
-    static constexpr std::size_t max_idle_total = 1024;
+    static constexpr std::size_t max_idle_per_origin = 1024;
+    static constexpr std::size_t max_idle_total = 4096;
     static constexpr auto trust_for = std::chrono::milliseconds(500);
 
     /// A live idle connection to `origin`, if there is one. One pooled moments ago is
