@@ -62,6 +62,7 @@ std::string render_hosts_json(const host_gates& gates, clock::time_point now,
         out += ", \"limit\": " + std::to_string(h.limit);
         out += ", \"configured_limit\": " + std::to_string(h.configured_limit);
         out += ", \"stream_ceiling\": " + (h.stream_ceiling ? std::to_string(*h.stream_ceiling) : std::string("null"));
+        out += h.h2 ? ", \"upstream_protocol\": \"h2\"" : ", \"upstream_protocol\": \"http/1.1\"";
         out += ", \"in_flight\": " + std::to_string(h.in_flight);
         out += ", \"waiting\": " + std::to_string(h.waiting);
         out += ", \"rate\": ";

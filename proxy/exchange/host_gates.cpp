@@ -292,6 +292,7 @@ void host_gates::set_stream_ceiling(const std::string& key, std::optional<std::s
         std::lock_guard lock(s.mutex);
         const auto now = clock::now();
         auto entry = find_or_create(s, key, now);
+        entry->h2 = true;
         if (entry->stream_ceiling == streams) return;
         entry->stream_ceiling = streams;
         apply_health(*entry, now);
@@ -321,6 +322,7 @@ std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
             h.limit = e->g.limit();
             h.configured_limit = e->policy->concurrency;
             h.stream_ceiling = e->stream_ceiling;
+            h.h2 = e->h2;
             h.rate = e->g.limits().rate;
             h.configured_rate = e->policy->rate;
             h.paused_for = e->g.paused_until() > now ? e->g.paused_until() - now : clock::duration::zero();

@@ -107,7 +107,7 @@ task<void> serve_intercepted(proxy_context& ctx, timed_socket& client, beast::fl
     if (ctx.log.enabled(log_level::debug))
         ctx.log.write(log_level::debug, "intercept", origin.target.key + ": TLS with the client, SNI '" + hs.server_name + "'");
     if (hs.protocol == "h2")
-        co_await serve_h2(ctx, client, buffer, true, &origin);
+        co_await serve_h2(ctx, client, buffer, registration, true, &origin);
     else
         co_await serve_requests(ctx, client, buffer, registration, peer, true, &origin);
 }
@@ -191,7 +191,7 @@ task<void> run_client_session(proxy_context& ctx, tcp_socket socket) {
     const opening opened = co_await read_opening(client, buffer, ctx.gates.current_config()->defaults.timeouts.idle);
     registered.get().idle = false;
     switch (opened) {
-    case opening::http2: co_await serve_h2(ctx, client, buffer, allowed, nullptr); break;
+    case opening::http2: co_await serve_h2(ctx, client, buffer, registered.get(), allowed, nullptr); break;
     case opening::http1: co_await serve_requests(ctx, client, buffer, registered.get(), peer, allowed, nullptr); break;
     case opening::nothing: break;
     }

@@ -163,6 +163,15 @@ public:
         closed_ = true;
     }
 
+    // A drain: GOAWAY naming the last stream taken; those go on, the connection closes
+    // once they are done.
+    void drain() {
+        if (draining_) return;
+        draining_ = true;
+        session_.go_away();
+        flush();
+    }
+
     // session_events: called from inside session_.receive().
     void on_request(http2::request_head head) override {
         const std::int32_t id = head.stream;
@@ -198,6 +207,7 @@ public:
         drained_.notify();  // a response waiting for the window stops waiting
         streams_.erase(it);
         set_deadline();
+        if (draining_ && streams_.empty()) flush();  // then the close
     }
 
 private:
@@ -219,6 +229,7 @@ private:
             set_deadline();
         }
         writing_ = false;
+        if (draining_ && streams_.empty()) client_.cancel();  // the GOAWAY is out, no stream left: the reader ends
     }
 
     // The connection's one deadline (reads and writes share it): timeouts.idle while no
@@ -248,6 +259,7 @@ private:
     std::size_t running_ = 0;
     bool writing_ = false;
     bool closed_ = false;
+    bool draining_ = false;  ///< GOAWAY sent for a drain
 };
 
 task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
@@ -525,10 +537,16 @@ task<relay_status> h2_downstream::deliver(exchange& trip, const origin_response_
 
 }  // namespace
 
-task<void> serve_h2(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer, bool allowed,
-                    const intercepted_origin* in_tls) {
+task<void> serve_h2(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
+                    session_set::handle& registration, bool allowed, const intercepted_origin* in_tls) {
     connection_tracker tracked(ctx.metrics, connection_side::client, connection_protocol::http2);
     h2_connection conn(ctx, client, *ctx.gates.current_config(), allowed, in_tls);
+    registration.drain = [&conn] { conn.drain(); };
+    struct forget_drain {
+        session_set::handle& h;
+        ~forget_drain() { h.drain = nullptr; }
+    } const forget{registration};
+    if (ctx.draining) conn.drain();  // began while this connection opened
     co_await conn.run(buffer);
 }
 

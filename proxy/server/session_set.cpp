@@ -8,7 +8,7 @@ namespace politeproxy {
 
 std::shared_ptr<session_set::handle> session_set::add(politeproxy::executor executor,
                                                       timed_socket& stream) {
-    auto h = std::make_shared<handle>(handle{std::move(executor), &stream, false});
+    auto h = std::make_shared<handle>(handle{std::move(executor), &stream, false, {}});
     std::lock_guard lock(mutex_);
     sessions_.insert(h);
     return h;
@@ -28,7 +28,10 @@ void session_set::close_idle() {
     }
     for (auto& h : all)
         boost::asio::post(h->executor, [h] {
-            if (h->stream && h->idle) h->stream->cancel();
+            if (h->stream && h->drain)
+                h->drain();
+            else if (h->stream && h->idle)
+                h->stream->cancel();
         });
 }
 

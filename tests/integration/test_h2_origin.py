@@ -81,8 +81,8 @@ def test(t):
     st = ceiling.stats("ceiling.test")
     H.check(st["peak"] == 3, "origin with SETTINGS_MAX_CONCURRENT_STREAMS 3 saw a peak of %d" % st["peak"])
     view = hosts_view(proxy)["ceiling.test"]
-    H.check(view["stream_ceiling"] == 3 and view["limit"] == 3 and view["configured_limit"] == 50,
-            "/hosts for ceiling.test: %r" % view)
+    H.check(view["stream_ceiling"] == 3 and view["limit"] == 3 and view["configured_limit"] == 50 and
+            view["upstream_protocol"] == "h2", "/hosts for ceiling.test: %r" % view)
     m = proxy.metrics()
     H.check(H.mget(m, "politeproxy_host_stream_ceiling", host="ceiling.test") == 3, "host_stream_ceiling gauge")
     H.log("2. concurrency 50, origin's max streams 3: 24 at once all 200, origin peak %d, /hosts limit %d ceiling %d"

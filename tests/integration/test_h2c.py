@@ -23,10 +23,13 @@ it sees them.
    served meanwhile.
 8. Deadlines (timeouts.idle 1 s): a stream whose origin answers after 2 s is answered
    (the connection's idle timeout does not run while a stream is open); a connection
-   with no stream open is closed after about 1 s."""
+   with no stream open is closed after about 1 s.
+9. Drain: SIGTERM with a stream in flight -> GOAWAY (NO_ERROR) at once, the stream
+   answered in full, the connection closed after it, exit code 0."""
 import hashlib
 import json
 import os
+import signal
 import socket
 import ssl
 import sys
@@ -369,6 +372,61 @@ def case_deadlines(t, origin):
           % waited)
 
 
+def frames_until_close(sock, timeout):
+    """Every frame the peer sends until it closes (python3-h2 takes any GOAWAY as the
+    end, so frames after one are read here with hyperframe). [(frame, seconds)]"""
+    import hyperframe.frame
+    sock.settimeout(timeout)
+    data, frames, t0 = b"", [], time.monotonic()
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+        while len(data) >= 9:
+            frame, length = hyperframe.frame.Frame.parse_frame_header(memoryview(data[:9]))
+            if len(data) < 9 + length:
+                break
+            frame.parse_body(memoryview(data[9:9 + length]))
+            data = data[9 + length:]
+            frames.append((frame, time.monotonic() - t0))
+    return frames
+
+
+def case_drain(t, origin):
+    """SIGTERM with a stream in flight: the client gets GOAWAY (NO_ERROR) at once, the
+    stream is answered in full, then the connection closes and the proxy exits 0."""
+    cfg = H.base_config(concurrency=2, rate=1000, burst=1000)
+    cfg["drain_timeout"] = "10s"
+    proxy = t.proxy(cfg, name="proxy-drain")
+    c = H2Client(proxy.port)
+    try:
+        sid = c.request(authority(origin), "/drain?delay=1")
+        H.wait_until(lambda: origin.host(HOST)["in_flight"] == 1, 3.0, what="the stream at the origin")
+        os.kill(proxy.pid, signal.SIGTERM)
+        frames = frames_until_close(c.sock, 10)
+    finally:
+        c.close()
+    kinds = [(type(f).__name__, f.stream_id) for f, _ in frames]
+    goaways = [(f, at) for f, at in frames if type(f).__name__ == "GoAwayFrame"]
+    H.check(len(goaways) == 1 and goaways[0][0].error_code == 0 and goaways[0][1] < 0.9,
+            "GOAWAY after SIGTERM: %r" % [(f.error_code, at) for f, at in goaways])
+    H.check(goaways[0][0].last_stream_id == sid, "GOAWAY's last stream %d, want %d" % (goaways[0][0].last_stream_id, sid))
+    headers = [f for f, _ in frames if type(f).__name__ == "HeadersFrame" and f.stream_id == sid]
+    data = [f for f, _ in frames if type(f).__name__ == "DataFrame" and f.stream_id == sid]
+    H.check(len(headers) == 1 and dict(c.conn.decoder.decode(headers[0].data)).get(":status") == "200",
+            "the stream in flight during the drain got no 200: %r" % kinds)
+    H.check(data and "END_STREAM" in data[-1].flags and frames.index(next(x for x in frames if x[0] is data[-1])) >
+            frames.index(goaways[0]), "the stream did not end after the GOAWAY: %r" % kinds)
+    code = proxy.stop()
+    H.check(code == 0, "exit code %r after the drain" % code)
+    H.log("drain: GOAWAY (NO_ERROR, last stream %d) %.2f s after SIGTERM, the stream in flight answered, the "
+          "close after it; exit 0" % (sid, goaways[0][1]))
+
+
 def test(t):
     origin = t.origin()
     proxy = t.proxy(H.base_config(concurrency=2, rate=1000, burst=1000))
@@ -381,6 +439,7 @@ def test(t):
     case_guards(t, proxy, origin)
     case_deadlines(t, origin)
     case_h2_in_tls(t)
+    case_drain(t, origin)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """GET /hosts on the admin listener: a JSON array with one object per tracked host,
-each with key, limit, configured_limit, stream_ceiling (null: no HTTP/2 origin),
+each with key, limit, configured_limit, stream_ceiling (null: no HTTP/2 origin), upstream_protocol,
 in_flight, waiting, rate, configured_rate, paused_until (RFC 3339 or null),
 paused_seconds, override_reason (or null), p95_seconds (or null) and enforce. Checked
 for: an override with a reason under load (in_flight 3, waiting 2), a plain host, a host
@@ -20,7 +20,7 @@ PLAIN = "plain.test"
 PAUSED = "paused.test"
 WATCH = "watch.test"
 REASON = "integration test: documented limit 3 (hosts view)"
-FIELDS = ("key", "limit", "configured_limit", "stream_ceiling", "in_flight", "waiting", "rate",
+FIELDS = ("key", "limit", "configured_limit", "stream_ceiling", "upstream_protocol", "in_flight", "waiting", "rate",
           "configured_rate", "paused_until", "paused_seconds", "override_reason",
           "p95_seconds", "enforce")
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
@@ -56,7 +56,8 @@ def check_types(h):
     for f in ("rate", "configured_rate", "paused_seconds"):
         H.check(is_num(h[f]) and h[f] >= 0, "/hosts %s: %s should be a number: %s"
                 % (h["key"], f, h))
-    H.check(h["stream_ceiling"] is None, "/hosts %s: stream_ceiling without an HTTP/2 origin: %s" % (h["key"], h))
+    H.check(h["stream_ceiling"] is None and h["upstream_protocol"] == "http/1.1",
+            "/hosts %s: stream_ceiling or h2 without an HTTP/2 origin: %s" % (h["key"], h))
     H.check(h["p95_seconds"] is None or (is_num(h["p95_seconds"]) and h["p95_seconds"] >= 0),
             "/hosts %s: p95_seconds should be a number or null: %s" % (h["key"], h))
     H.check(isinstance(h["enforce"], bool), "/hosts %s: enforce should be a boolean: %s"

@@ -38,6 +38,7 @@ struct host_entry {
     std::size_t shard = 0;
     /// An HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS: the gate's limit never exceeds it.
     std::optional<std::size_t> stream_ceiling;
+    bool h2 = false;  ///< its requests go over HTTP/2 (an origin session's SETTINGS came)
 };
 
 /// What one tracked host looks like to the metrics and status views.
@@ -48,6 +49,7 @@ struct host_snapshot {
     std::size_t limit = 0;  ///< the gate's: health's limit, capped by the stream ceiling
     std::size_t configured_limit = 0;
     std::optional<std::size_t> stream_ceiling;
+    bool h2 = false;  ///< the upstream protocol: HTTP/2, else HTTP/1.1
     double rate = 0;
     double configured_rate = 0;
     clock::duration paused_for{};  ///< remaining pause, zero when not paused
@@ -105,8 +107,9 @@ public:
     /// Forgets gates idle (see gate::idle) for at least `idle_for`. Returns how many.
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for);
 
-    /// The origin of `key` takes at most `streams` at once (an HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS;
-    /// 0 holds every new request in the queue); nullopt lifts the ceiling. A lower ceiling
+    /// The origin of `key` speaks HTTP/2 and takes at most `streams` at once (its
+    /// SETTINGS_MAX_CONCURRENT_STREAMS; 0 holds every new request in the queue); nullopt
+    /// lifts the ceiling. A lower ceiling
     /// never touches requests in flight, it stops replacing them; a higher one admits
     /// waiters at once. Tracks the host if it was not.
     void set_stream_ceiling(const std::string& key, std::optional<std::size_t> streams);

@@ -4,6 +4,7 @@
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/net/timed_socket.hpp"
+#include "politeproxy/server/session_set.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
 
@@ -29,8 +30,10 @@ struct intercepted_origin {
 /// forward_to_origin while the connection goes on serving other streams. A stream the
 /// client resets, or a connection it closes, takes its parked requests out of the queue.
 /// `allowed`: the client's address is in security.allow_clients (else each stream is
-/// answered 403). Returns when the connection is to close; no stream outlives it.
-task<void> serve_h2(proxy_context& ctx, timed_socket& client, boost::beast::flat_buffer& buffer, bool allowed,
-                    const intercepted_origin* in_tls);
+/// answered 403). A drain (`registration`) sends GOAWAY: the streams open go on, no
+/// new one is taken, and the connection closes when the last is done. Returns when the
+/// connection is to close; no stream outlives it.
+task<void> serve_h2(proxy_context& ctx, timed_socket& client, boost::beast::flat_buffer& buffer,
+                    session_set::handle& registration, bool allowed, const intercepted_origin* in_tls);
 
 }  // namespace politeproxy

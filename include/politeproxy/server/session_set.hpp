@@ -3,6 +3,7 @@
 #include "politeproxy/net/timed_socket.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -20,6 +21,10 @@ public:
         politeproxy::executor executor;  ///< the session's worker loop
         timed_socket* stream = nullptr;
         bool idle = false;  ///< waiting for the next request, nothing read yet
+        /// Set while the session can wind down by itself (an HTTP/2 connection: GOAWAY,
+        /// then the close once its streams are done); a drain calls it instead of
+        /// closing an idle session.
+        std::function<void()> drain;
     };
 
     /// Registers a session for as long as the returned guard lives.
@@ -39,7 +44,8 @@ public:
     std::shared_ptr<handle> add(politeproxy::executor executor, timed_socket& stream);
     void remove(const std::shared_ptr<handle>& h);
 
-    /// Cancels the pending read of every idle session; busy ones are left alone.
+    /// Cancels the pending read of every idle session, and tells the ones that can wind
+    /// down by themselves to do so (handle::drain); busy ones are left alone.
     void close_idle();
 
     std::size_t size() const;
