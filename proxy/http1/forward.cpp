@@ -27,6 +27,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <variant>
@@ -37,6 +38,23 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 namespace {
+
+// The last chunk with `trailers` (RFC 9112 section 7.1.2), less the fields a trailer
+// must not carry (framing, routing, connection; RFC 9110 section 6.5.1).
+void append_trailer_section(std::span<const http2::field> trailers, std::string& out) {
+    constexpr std::string_view refused[] = {"content-length", "transfer-encoding", "host",       "trailer",
+                                            "te",             "connection",        "keep-alive", "upgrade",
+                                            "content-type",   "content-encoding",  "content-range"};
+    out += "0\r\n";
+    for (const auto& f : trailers) {
+        if (std::find(std::begin(refused), std::end(refused), f.name) != std::end(refused)) continue;
+        out += f.name;
+        out += ": ";
+        out += f.value;
+        out += "\r\n";
+    }
+    out += "\r\n";
+}
 
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -210,14 +228,16 @@ public:
         co_return !ec;
     }
 
-    task<bool> respond_body(std::span<const char> data, bool last) {
+    task<bool> respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers) {
         if (plan_.from_origin.kind == body_kind::none) co_return true;  // HEAD, 204, 304: nothing goes
         std::string& out = response_head_;
         out.clear();
-        if (plan_.out_chunked)
-            append_chunk(data, last, out);
-        else
+        if (plan_.out_chunked) {  // a chunked body carries trailers; one of known length cannot
+            append_chunk(data, last && trailers.empty(), out);
+            if (last && !trailers.empty()) append_trailer_section(trailers, out);
+        } else {
             out.append(data.data(), data.size());
+        }
         if (out.empty()) co_return true;
         client_.expires_after(ctx_.gates.current_config()->defaults.timeouts.idle);
         auto [ec, n] = co_await send_all(client_, asio::buffer(out));

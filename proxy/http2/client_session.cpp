@@ -16,6 +16,7 @@ using detail::view;
 
 struct stream_state {
     response_head head;
+    std::vector<field> trailers;  ///< the trailer section, once the final response began
     std::size_t header_bytes = 0;
     bool final_seen = false;      ///< a final (non-1xx) response header arrived
     detail::outgoing_body body;  ///< the request's
@@ -58,9 +59,12 @@ struct client_session::impl {
         // it the stream is reset, the session goes on.
         s->header_bytes += detail::field_size(namelen, valuelen);
         if (s->header_bytes > me.limits.max_header_bytes) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        if (s->final_seen) return 0;  // trailers: dropped
         const auto n = view(name, namelen);
         const auto v = view(value, valuelen);
+        if (s->final_seen) {  // trailers (nghttp2 refused pseudo-header fields in them)
+            s->trailers.push_back(field{std::string(n), std::string(v)});
+            return 0;
+        }
         if (n == ":status") {
             unsigned code = 0;
             std::from_chars(v.data(), v.data() + v.size(), code);  // nghttp2 checked: three digits
@@ -106,6 +110,8 @@ struct client_session::impl {
             s->head = response_head{};
             if (!end_stream) return 0;
         }
+        if (frame->hd.type == NGHTTP2_HEADERS && end_stream && !s->trailers.empty())
+            me.events.on_trailers(frame->hd.stream_id, std::move(s->trailers));
         if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end_stream)
             me.events.on_body_end(frame->hd.stream_id);
         return 0;
@@ -125,11 +131,11 @@ struct client_session::impl {
         return 0;
     }
 
-    static ssize_t read_body(nghttp2_session*, std::int32_t stream, std::uint8_t* buf, std::size_t length,
+    static ssize_t read_body(nghttp2_session* session, std::int32_t stream, std::uint8_t* buf, std::size_t length,
                              std::uint32_t* flags, nghttp2_data_source*, void* user) {
         stream_state* s = self(user).find(stream);
         if (!s) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        return s->body.frame(buf, length, flags);
+        return s->body.frame(session, stream, buf, length, flags);
     }
 };
 

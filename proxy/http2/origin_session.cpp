@@ -123,6 +123,10 @@ void origin_session::on_body(std::int32_t stream, std::span<const std::uint8_t> 
     s->changed.notify();
 }
 
+void origin_session::on_trailers(std::int32_t stream, std::vector<http2::field> fields) {
+    if (origin_stream* s = find(stream)) s->trailers = std::move(fields);
+}
+
 void origin_session::on_body_end(std::int32_t stream) {
     if (origin_stream* s = find(stream)) {
         s->body_ended = true;

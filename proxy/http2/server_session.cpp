@@ -119,11 +119,11 @@ struct server_session::impl {
         return 0;
     }
 
-    static ssize_t read_body(nghttp2_session*, std::int32_t stream, std::uint8_t* buf, std::size_t length,
+    static ssize_t read_body(nghttp2_session* session, std::int32_t stream, std::uint8_t* buf, std::size_t length,
                              std::uint32_t* flags, nghttp2_data_source*, void* user) {
         stream_state* s = self(user).find(stream);
         if (!s) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        return s->body.frame(buf, length, flags);
+        return s->body.frame(session, stream, buf, length, flags);
     }
 };
 
@@ -184,10 +184,11 @@ void server_session::respond(std::int32_t stream, unsigned status, std::span<con
     nghttp2_submit_response(impl_->session, stream, nva.data(), nva.size(), end_stream ? nullptr : &body);
 }
 
-void server_session::send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end) {
+void server_session::send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end,
+                               std::span<const field> trailers) {
     stream_state* s = impl_->find(stream);
     if (!s) return;
-    if (s->body.append(data, end)) nghttp2_session_resume_data(impl_->session, stream);
+    if (s->body.append(data, end, trailers)) nghttp2_session_resume_data(impl_->session, stream);
 }
 
 std::size_t server_session::queued(std::int32_t stream) const {

@@ -7,15 +7,17 @@
 
 namespace politeproxy::http2::detail {
 
-bool outgoing_body::append(std::span<const std::uint8_t> data, bool last) {
+bool outgoing_body::append(std::span<const std::uint8_t> data, bool last, std::span<const field> trailer_fields) {
     bytes.append(reinterpret_cast<const char*>(data.data()), data.size());
     end = end || last;
+    if (last) trailers.assign(trailer_fields.begin(), trailer_fields.end());
     const bool resume = deferred;
     deferred = false;
     return resume;
 }
 
-ssize_t outgoing_body::frame(std::uint8_t* buf, std::size_t length, std::uint32_t* flags) {
+ssize_t outgoing_body::frame(nghttp2_session* session, std::int32_t stream, std::uint8_t* buf, std::size_t length,
+                             std::uint32_t* flags) {
     const std::size_t n = std::min(length, queued());
     std::memcpy(buf, bytes.data() + sent, n);
     sent += n;
@@ -24,6 +26,14 @@ ssize_t outgoing_body::frame(std::uint8_t* buf, std::size_t length, std::uint32_
         sent = 0;
         if (end) {
             *flags |= NGHTTP2_DATA_FLAG_EOF;
+            if (!trailers.empty()) {  // the stream ends with them (nghttp2 copies the fields)
+                std::vector<nghttp2_nv> nva;
+                nva.reserve(trailers.size());
+                for (const field& f : trailers) nva.push_back(name_value(f.name, f.value));
+                if (nghttp2_submit_trailer(session, stream, nva.data(), nva.size()) == 0)
+                    *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+                trailers.clear();
+            }
             return static_cast<ssize_t>(n);
         }
     }

@@ -22,13 +22,16 @@ struct outgoing_body {
     std::size_t sent = 0;   ///< of `bytes`, already framed
     bool end = false;       ///< no more after `bytes`
     bool deferred = false;  ///< nghttp2 was told to wait for more: resume on append()
+    std::vector<field> trailers;  ///< sent after the last DATA, which then does not end the stream
 
-    /// Queues `data` (and the end); true when nghttp2 must be told to resume the stream.
-    bool append(std::span<const std::uint8_t> data, bool last);
+    /// Queues `data` (and the end, with `trailer_fields` if any); true when nghttp2 must
+    /// be told to resume the stream.
+    bool append(std::span<const std::uint8_t> data, bool last, std::span<const field> trailer_fields = {});
     std::size_t queued() const { return bytes.size() - sent; }
-    /// nghttp2's data-source read: up to `length` bytes into `buf`, EOF at the end,
-    /// NGHTTP2_ERR_DEFERRED when nothing is queued yet.
-    ssize_t frame(std::uint8_t* buf, std::size_t length, std::uint32_t* flags);
+    /// nghttp2's data-source read for `stream`: up to `length` bytes into `buf`, EOF at
+    /// the end (the trailers submitted then), NGHTTP2_ERR_DEFERRED when nothing is queued yet.
+    ssize_t frame(nghttp2_session* session, std::int32_t stream, std::uint8_t* buf, std::size_t length,
+                  std::uint32_t* flags);
 };
 
 inline std::string_view view(const std::uint8_t* p, std::size_t n) { return {reinterpret_cast<const char*>(p), n}; }

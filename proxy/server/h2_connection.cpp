@@ -97,7 +97,7 @@ public:
     bool has_body() const { return body_.kind != body_kind::none; }
     task<body_reader::piece> read_body(std::span<char> room, clock::duration idle);
     task<bool> respond_message(exchange& trip, const http2::response_head& head);
-    task<bool> respond_body(std::span<const char> data, bool last);
+    task<bool> respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers = {});
     void body_broken();
     bool keeps_message() const { return true; }
     void watch(event* e) { s_->watcher = e; }
@@ -483,12 +483,12 @@ task<bool> h2_downstream::respond_message(exchange& trip, const http2::response_
     co_return true;
 }
 
-task<bool> h2_downstream::respond_body(std::span<const char> data, bool last) {
+task<bool> h2_downstream::respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers) {
     h2_stream& s = *s_;
     http2::server_session& session = conn_->session();
     if (responded_whole_) co_return true;  // HEAD, 204, 304: nothing goes
     if (s.gone.is_set()) co_return false;
-    session.send_body(s.head.stream, {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()}, last);
+    session.send_body(s.head.stream, {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()}, last, trailers);
     conn_->flush();
     if (last) co_return true;  // the stream's end is queued: it closes as it goes out
     // Backpressure: while the client's window is shut, take no more from the origin.

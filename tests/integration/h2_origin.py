@@ -8,7 +8,8 @@ sha256 of its body.
 Paths: /delay/<ms> answers after that long; /bytes/<n> answers n bytes (pattern(n));
 (without content-length when the query says `nolength`); /echo answers JSON {"sha256",
 "length", "headers"} of the request; /early answers 413 at once, without reading the
-request body, then resets the stream (NO_ERROR); anything else "ok". `resets` counts streams the client reset.
+request body, then resets the stream (NO_ERROR); /trailers answers "ok" without a
+content-length, then TRAILERS; anything else "ok". `resets` counts streams the client reset.
 Options: max_streams (SETTINGS_MAX_CONCURRENT_STREAMS; None: not sent), goaway_after
 (a connection takes that many requests: with the last of them, GOAWAY naming it, later
 streams are left unprocessed, and the close once the accepted ones are answered, as a
@@ -26,6 +27,9 @@ import h2.events
 import h2.exceptions
 import h2.settings
 import hyperframe.frame
+
+
+TRAILERS = [("x-checksum", "sha256=abc"), ("grpc-status", "0")]
 
 
 def pattern(n):
@@ -212,7 +216,7 @@ class H2Origin:
         else:
             body = b"ok"
         headers = [(":status", "413" if path.startswith("/early") else "200"), ("content-type", "text/plain")]
-        if "nolength" not in path:
+        if "nolength" not in path and not path.startswith("/trailers"):
             headers.append(("content-length", str(len(body))))
         head_only = s.headers.get(":method") == "HEAD"
         conn.send_headers(sid, headers, end_stream=head_only)
@@ -232,7 +236,10 @@ class H2Origin:
                 conn.send_data(sid, s.pending[:room])
                 s.pending = s.pending[room:]
             if not s.end_sent:
-                conn.end_stream(sid)
+                if s.headers.get(":path", "").startswith("/trailers"):
+                    conn.send_headers(sid, TRAILERS, end_stream=True)
+                else:
+                    conn.end_stream(sid)
                 s.end_sent = True
         except h2.exceptions.StreamClosedError:
             s.pending = b""

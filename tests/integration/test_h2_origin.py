@@ -23,6 +23,8 @@ sees them.
    the HTTP/1.1 client gets the 413; unread body bytes are never taken for a request.
 8. An h2 client resets a stream whose origin request is in flight: the origin's stream is
    reset and the slot comes back at once.
+9. Trailers from the h2 origin reach an HTTP/1.1 client in the chunked trailer section
+   and an h2 client as a trailing HEADERS.
 Afterwards every host's in_flight and waiting are 0."""
 import asyncio
 import hashlib
@@ -208,6 +210,30 @@ def test(t):
     H.wait_until(lambda: hosts_view(proxy)["h2c.test"]["in_flight"] == 0, 2.0, what="the slot back")
     c.close()
     H.log("8. a client reset reaches the origin stream and frees the slot at once")
+
+    # 9. Trailers from an h2 origin: to an HTTP/1.1 client in the chunked body's trailer
+    #    section, to an h2 client as a trailing HEADERS.
+    sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+    sock.sendall(("GET %s/trailers HTTP/1.1\r\nHost: h2c.test\r\nTE: trailers\r\nConnection: close\r\n\r\n"
+                  % base).encode())
+    got = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    sock.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    H.check(b"transfer-encoding: chunked" in head.lower() and body.endswith(
+        b"0\r\nx-checksum: sha256=abc\r\ngrpc-status: 0\r\n\r\n") and b"\r\nok\r\n" in body,
+            "HTTP/1.1 client, trailers: %r" % got[-200:])
+    c = H2Client(proxy.port)
+    sid = c.request(authority, "/trailers")
+    H.check(c.pump(c.done([sid]), 10) and c.responses[sid]["status"] == 200 and c.responses[sid]["body"] == b"ok"
+            and c.responses[sid].get("trailers") == {"x-checksum": "sha256=abc", "grpc-status": "0"},
+            "h2 client, trailers: %r" % c.responses[sid])
+    c.close()
+    H.log("9. an h2 origin's trailers reach an HTTP/1.1 client (chunked trailer section) and an h2 client (HEADERS)")
 
     for p in (proxy, iproxy):
         for key, h in hosts_view(p).items():

@@ -10,7 +10,7 @@ it sees them.
 3. A stream parked behind a slow one is reset by the client: it leaves the queue at
    once (host_waiting 0 while the first is still in flight) and never reaches the
    origin; the next stream goes as soon as the slot is free.
-4. A connection closed with 10 streams parked: in_flight and waiting return to 0, and
+4. A connection closed with 50 streams parked: in_flight and waiting return to 0, and
    a new connection's request goes at once.
 5. Cookies sent as separate HTTP/2 fields reach the HTTP/1.1 origin as one field.
 6. h2 inside intercepted TLS (ALPN h2 after CONNECT): 16 streams at concurrency 2, the
@@ -119,6 +119,8 @@ class H2Client:
                     if r is not None:
                         r["body"] += ev.data
                     self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.TrailersReceived) and r is not None:
+                    r["trailers"] = dict(ev.headers)
                 elif isinstance(ev, h2.events.StreamEnded) and r is not None:
                     r["ended"] = True
                 elif isinstance(ev, h2.events.StreamReset) and r is not None:
@@ -227,9 +229,9 @@ def case_close_with_parked(t, proxy, origin):
     c = H2Client(proxy.port)
     c.request(authority(origin), "/slow?delay=0.5&i=holder")
     H.wait_until(lambda: origin.host(HOST)["in_flight"] == 1, 3.0, what="the holder at the origin")
-    for i in range(10):
+    for i in range(50):
         c.request(authority(origin), "/slow?delay=0&i=parked%d" % i)
-    H.wait_until(lambda: gauges(proxy)[1] == 10, 3.0, what="10 streams parked")
+    H.wait_until(lambda: gauges(proxy)[1] == 50, 3.0, what="50 streams parked")
     c.close()
     idle = H.wait_until(lambda: gauges(proxy) == (0, 0), 5.0, what="in_flight and waiting back to 0")
     H.check(idle, "after the close: in_flight, waiting = %s" % (gauges(proxy),))
@@ -241,7 +243,7 @@ def case_close_with_parked(t, proxy, origin):
         H.check(time.monotonic() - t0 < 1.0, "the next request waited %.2f s" % (time.monotonic() - t0))
     finally:
         c2.close()
-    H.log("connection closed with 10 parked streams: gauges back to 0, next request at once")
+    H.log("connection closed with 50 parked streams: gauges back to 0, next request at once")
 
 
 def case_cookies(t, proxy, origin):

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,7 +33,12 @@ struct origin_side : origin_events {
     std::map<std::int32_t, std::uint32_t> closed;
     std::vector<std::optional<std::uint32_t>> ceilings;
     std::vector<std::pair<std::int32_t, std::uint32_t>> goaways;
+    std::map<std::int32_t, std::vector<field>> trailers;
     void on_response(response_head head) override { responses.push_back(std::move(head)); }
+    void on_trailers(std::int32_t stream, std::vector<field> fields) override {
+        CHECK(std::find(ended.begin(), ended.end(), stream) == ended.end());  // before the end
+        trailers[stream] = std::move(fields);
+    }
     void on_body(std::int32_t stream, std::span<const std::uint8_t> data) override {
         bodies[stream] += text(data);
         session->consumed(stream, data.size());
@@ -141,6 +147,29 @@ TEST_CASE("a request goes out with its pseudo-header fields, the response comes 
     CHECK(p.proxy_events.ended == std::vector<std::int32_t>{id});
     CHECK(p.proxy_events.closed.at(id) == 0);
     CHECK(p.proxy.open_streams() == 0);
+}
+
+TEST_CASE("a response's trailer fields reach the owner before its end; a body without them ends the stream") {
+    pair p;
+    const std::int32_t with = p.proxy.request("GET", "https", "origin.test", "/with", no_fields, true);
+    const std::int32_t without = p.proxy.request("GET", "https", "origin.test", "/without", no_fields, true);
+    p.pump();
+    REQUIRE(p.origin_events.requests.size() == 2);
+    const std::vector<field> trailers{{"x-checksum", "sha256=abc"}, {"grpc-status", "0"}};
+    p.server.respond(p.origin_events.requests[0].stream, 200, no_fields, false);
+    p.server.send_body(p.origin_events.requests[0].stream, bytes_of("body"), true, trailers);
+    p.server.respond(p.origin_events.requests[1].stream, 200, no_fields, false);
+    p.server.send_body(p.origin_events.requests[1].stream, {}, true, trailers);  // no DATA, then the trailers
+    p.pump();
+    CHECK(p.proxy_events.bodies[with] == "body");
+    REQUIRE(p.proxy_events.trailers.count(with) == 1);
+    REQUIRE(p.proxy_events.trailers[with].size() == 2);
+    CHECK(p.proxy_events.trailers[with][0].name == "x-checksum");
+    CHECK(p.proxy_events.trailers[with][1].value == "0");
+    REQUIRE(p.proxy_events.trailers.count(without) == 1);
+    CHECK(p.proxy_events.ended.size() == 2);
+    CHECK(p.proxy_events.closed.at(with) == 0);
+    CHECK(p.proxy_events.closed.at(without) == 0);
 }
 
 TEST_CASE("200 000-byte bodies both ways, through flow-control windows of 64 KiB") {

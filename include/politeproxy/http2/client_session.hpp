@@ -34,6 +34,8 @@ public:
     /// Body bytes of a stream's response. The origin may send more only as the owner
     /// reports them consumed() (flow control: a slow client slows the origin).
     virtual void on_body(std::int32_t stream, std::span<const std::uint8_t> data) = 0;
+    /// The response's trailer fields, just before on_body_end (only when it has some).
+    virtual void on_trailers(std::int32_t, std::vector<field>) {}
     virtual void on_body_end(std::int32_t stream) = 0;
     /// The stream is over: done (error_code 0) or reset. REFUSED_STREAM, and streams the
     /// origin's GOAWAY left unprocessed, were never processed: they may be sent again.

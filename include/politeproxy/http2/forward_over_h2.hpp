@@ -14,7 +14,8 @@
 //                                                  the request body's next bytes (decoded)
 //   task<bool> respond_message(exchange&, const http2::response_head&)
 //                                                  the response's header, as the client's protocol frames it
-//   task<bool> respond_body(std::span<const char> data, bool last)
+//   task<bool> respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers)
+//                                                  trailers with the last piece, where the client's framing carries them
 //   void body_broken()                             the response body cannot be completed: tell the client
 //   bool keeps_message() const                     the client connection goes on after it
 //   void watch(event*)                             notify it when the client goes away (null: stop)
@@ -140,7 +141,7 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
             piece.swap(stream->body);
             stream->body.clear();
             const bool last = stream->body_ended;
-            const bool sent = co_await down.respond_body(piece, last);
+            const bool sent = co_await down.respond_body(piece, last, stream->trailers);
             session.consumed(*stream, piece.size());
             if (!sent) {
                 trip.origin_done();

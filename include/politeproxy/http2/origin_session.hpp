@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 #include <utility>
 
 namespace politeproxy {
@@ -33,6 +34,7 @@ struct origin_stream {
     std::int32_t id = 0;
     std::optional<http2::response_head> head;  ///< the final response header, once it came
     std::string body;                          ///< response body bytes not yet taken
+    std::vector<http2::field> trailers;        ///< the response's trailer fields, when it ended with some
     bool body_ended = false;
     bool closed = false;      ///< the stream is over (reset when `error` is not 0)
     std::uint32_t error = 0;  ///< its RST_STREAM or the session's end
@@ -78,6 +80,7 @@ public:
 private:
     void on_response(http2::response_head head) override;
     void on_body(std::int32_t stream, std::span<const std::uint8_t> data) override;
+    void on_trailers(std::int32_t stream, std::vector<http2::field> fields) override;
     void on_body_end(std::int32_t stream) override;
     void on_stream_closed(std::int32_t stream, std::uint32_t error_code) override;
     void on_settings(std::optional<std::uint32_t> max_concurrent_streams) override;

@@ -90,8 +90,10 @@ public:
     /// The response's header block (`:status` plus `fields`); `end_stream`: no body.
     void respond(std::int32_t stream, unsigned status, std::span<const field> fields, bool end_stream);
     /// Body bytes of a stream's response, queued and sent as flow control allows;
-    /// `end` closes the stream's side. Check queued() to stop reading from the origin.
-    void send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end);
+    /// `end` closes the stream's side, after `trailers` when there are any. Check
+    /// queued() to stop reading from the origin.
+    void send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end,
+                   std::span<const field> trailers = {});
     /// Bytes of a stream's response body not yet framed (the client's window is shut).
     std::size_t queued(std::int32_t stream) const;
     /// The owner forwarded `n` body bytes of the stream: the client may send as many more.
