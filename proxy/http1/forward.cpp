@@ -187,6 +187,8 @@ public:
     }
 
     bool has_body() const { return verdict_.has_body(); }
+    /// A chunked request's trailer section is checked and dropped (chunked_decoder).
+    std::span<const http2::field> request_trailers() const { return {}; }
 
     task<body_reader::piece> read_body(std::span<char> room, clock::duration idle) {
         sent_ = true;

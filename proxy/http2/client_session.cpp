@@ -193,9 +193,10 @@ std::int32_t client_session::request(std::string_view method, std::string_view s
     return id;
 }
 
-void client_session::send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end) {
+void client_session::send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end,
+                               std::span<const field> trailers) {
     stream_state* s = impl_->find(stream);
-    if (s && s->body.append(data, end)) nghttp2_session_resume_data(impl_->session, stream);
+    if (s && s->body.append(data, end, trailers)) nghttp2_session_resume_data(impl_->session, stream);
 }
 
 std::size_t client_session::queued(std::int32_t stream) const {

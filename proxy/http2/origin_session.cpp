@@ -69,10 +69,11 @@ std::shared_ptr<origin_stream> origin_session::open(std::string_view method, std
     return s;
 }
 
-void origin_session::send_body(origin_stream& s, std::span<const char> data, bool end) {
+void origin_session::send_body(origin_stream& s, std::span<const char> data, bool end,
+                               std::span<const http2::field> trailers) {
     if (s.closed) return;
     if (end) s.uploading = false;
-    session_.send_body(s.id, bytes_of(data), end);
+    session_.send_body(s.id, bytes_of(data), end, trailers);
     flush();
 }
 

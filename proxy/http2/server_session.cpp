@@ -22,6 +22,7 @@ struct stream_state {
     request_head head;
     std::size_t header_bytes = 0;
     bool oversized = false;  ///< its header block passed the bound (reported once)
+    std::vector<field> trailers;  ///< the request's trailer fields
     detail::outgoing_body body;  ///< the response's
 };
 
@@ -64,9 +65,12 @@ struct server_session::impl {
             if (!std::exchange(s->oversized, true)) me.events.on_guard(guard::header_size);
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         }
-        if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers: dropped
         const auto n = view(name, namelen);
         const auto v = view(value, valuelen);
+        if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {  // trailers (nghttp2 refused pseudo-header fields)
+            s->trailers.push_back(field{std::string(n), std::string(v)});
+            return 0;
+        }
         request_head& h = s->head;
         if (n == ":method") h.method = v;
         else if (n == ":scheme") h.scheme = v;
@@ -92,6 +96,8 @@ struct server_session::impl {
             s->head = request_head{};
             return 0;
         }
+        if (frame->hd.type == NGHTTP2_HEADERS && end_stream && !s->trailers.empty())
+            me.events.on_trailers(frame->hd.stream_id, std::move(s->trailers));
         if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end_stream)
             me.events.on_body_end(frame->hd.stream_id);
         return 0;

@@ -45,6 +45,7 @@ struct h2_stream {
     h2_stream(const executor& ex, http2::request_head h) : head(std::move(h)), changed(ex), gone(ex) {}
     http2::request_head head;
     std::string body;         ///< request body bytes received and not yet forwarded
+    std::vector<http2::field> trailers;  ///< the request's trailer fields, if it ended with some
     bool body_ended = false;  ///< the client's END_STREAM came
     event changed;            ///< body bytes or their end arrived, or the send window moved
     event gone;               ///< set when the stream closed (reset, or the connection ended)
@@ -95,6 +96,7 @@ public:
     // send_request are built on them too).
     void h2_fields(std::vector<http2::field>& out) const;
     bool has_body() const { return body_.kind != body_kind::none; }
+    std::span<const http2::field> request_trailers() const { return s_->trailers; }
     task<body_reader::piece> read_body(std::span<char> room, clock::duration idle);
     task<bool> respond_message(exchange& trip, const http2::response_head& head);
     task<bool> respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers = {});
@@ -189,6 +191,9 @@ public:
         if (it == streams_.end() || it->second->discarding) return session_.consumed(id, data.size());
         it->second->body.append(reinterpret_cast<const char*>(data.data()), data.size());
         it->second->changed.notify();
+    }
+    void on_trailers(std::int32_t id, std::vector<http2::field> fields) override {
+        if (const auto it = streams_.find(id); it != streams_.end()) it->second->trailers = std::move(fields);
     }
     void on_body_end(std::int32_t id) override {
         if (const auto it = streams_.find(id); it != streams_.end()) {

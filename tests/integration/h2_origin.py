@@ -7,7 +7,7 @@ sha256 of its body.
 
 Paths: /delay/<ms> answers after that long; /bytes/<n> answers n bytes (pattern(n));
 (without content-length when the query says `nolength`); /echo answers JSON {"sha256",
-"length", "headers"} of the request; /early answers 413 at once, without reading the
+"length", "headers", "trailers"} of the request; /early answers 413 at once, without reading the
 request body, then resets the stream (NO_ERROR); /trailers answers "ok" without a
 content-length, then TRAILERS; anything else "ok". `resets` counts streams the client reset.
 Options: max_streams (SETTINGS_MAX_CONCURRENT_STREAMS; None: not sent), goaway_after
@@ -158,6 +158,9 @@ class H2Origin:
                             s.body.update(ev.data)
                             s.length += len(ev.data)
                         conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                    elif isinstance(ev, h2.events.TrailersReceived):
+                        if ev.stream_id in streams:
+                            streams[ev.stream_id].trailers = list(ev.headers)
                     elif isinstance(ev, h2.events.StreamEnded):
                         if ev.stream_id in streams and streams[ev.stream_id].ready_at is None:
                             self._ready(streams[ev.stream_id])
@@ -212,7 +215,7 @@ class H2Origin:
             body = pattern(int(path.split("/")[2].split("?")[0]))
         elif path.startswith("/echo"):
             body = json.dumps({"sha256": s.body.hexdigest(), "length": s.length,
-                               "headers": s.fields}).encode()
+                               "headers": s.fields, "trailers": getattr(s, "trailers", [])}).encode()
         else:
             body = b"ok"
         headers = [(":status", "413" if path.startswith("/early") else "200"), ("content-type", "text/plain")]

@@ -11,6 +11,7 @@ Query parameters choose the behaviour of an ordinary request:
   delay=<seconds>      sleep before answering (after the body has been read)
   status=<code>        response status (default 200)
   size=<bytes>         response body of exactly that many bytes
+  chunked=1            the response body goes chunked (no Content-Length)
   retry_after=<value>  adds a Retry-After header
 Any method is accepted.  A request body (Content-Length or chunked) is read fully; the
 response to POST/PUT/PATCH (or any request that carried a body) is JSON with the body's
@@ -188,7 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
             return data, True
         return b"", False
 
-    def _send(self, status, body, ctype="application/json", extra=(), before_write=None):
+    def _send(self, status, body, ctype="application/json", extra=(), before_write=None, chunked=False):
         try:
             reason = http.HTTPStatus(status).phrase
         except ValueError:
@@ -201,11 +202,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         if status != 204 and not 100 <= status < 200:
             self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(len(body)))
         if self.close_connection:
             self.send_header("Connection", "close")
         self._headers_buffer.append(b"\r\n")
-        if not no_body and body:
+        if chunked and not no_body:  # in chunks of up to 64 KiB
+            for i in range(0, len(body), 65536):
+                piece = body[i:i + 65536]
+                self._headers_buffer.append(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self._headers_buffer.append(b"0\r\n\r\n")
+        elif not no_body and body:
             self._headers_buffer.append(body)
         if before_write is not None:
             before_write()
@@ -276,7 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
             # request overlap this one's bookkeeping (a thread switch can delay it by
             # milliseconds). A proxy that sends before it has the response is still seen.
             self._send(status, out, ctype, extra,
-                       before_write=lambda: state.end(hs, rec, status, None))
+                       before_write=lambda: state.end(hs, rec, status, None), chunked=q.get("chunked") == "1")
         except (OSError, ValueError, ConnectionError) as e:
             self.close_connection = True
             state.end(hs, rec, status, "%s: %s" % (type(e).__name__, e))

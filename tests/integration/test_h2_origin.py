@@ -24,7 +24,8 @@ sees them.
 8. An h2 client resets a stream whose origin request is in flight: the origin's stream is
    reset and the slot comes back at once.
 9. Trailers from the h2 origin reach an HTTP/1.1 client in the chunked trailer section
-   and an h2 client as a trailing HEADERS.
+   and an h2 client as a trailing HEADERS; an h2 client's request trailers (after a
+   100 000-byte body) reach the h2 origin.
 Afterwards every host's in_flight and waiting are 0."""
 import asyncio
 import hashlib
@@ -228,12 +229,19 @@ def test(t):
         b"0\r\nx-checksum: sha256=abc\r\ngrpc-status: 0\r\n\r\n") and b"\r\nok\r\n" in body,
             "HTTP/1.1 client, trailers: %r" % got[-200:])
     c = H2Client(proxy.port)
+    up = c.request(authority, "/echo", method="POST", body=pattern(100000), trailers=[("x-upload-digest", "xyz")])
+    H.check(c.pump(c.done([up]), 10) and c.responses[up]["status"] == 200, "h2 client, request trailers: %r"
+            % c.responses[up]["status"])
+    echoed = json.loads(c.responses[up]["body"])
+    H.check(echoed["trailers"] == [["x-upload-digest", "xyz"]] and echoed["sha256"] == sha(pattern(100000)),
+            "the h2 origin got request trailers %r" % echoed["trailers"])
     sid = c.request(authority, "/trailers")
     H.check(c.pump(c.done([sid]), 10) and c.responses[sid]["status"] == 200 and c.responses[sid]["body"] == b"ok"
             and c.responses[sid].get("trailers") == {"x-checksum": "sha256=abc", "grpc-status": "0"},
             "h2 client, trailers: %r" % c.responses[sid])
     c.close()
-    H.log("9. an h2 origin's trailers reach an HTTP/1.1 client (chunked trailer section) and an h2 client (HEADERS)")
+    H.log("9. an h2 origin's trailers reach an HTTP/1.1 client (chunked trailer section) and an h2 client (HEADERS); "
+          "an h2 client's request trailers reach the h2 origin")
 
     for p in (proxy, iproxy):
         for key, h in hosts_view(p).items():

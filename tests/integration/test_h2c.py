@@ -56,6 +56,7 @@ class H2Client:
         self.conn.initiate_connection()
         self.responses = {}
         self.pending = {}  # stream -> body bytes still to send
+        self.trailers = {}  # stream -> trailer fields sent after its body
         self.terminated = None  # the GOAWAY's error code, once one came
         self.flush()
 
@@ -64,13 +65,15 @@ class H2Client:
         if data:
             self.sock.sendall(data)
 
-    def request(self, authority, path, method="GET", body=None, headers=(), send=True):
+    def request(self, authority, path, method="GET", body=None, headers=(), send=True, trailers=None):
         sid = self.conn.get_next_available_stream_id()
         fields = [(":method", method), (":scheme", self.scheme), (":authority", authority), (":path", path)]
         self.conn.send_headers(sid, fields + list(headers), end_stream=body is None)
         self.responses[sid] = {"status": None, "headers": {}, "body": b"", "ended": False, "reset": None}
         if body is not None:
             self.pending[sid] = body
+            if trailers:
+                self.trailers[sid] = trailers
             self._send_pending()
         if send:
             self.flush()
@@ -84,7 +87,10 @@ class H2Client:
                 if room <= 0 and body:
                     break
                 piece, body = body[:room], body[room:]
-                self.conn.send_data(sid, piece, end_stream=not body)
+                trailers = self.trailers.get(sid) if not body else None
+                self.conn.send_data(sid, piece, end_stream=not body and not trailers)
+                if trailers:
+                    self.conn.send_headers(sid, trailers, end_stream=True)
                 if not body:
                     break
             if body:
@@ -187,16 +193,20 @@ def case_bodies(t, proxy, origin):
                 H.check(got.get("chunked") == (not with_length),
                         "upload of %d bytes (content-length %s): the origin saw chunked=%s"
                         % (size, with_length, got.get("chunked")))
-            sid = c.request(authority(origin), "/download?size=%d" % size)
-            H.check(c.pump(c.done([sid]), 20), "download of %d bytes: no answer" % size)
-            r = c.responses[sid]
-            want = (b"0123456789abcdef" * (size // 16 + 1))[:size]  # what origin.py serves for size=
-            H.check(r["status"] == 200 and hashlib.sha256(r["body"]).digest() == hashlib.sha256(want).digest(),
-                    "download of %d bytes: status %s, %d bytes (equal: %s)"
-                    % (size, r["status"], len(r["body"]), r["body"] == want))
+            for chunked in ("0", "1"):
+                sid = c.request(authority(origin), "/download?size=%d&chunked=%s" % (size, chunked))
+                H.check(c.pump(c.done([sid]), 20), "download of %d bytes: no answer" % size)
+                r = c.responses[sid]
+                want = (b"0123456789abcdef" * (size // 16 + 1))[:size]  # what origin.py serves for size=
+                H.check(r["status"] == 200 and hashlib.sha256(r["body"]).digest() == hashlib.sha256(want).digest(),
+                        "download of %d bytes (chunked %s): status %s, %d bytes (equal: %s)"
+                        % (size, chunked, r["status"], len(r["body"]), r["body"] == want))
+                H.check(("content-length" in r["headers"]) == (chunked == "0"),
+                        "download (chunked %s): content-length %r" % (chunked, r["headers"].get("content-length")))
     finally:
         c.close()
-    H.log("bodies of 0, 1 and 200000 bytes both ways: sha256 equal on both sides")
+    H.log("bodies of 0, 1 and 200000 bytes both ways (uploads with and without content-length, downloads with "
+          "Content-Length and chunked): sha256 equal on both sides")
 
 
 def case_reset_parked(t, proxy, origin):

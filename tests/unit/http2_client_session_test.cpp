@@ -55,7 +55,9 @@ struct origin : session_events {
     std::vector<request_head> requests;
     std::map<std::int32_t, std::string> bodies;
     std::vector<std::int32_t> ended;
+    std::map<std::int32_t, std::vector<field>> trailers;
     void on_request(request_head head) override { requests.push_back(std::move(head)); }
+    void on_trailers(std::int32_t stream, std::vector<field> fields) override { trailers[stream] = std::move(fields); }
     void on_body(std::int32_t stream, std::span<const std::uint8_t> data) override {
         bodies[stream] += text(data);
         session->consumed(stream, data.size());
@@ -170,6 +172,20 @@ TEST_CASE("a response's trailer fields reach the owner before its end; a body wi
     CHECK(p.proxy_events.ended.size() == 2);
     CHECK(p.proxy_events.closed.at(with) == 0);
     CHECK(p.proxy_events.closed.at(without) == 0);
+}
+
+TEST_CASE("a request's trailer fields reach the server's owner after its body") {
+    pair p;
+    const std::int32_t id = p.proxy.request("POST", "https", "origin.test", "/up", no_fields, false);
+    const std::vector<field> trailers{{"x-upload-digest", "xyz"}};
+    p.proxy.send_body(id, bytes_of("payload"), true, trailers);
+    p.pump();
+    REQUIRE(p.origin_events.requests.size() == 1);
+    const std::int32_t seen = p.origin_events.requests[0].stream;
+    CHECK(p.origin_events.bodies[seen] == "payload");
+    REQUIRE(p.origin_events.trailers[seen].size() == 1);
+    CHECK(p.origin_events.trailers[seen][0].value == "xyz");
+    CHECK(p.origin_events.ended == std::vector<std::int32_t>{seen});
 }
 
 TEST_CASE("200 000-byte bodies both ways, through flow-control windows of 64 KiB") {

@@ -82,8 +82,10 @@ public:
     std::int32_t request(std::string_view method, std::string_view scheme, std::string_view authority,
                          std::string_view path, std::span<const field> fields, bool end_stream);
     /// Body bytes of a stream's request, sent as flow control allows; `end` closes the
-    /// stream's side. Check queued() to stop reading from the client.
-    void send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end);
+    /// stream's side, after `trailers` when there are any. Check queued() to stop
+    /// reading from the client.
+    void send_body(std::int32_t stream, std::span<const std::uint8_t> data, bool end,
+                   std::span<const field> trailers = {});
     std::size_t queued(std::int32_t stream) const;
     /// The owner forwarded `n` body bytes of the stream's response: the origin may send
     /// as many more. Every byte on_body() gave must be reported, also after its stream closed.

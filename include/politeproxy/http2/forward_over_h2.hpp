@@ -12,6 +12,7 @@
 //   bool has_body() const
 //   task<body_reader::piece> read_body(std::span<char> room, clock::duration idle)
 //                                                  the request body's next bytes (decoded)
+//   std::span<const http2::field> request_trailers() const    once the body was read: its trailer fields
 //   task<bool> respond_message(exchange&, const http2::response_head&)
 //                                                  the response's header, as the client's protocol frames it
 //   task<bool> respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers)
@@ -105,7 +106,8 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
                 co_return keep ? h2_forwarded::keep : h2_forwarded::close;
             }
             body_started = true;
-            session.send_body(*stream, room.first(piece.size), piece.last);
+            session.send_body(*stream, room.first(piece.size), piece.last,
+                              piece.last ? down.request_trailers() : std::span<const http2::field>());
             deadline = clock::now() + policy.timeouts.idle;
             if (piece.last) break;
         }

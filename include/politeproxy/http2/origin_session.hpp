@@ -65,8 +65,9 @@ public:
     /// takes no more streams.
     std::shared_ptr<origin_stream> open(std::string_view method, std::string_view scheme, std::string_view authority,
                                         std::string_view path, std::span<const http2::field> fields, bool end_stream);
-    /// Request body bytes; check queued() before reading more from the client.
-    void send_body(origin_stream& s, std::span<const char> data, bool end);
+    /// Request body bytes (and with the end, its trailers); check queued() before
+    /// reading more from the client.
+    void send_body(origin_stream& s, std::span<const char> data, bool end, std::span<const http2::field> trailers = {});
     std::size_t queued(const origin_stream& s) const { return session_.queued(s.id); }
     /// The response body bytes taken from `s.body` were forwarded: the origin may send more.
     void consumed(origin_stream& s, std::size_t n);

@@ -49,6 +49,8 @@ public:
     /// Body bytes of a stream's request. The client may send more only as the owner
     /// reports them consumed() (flow control: a slow origin slows the client).
     virtual void on_body(std::int32_t stream, std::span<const std::uint8_t> data) = 0;
+    /// The request's trailer fields, just before on_body_end (only when it has some).
+    virtual void on_trailers(std::int32_t, std::vector<field>) {}
     virtual void on_body_end(std::int32_t stream) = 0;
     /// The stream is over: answered and done (error_code 0), or reset by either side.
     virtual void on_stream_closed(std::int32_t stream, std::uint32_t error_code) = 0;
