@@ -47,6 +47,10 @@ bool chunked_decoder::step(unsigned char c) {
     if (state_ <= state::size_lf && ++line_ > max_line_bytes) return fail("chunk line too long");
     if (state_ >= state::trailer_start && state_ <= state::final_lf && ++trailer_ > max_trailer_bytes)
         return fail("trailer section too large");
+    // A field line's bytes, once they passed (a failure later fails the whole body).
+    if (trailers_out_ && state_ >= state::trailer_start && state_ <= state::trailer_lf &&
+        !(state_ == state::trailer_start && c == '\r'))
+        *trailers_out_ += static_cast<char>(c);
     switch (state_) {
     case state::size_start:
     case state::size: {

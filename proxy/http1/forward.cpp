@@ -39,23 +39,6 @@ namespace http = beast::http;
 
 namespace {
 
-// The last chunk with `trailers` (RFC 9112 section 7.1.2), less the fields a trailer
-// must not carry (framing, routing, connection; RFC 9110 section 6.5.1).
-void append_trailer_section(std::span<const http2::field> trailers, std::string& out) {
-    constexpr std::string_view refused[] = {"content-length", "transfer-encoding", "host",       "trailer",
-                                            "te",             "connection",        "keep-alive", "upgrade",
-                                            "content-type",   "content-encoding",  "content-range"};
-    out += "0\r\n";
-    for (const auto& f : trailers) {
-        if (std::find(std::begin(refused), std::end(refused), f.name) != std::end(refused)) continue;
-        out += f.name;
-        out += ": ";
-        out += f.value;
-        out += "\r\n";
-    }
-    out += "\r\n";
-}
-
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // The proxy's answer to a request body that could not be read whole, when no response
@@ -187,8 +170,9 @@ public:
     }
 
     bool has_body() const { return verdict_.has_body(); }
-    /// A chunked request's trailer section is checked and dropped (chunked_decoder).
-    std::span<const http2::field> request_trailers() const { return {}; }
+    std::span<const http2::field> request_trailers() const {
+        return body_ ? body_->trailers() : std::span<const http2::field>();
+    }
 
     task<body_reader::piece> read_body(std::span<char> room, clock::duration idle) {
         sent_ = true;

@@ -446,9 +446,10 @@ task<relay_status> h2_downstream::send_request(timed_socket& origin, relay_buffe
         const auto piece = co_await read_body(room, idle);
         if (piece.failure.end != relay_end::done) co_return piece.failure;
         framed.clear();
-        if (chunked)
-            append_chunk(room.first(piece.size), piece.last, framed);
-        else
+        if (chunked) {  // with the client's trailers, if it sent some
+            append_chunk(room.first(piece.size), piece.last && s_->trailers.empty(), framed);
+            if (piece.last && !s_->trailers.empty()) append_trailer_section(s_->trailers, framed);
+        } else
             framed.append(room.data(), piece.size);
         origin.expires_after(idle);
         if (auto [ec, n] = co_await send_all(origin, asio::buffer(framed)); ec)
@@ -533,7 +534,8 @@ task<relay_status> h2_downstream::deliver(exchange& trip, const origin_response_
             body_broken();
             co_return piece.failure;
         }
-        if (!co_await respond_body(room.first(piece.size), piece.last))
+        if (!co_await respond_body(room.first(piece.size), piece.last, piece.last ? reader.trailers()
+                                                                                 : std::span<const http2::field>()))
             co_return relay_status{relay_end::write_failed, asio::error::connection_aborted};
         if (piece.last) break;
     }

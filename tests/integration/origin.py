@@ -12,6 +12,8 @@ Query parameters choose the behaviour of an ordinary request:
   status=<code>        response status (default 200)
   size=<bytes>         response body of exactly that many bytes
   chunked=1            the response body goes chunked (no Content-Length)
+  trailers=1           with chunked=1: the trailer section carries X-Checksum: sha256=abc
+A chunked request body's trailer fields are reported as "trailers" in the JSON answer.
   retry_after=<value>  adds a Retry-After header
 Any method is accepted.  A request body (Content-Length or chunked) is read fully; the
 response to POST/PUT/PATCH (or any request that carried a body) is JSON with the body's
@@ -160,6 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- body helpers -------------------------------------------------------------
     def _read_body(self):
+        self.trailers = []
         te = self.headers.get("Transfer-Encoding", "")
         if "chunked" in te.lower():
             parts = []
@@ -179,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
                 line = self.rfile.readline(65537)
                 if not line or line in (b"\r\n", b"\n"):
                     break
+                name, _, value = line.decode("latin-1").partition(":")
+                self.trailers.append([name.strip().lower(), value.strip()])
             return b"".join(parts), True
         cl = self.headers.get("Content-Length")
         if cl is not None:
@@ -189,7 +194,8 @@ class _Handler(BaseHTTPRequestHandler):
             return data, True
         return b"", False
 
-    def _send(self, status, body, ctype="application/json", extra=(), before_write=None, chunked=False):
+    def _send(self, status, body, ctype="application/json", extra=(), before_write=None, chunked=False,
+              trailers=None):
         try:
             reason = http.HTTPStatus(status).phrase
         except ValueError:
@@ -213,7 +219,8 @@ class _Handler(BaseHTTPRequestHandler):
             for i in range(0, len(body), 65536):
                 piece = body[i:i + 65536]
                 self._headers_buffer.append(b"%x\r\n%s\r\n" % (len(piece), piece))
-            self._headers_buffer.append(b"0\r\n\r\n")
+            self._headers_buffer.append(b"0\r\n" + b"".join(b"%s: %s\r\n" % (k.encode(), v.encode())
+                                                          for k, v in (trailers or ())) + b"\r\n")
         elif not no_body and body:
             self._headers_buffer.append(body)
         if before_write is not None:
@@ -266,7 +273,8 @@ class _Handler(BaseHTTPRequestHandler):
                                   "length": len(body),
                                   "sha256": hashlib.sha256(body).hexdigest(),
                                   "chunked": "chunked" in self.headers.get(
-                                      "Transfer-Encoding", "").lower()}).encode()
+                                      "Transfer-Encoding", "").lower(),
+                                  "trailers": getattr(self, "trailers", [])}).encode()
                 ctype = "application/json"
             elif "size" in q:
                 n = int(q["size"])
@@ -285,7 +293,8 @@ class _Handler(BaseHTTPRequestHandler):
             # request overlap this one's bookkeeping (a thread switch can delay it by
             # milliseconds). A proxy that sends before it has the response is still seen.
             self._send(status, out, ctype, extra,
-                       before_write=lambda: state.end(hs, rec, status, None), chunked=q.get("chunked") == "1")
+                       before_write=lambda: state.end(hs, rec, status, None), chunked=q.get("chunked") == "1",
+                       trailers=[("X-Checksum", "sha256=abc")] if q.get("trailers") == "1" else None)
         except (OSError, ValueError, ConnectionError) as e:
             self.close_connection = True
             state.end(hs, rec, status, "%s: %s" % (type(e).__name__, e))

@@ -25,7 +25,8 @@ sees them.
    reset and the slot comes back at once.
 9. Trailers from the h2 origin reach an HTTP/1.1 client in the chunked trailer section
    and an h2 client as a trailing HEADERS; an h2 client's request trailers (after a
-   100 000-byte body) reach the h2 origin.
+   100 000-byte body) and an HTTP/1.1 client's chunked trailer section (less a
+   Content-Length, which a trailer must not carry) reach the h2 origin.
 Afterwards every host's in_flight and waiting are 0."""
 import asyncio
 import hashlib
@@ -228,6 +229,19 @@ def test(t):
     H.check(b"transfer-encoding: chunked" in head.lower() and body.endswith(
         b"0\r\nx-checksum: sha256=abc\r\ngrpc-status: 0\r\n\r\n") and b"\r\nok\r\n" in body,
             "HTTP/1.1 client, trailers: %r" % got[-200:])
+    sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+    sock.sendall(("POST %s/echo HTTP/1.1\r\nHost: h2c.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                  "5\r\nhello\r\n0\r\nX-Upload-Digest: xyz\r\nContent-Length: 99\r\n\r\n" % base).encode())
+    got = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    sock.close()
+    echoed = json.loads(got.partition(b"\r\n\r\n")[2])
+    H.check(echoed["trailers"] == [["x-upload-digest", "xyz"]] and echoed["length"] == 5,
+            "HTTP/1.1 client's request trailers at the h2 origin: %r" % echoed["trailers"])
     c = H2Client(proxy.port)
     up = c.request(authority, "/echo", method="POST", body=pattern(100000), trailers=[("x-upload-digest", "xyz")])
     H.check(c.pump(c.done([up]), 10) and c.responses[up]["status"] == 200, "h2 client, request trailers: %r"
@@ -241,7 +255,7 @@ def test(t):
             "h2 client, trailers: %r" % c.responses[sid])
     c.close()
     H.log("9. an h2 origin's trailers reach an HTTP/1.1 client (chunked trailer section) and an h2 client (HEADERS); "
-          "an h2 client's request trailers reach the h2 origin")
+          "request trailers from both kinds of client reach the h2 origin")
 
     for p in (proxy, iproxy):
         for key, h in hosts_view(p).items():

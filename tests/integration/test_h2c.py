@@ -5,8 +5,10 @@ it sees them.
 1. 16 streams at once on one connection, concurrency 2: all 200, each with Proxy-Status
    queue-wait, and the origin's peak is exactly 2 (every stream took its own slot).
 2. Bodies of 0, 1 and 200 000 bytes both ways, the upload with content-length and
-   without (then chunked to the origin, which the origin confirms): the origin's sha256 of what it got, and the
-   client's of what it got, match what was sent.
+   without (then chunked to the origin, which the origin confirms), the download with
+   Content-Length and chunked: the origin's sha256 of what it got, and the client's of
+   what it got, match what was sent. Trailers pass both ways (the client's after its
+   body into the chunked trailer section; the origin's chunked trailer section as HEADERS).
 3. A stream parked behind a slow one is reset by the client: it leaves the queue at
    once (host_waiting 0 while the first is still in flight) and never reaches the
    origin; the next stream goes as soon as the slot is free.
@@ -205,8 +207,23 @@ def case_bodies(t, proxy, origin):
                         "download (chunked %s): content-length %r" % (chunked, r["headers"].get("content-length")))
     finally:
         c.close()
+    # Trailers both ways: the client's after its body reach the origin in the chunked
+    # trailer section; the origin's chunked trailer section reaches the client as HEADERS.
+    c = H2Client(proxy.port)
+    try:
+        up = c.request(authority(origin), "/upload", method="POST", body=b"x" * 70000,
+                       trailers=[("x-upload-digest", "xyz")])
+        down = c.request(authority(origin), "/download?size=100&chunked=1&trailers=1")
+        H.check(c.pump(c.done([up, down]), 20), "trailers: no answer")
+        got = json.loads(c.responses[up]["body"])
+        H.check(got.get("trailers") == [["x-upload-digest", "xyz"]] and got.get("length") == 70000,
+                "request trailers at the HTTP/1.1 origin: %r" % got)
+        H.check(c.responses[down].get("trailers") == {"x-checksum": "sha256=abc"},
+                "response trailers from the HTTP/1.1 origin: %r" % c.responses[down].get("trailers"))
+    finally:
+        c.close()
     H.log("bodies of 0, 1 and 200000 bytes both ways (uploads with and without content-length, downloads with "
-          "Content-Length and chunked): sha256 equal on both sides")
+          "Content-Length and chunked): sha256 equal on both sides; trailers pass both ways")
 
 
 def case_reset_parked(t, proxy, origin):

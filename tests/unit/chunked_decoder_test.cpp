@@ -101,3 +101,25 @@ TEST_CASE("a size over 64 bits is refused, leading zeros are not counted; a long
     CHECK(decode(big_trailer).failed);
     CHECK(decode("0\r\nX: " + std::string(chunked_decoder::max_trailer_bytes - 16, 'v') + "\r\n\r\n").done);
 }
+
+TEST_CASE("kept trailers are the trailer section's field lines, however the input is split") {
+    const std::string_view input = "3\r\nabc\r\n0\r\nX-T: 1\r\nY:two words \r\n\r\nGET";
+    for (std::size_t step : {1, 2, 5, 1000}) {
+        CAPTURE(step);
+        chunked_decoder d;
+        std::string trailers;
+        d.keep_trailers(trailers);
+        std::string room(16, '\0');
+        std::size_t at = 0;
+        while (!d.done() && !d.failed() && at < input.size()) {
+            const auto r = d.decode(input.substr(at, std::min(step, input.size() - at)), room);
+            at += r.consumed;
+        }
+        CHECK(d.done());
+        CHECK(trailers == "X-T: 1\r\nY:two words \r\n");
+    }
+    chunked_decoder without;
+    std::string room(16, '\0');
+    without.decode("0\r\n\r\n", room);
+    CHECK(without.done());
+}

@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace politeproxy {
@@ -32,6 +33,10 @@ public:
     /// of the message are left unconsumed.
     result decode(std::string_view input, std::span<char> room);
 
+    /// From now on, the trailer section's field lines (each ending in CRLF, as checked)
+    /// are appended to `out`; by default they are checked and dropped.
+    void keep_trailers(std::string& out) { trailers_out_ = &out; }
+
     bool done() const { return state_ == state::done; }
     bool failed() const { return state_ == state::failed; }
     /// Why it failed (static text).
@@ -53,6 +58,7 @@ private:
     unsigned digits_ = 0;
     std::size_t line_ = 0;     // bytes of the current chunk line
     std::size_t trailer_ = 0;  // bytes of the trailer section
+    std::string* trailers_out_ = nullptr;  // see keep_trailers()
     const char* error_ = nullptr;
 };
 
