@@ -6,6 +6,10 @@ well-behaved h2c client on another connection keeps sending requests and timing 
 2. 1000 streams opened at once (against the advertised 100) -> the ones beyond 100 are
    refused with REFUSED_STREAM, the rest answered.
 3. Rapid reset: 5000 streams opened and reset at once -> GOAWAY ENHANCE_YOUR_CALM.
+4. PING and SETTINGS floods (500 000 frames whose ACKs the abuser never reads: more than
+   the socket buffers hold) -> cut off.
+5. A header block that decodes to 70 KB (over limits.request_header_bytes) -> that
+   stream is reset, the next request on the same connection is answered.
 Each counted in h2_streams_refused_total{reason}. The well-behaved client sends requests
 one after another for as long as the attacks last: its p99 stays within 5x (+20 ms) of
 its p99 before them, every one of its requests is answered, the proxy's RSS grows by less than 64 MiB, and afterwards every host's
@@ -85,6 +89,23 @@ def attack(kind, port, authority):
                 out += frame(1, 0x5, 1 + 2 * i, conn.encoder.encode(fields))  # END_STREAM | END_HEADERS
             s.sendall(out)
             sent = 1000
+        elif kind in ("ping", "settings"):  # control frames whose ACKs it never reads
+            one = frame(6, 0, 0, b"12345678") if kind == "ping" else frame(4, 0, 0, b"")
+            batch = one * 1000
+            for _ in range(500):  # more ACKs than the socket buffers on both sides hold
+                s.sendall(batch)
+                sent += 1000
+        elif kind == "big_header":  # a header block that decodes past limits.request_header_bytes
+            big = fields + [("x-big", "v" * 70000)]
+            block = conn.encoder.encode(big)
+            out = frame(1, 0x1, 1, block[:16384])
+            rest = block[16384:]
+            while rest:
+                piece, rest = rest[:16384], rest[16384:]
+                out += frame(9, 0 if rest else 0x4, 1, piece)  # END_HEADERS on the last
+            out += frame(1, 0x5, 3, conn.encoder.encode(fields))  # then a normal request on the same connection
+            s.sendall(out)
+            sent = 2
         elif kind == "rapid_reset":
             out = b""
             for i in range(5000):
@@ -94,7 +115,7 @@ def attack(kind, port, authority):
             sent = 5000
     except OSError:
         pass  # cut off while sending: what the guard is for
-    got, closed = read_until_closed(s, 3 if kind == "streams" else 10)  # that one stays open
+    got, closed = read_until_closed(s, 3 if kind in ("streams", "big_header") else 10)  # those stay open
     refused = answered = 0
     i = 0
     while i + 9 <= len(got):  # count RST_STREAM(REFUSED_STREAM) and HEADERS on stream ids
@@ -157,9 +178,9 @@ def test(t):
     good.start()
     attacks_began = time.monotonic()
     results = {}
-    for kind in ("continuation", "streams", "rapid_reset"):
+    for kind in ("continuation", "streams", "rapid_reset", "ping", "settings", "big_header"):
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--attack", kind, str(proxy.port), authority],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=150)
         line = [x for x in r.stdout.splitlines() if x.startswith("RESULT")]
         H.check(line, "attack %s: %s" % (kind, r.stdout[-500:]))
         results[kind] = dict(kv.split("=") for kv in line[0].split()[1:])
@@ -179,11 +200,16 @@ def test(t):
             "1000 streams at once: %r (want 900 refused, 100 answered)" % streams)
     rr = results["rapid_reset"]
     H.check(rr["goaway"] == "11", "rapid reset: %r (want GOAWAY ENHANCE_YOUR_CALM, 11)" % rr)
+    for kind in ("ping", "settings"):
+        H.check(results[kind]["closed"] == "1", "%s flood not cut off: %r" % (kind, results[kind]))
+    big = results["big_header"]
+    H.check(big["closed"] == "0" and big["answered"] == "1", "oversized header block: %r (want the stream reset, "
+            "the next request on the connection answered)" % big)
     m = proxy.metrics()
     counted = {r: H.mget(m, "politeproxy_h2_streams_refused_total", default=0, reason=r) or 0
                for r in ("flood", "too_many_streams", "rapid_reset", "header_size")}
-    H.check(counted["too_many_streams"] >= 895 and counted["rapid_reset"] >= 1 and
-            counted["flood"] + counted["header_size"] >= 1, "h2_streams_refused_total: %r" % counted)
+    H.check(counted["too_many_streams"] >= 895 and counted["rapid_reset"] >= 1 and counted["flood"] >= 3 and
+            counted["header_size"] >= 1, "h2_streams_refused_total: %r" % counted)
 
     base99, attack99 = p99(before), p99(during)
     H.log("well-behaved client: p99 %.1f ms alone, %.1f ms during the attacks (%d requests over %.1f s; median "

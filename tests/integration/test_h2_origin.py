@@ -51,6 +51,24 @@ def hosts_view(proxy):
     return {h["key"]: h for h in json.loads(proxy.admin_get("/hosts")[2])}
 
 
+def raw_exchange(port, data, timeout=5):
+    """Sends `data` on a new connection to the proxy; everything it answers until it closes
+    (or until `timeout` of silence)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock.sendall(data)
+    got = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            break
+        if not chunk:
+            break
+        got += chunk
+    sock.close()
+    return got
+
+
 def test(t):
     h2c = H2Origin()
     ceiling = H2Origin(max_streams=3)
@@ -181,19 +199,9 @@ def test(t):
     #    the HTTP/1.1 client gets the answer, and what the proxy did not read of the body
     #    is never taken for a next request (the connection closes, or the body was read
     #    whole and the next request is a real one).
-    sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
-    sock.sendall(("POST %s/early HTTP/1.1\r\nHost: h2c.test\r\nContent-Length: 200000\r\n\r\n" % base).encode()
-                 + pattern(200000) + ("GET %s/after HTTP/1.1\r\nHost: h2c.test\r\n\r\n" % base).encode())
-    got = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except socket.timeout:
-            break
-        if not chunk:
-            break
-        got += chunk
-    sock.close()
+    got = raw_exchange(proxy.port, ("POST %s/early HTTP/1.1\r\nHost: h2c.test\r\nContent-Length: 200000\r\n\r\n"
+                                    % base).encode() + pattern(200000) +
+                       ("GET %s/after HTTP/1.1\r\nHost: h2c.test\r\n\r\n" % base).encode())
     statuses = [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3}) ", got)]
     closed = b"connection: close" in got.split(b"\r\n\r\n")[0].lower()
     H.check(statuses in ([413], [413, 200]) and (closed or statuses == [413, 200]),
@@ -215,30 +223,15 @@ def test(t):
 
     # 9. Trailers from an h2 origin: to an HTTP/1.1 client in the chunked body's trailer
     #    section, to an h2 client as a trailing HEADERS.
-    sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
-    sock.sendall(("GET %s/trailers HTTP/1.1\r\nHost: h2c.test\r\nTE: trailers\r\nConnection: close\r\n\r\n"
-                  % base).encode())
-    got = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        got += chunk
-    sock.close()
+    got = raw_exchange(proxy.port, ("GET %s/trailers HTTP/1.1\r\nHost: h2c.test\r\nTE: trailers\r\n"
+                                    "Connection: close\r\n\r\n" % base).encode())
     head, _, body = got.partition(b"\r\n\r\n")
     H.check(b"transfer-encoding: chunked" in head.lower() and body.endswith(
         b"0\r\nx-checksum: sha256=abc\r\ngrpc-status: 0\r\n\r\n") and b"\r\nok\r\n" in body,
             "HTTP/1.1 client, trailers: %r" % got[-200:])
-    sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
-    sock.sendall(("POST %s/echo HTTP/1.1\r\nHost: h2c.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-                  "5\r\nhello\r\n0\r\nX-Upload-Digest: xyz\r\nContent-Length: 99\r\n\r\n" % base).encode())
-    got = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        got += chunk
-    sock.close()
+    got = raw_exchange(proxy.port, ("POST %s/echo HTTP/1.1\r\nHost: h2c.test\r\nTransfer-Encoding: chunked\r\n"
+                                    "Connection: close\r\n\r\n5\r\nhello\r\n0\r\nX-Upload-Digest: xyz\r\n"
+                                    "Content-Length: 99\r\n\r\n" % base).encode())
     echoed = json.loads(got.partition(b"\r\n\r\n")[2])
     H.check(echoed["trailers"] == [["x-upload-digest", "xyz"]] and echoed["length"] == 5,
             "HTTP/1.1 client's request trailers at the h2 origin: %r" % echoed["trailers"])
