@@ -12,7 +12,8 @@ well-behaved h2c client on another connection keeps sending requests and timing 
    stream is reset, the next request on the same connection is answered.
 Each counted in h2_streams_refused_total{reason}. The well-behaved client sends requests
 one after another for as long as the attacks last: its p99 stays within 5x (+20 ms) of
-its p99 before them, every one of its requests is answered, the proxy's RSS grows by less than 64 MiB, and afterwards every host's
+its p99 before them, every one of its requests is answered, the proxy's RSS grows by less
+than 64 MiB (not checked in sanitizer builds, whose RSS holds freed memory), and afterwards every host's
 in_flight and waiting are 0."""
 import os
 import socket
@@ -218,7 +219,8 @@ def test(t):
     H.check(attack99 <= 5 * base99 + 0.020, "p99 during the attacks %.1f ms against %.1f ms alone"
             % (attack99 * 1e3, base99 * 1e3))
     H.log("proxy RSS %d -> %d KiB; h2_streams_refused_total %r" % (rss_before, rss_after, counted))
-    H.check(rss_after - rss_before < 64 * 1024, "RSS grew by %d KiB" % (rss_after - rss_before))
+    if H.SLOW == 1:  # a sanitizer build's RSS holds its quarantine of freed memory (256 MiB)
+        H.check(rss_after - rss_before < 64 * 1024, "RSS grew by %d KiB" % (rss_after - rss_before))
     H.wait_until(lambda: all(h["in_flight"] == 0 and h["waiting"] == 0
                              for h in __import__("json").loads(proxy.admin_get("/hosts")[2])), 5.0,
                  what="in_flight and waiting back to 0")
