@@ -42,10 +42,7 @@ void append_trailer_section(std::span<const http2::field> trailers, std::string&
     out += "0\r\n";
     for (const auto& f : trailers) {
         if (!trailer_allowed(f.name)) continue;
-        out += f.name;
-        out += ": ";
-        out += f.value;
-        out += "\r\n";
+        append_field_line(f.name, f.value, out);
     }
     out += "\r\n";
 }

@@ -195,10 +195,7 @@ public:
         out += "\r\n";
         for (const auto& f : head.fields) {
             if (f.name == "content-length") continue;
-            out += f.name;
-            out += ": ";
-            out += f.value;
-            out += "\r\n";
+            append_field_line(f.name, f.value, out);
         }
         out += ctx_.via_line;
         out += "Proxy-Status: ";

@@ -388,16 +388,9 @@ void h2_downstream::write_head(const origin_target& target, relay_buffers& scrat
             cookies += f.value;
             continue;
         }
-        out += f.name;
-        out += ": ";
-        out += f.value;
-        out += "\r\n";
+        append_field_line(f.name, f.value, out);
     }
-    if (!cookies.empty()) {
-        out += "cookie: ";
-        out += cookies;
-        out += "\r\n";
-    }
+    if (!cookies.empty()) append_field_line("cookie", cookies, out);
     out += conn_->ctx().via_line;
     const bool expects_body = head.method == "POST" || head.method == "PUT" || head.method == "PATCH";
     if (body_.kind == body_kind::none && expects_body)

@@ -82,6 +82,11 @@ class chunked_decoder;
 /// the decoder's to tell.
 std::size_t take_body(boost::beast::flat_buffer& in_buffer, chunked_decoder* decoder, std::span<char> room);
 
+/// Appends one field line, "name: value\r\n" (the caller checked both).
+inline void append_field_line(std::string_view name, std::string_view value, std::string& out) {
+    out.append(name).append(": ").append(value).append("\r\n");
+}
+
 /// Appends `data` as one chunk of a chunked body (nothing when empty), then the last
 /// chunk and the end of the message when `last`.
 void append_chunk(std::span<const char> data, bool last, std::string& out);
