@@ -32,6 +32,15 @@ void append_number(std::string& out, double v) {
     out += buf;
 }
 
+// `, "name": seconds` or `, "name": null`.
+void append_seconds(std::string& out, const char* name, std::optional<clock::duration> d) {
+    out += ", \"";
+    out += name;
+    out += "\": ";
+    if (d) append_number(out, std::chrono::duration<double>(*d).count());
+    else out += "null";
+}
+
 std::string rfc3339(std::chrono::system_clock::time_point t) {
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t);  // never before the pause ends
     const auto day = std::chrono::floor<std::chrono::days>(ms);
@@ -80,9 +89,19 @@ std::string render_hosts_json(const host_gates& gates, clock::time_point now,
         out += ", \"override_reason\": ";
         if (h.override_reason.empty()) out += "null";
         else append_json_string(out, h.override_reason);
-        out += ", \"p95_seconds\": ";
-        if (h.p95) append_number(out, std::chrono::duration<double>(*h.p95).count());
-        else out += "null";
+        append_seconds(out, "p95_seconds", h.p95);
+        append_seconds(out, "baseline_seconds", h.baseline);
+        append_seconds(out, "latency_at_limit_seconds", h.epoch_latency);
+        out += ", \"last_change\": ";
+        if (h.last_reason == change_reason::none) {
+            out += "null";
+        } else {
+            out += "{\"reason\": \"";
+            out += name_of(h.last_reason);
+            out += "\", \"seconds_ago\": ";
+            append_number(out, std::chrono::duration<double>(h.since_last_change).count());
+            out += "}";
+        }
         out += std::string(", \"enforce\": ") + (h.enforce ? "true" : "false") + "}";
     }
     out += hosts.empty() ? "]\n" : "\n]\n";

@@ -327,6 +327,10 @@ std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
             h.configured_rate = e->policy->rate;
             h.paused_for = e->g.paused_until() > now ? e->g.paused_until() - now : clock::duration::zero();
             h.p95 = e->health.p95();
+            h.baseline = e->health.baseline();
+            h.epoch_latency = e->health.epoch_latency();
+            h.last_reason = e->health.last_reason();
+            h.since_last_change = now - e->health.last_change();
             if (e->override_entry) h.override_reason = e->override_entry->reason;
             h.enforce = e->policy->enforce;
             h.would_have_waited = e->g.would_have_waited();

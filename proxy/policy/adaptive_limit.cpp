@@ -2,18 +2,45 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace politeproxy {
 namespace {
 
-constexpr double shrink_above = 1.5;   // x p95
-constexpr double grow_below = 0.6;     // x p95
+constexpr double shrink_above = 1.5;         // x p95: a jump
+constexpr std::size_t jump_median_of = 5;    // responses whose median must be that slow
+constexpr double grow_below = 0.6;           // x p95 and x baseline: above configured, faster than this
+constexpr double queue_floor = 0.20;         // above the baseline by at least this share
+constexpr double queue_errors = 4.0;         // ... and by this many standard errors
+constexpr double no_queue_within = 0.10;     // growth: the epoch's mean this close to it
+constexpr std::uint32_t judge_after = 16;    // responses of an epoch before it is judged
+constexpr std::uint32_t judge_every = 8;     // ... and then every this many
+constexpr std::uint32_t grow_after = 32;     // responses of an epoch before it may grow
+constexpr unsigned max_probe_backoff = 2;    // failed growth steps wait up to 2^2 intervals
 constexpr double min_rate_share = 1.0 / 64;  // halving never goes below configured / 64
 
 std::size_t ceiling(const host_policy& p) { return std::max(p.adaptive.hard_max, p.concurrency); }
 
+double seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+clock::duration from_seconds(double s) {
+    return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
+}
+
 }  // namespace
+
+const char* name_of(change_reason r) {
+    switch (r) {
+        case change_reason::none: return "none";
+        case change_reason::slow_response: return "slow_response";
+        case change_reason::standing_queue: return "standing_queue";
+        case change_reason::throttled: return "throttled";
+        case change_reason::refused: return "refused";
+        case change_reason::healthy: return "healthy";
+        case change_reason::recovered: return "recovered";
+        case change_reason::reload: return "reload";
+    }
+    return "none";
+}
 
 adaptive_limit::adaptive_limit(const host_policy& policy, clock::time_point now)
     : policy_(&policy), limit_(policy.concurrency), rate_(policy.rate), last_step_(now) {}
@@ -22,38 +49,37 @@ void adaptive_limit::reconfigure(const host_policy& policy, clock::time_point no
     // A host that health has narrowed stays narrowed (a reload must not undo a 429);
     // one running at its configured values moves to the new ones.
     const bool narrowed = limit_ < policy_->concurrency || rate_ < policy_->rate || now < paused_until_;
-    limit_ = narrowed ? std::min(limit_, policy.concurrency) : policy.concurrency;
+    const std::size_t limit = narrowed ? std::min(limit_, policy.concurrency) : policy.concurrency;
     rate_ = narrowed ? std::min(rate_, policy.rate) : policy.rate;
     policy_ = &policy;
-    last_step_ = now;
-    ++epoch_;
+    set_limit(limit, change_reason::reload, now);
 }
 
-std::optional<clock::duration> adaptive_limit::p95() const {
-    const std::size_t n = std::min<std::size_t>(samples_, window_size);
-    if (n == 0) return std::nullopt;
-    if (p95_us_ == 0) {
-        std::array<std::uint32_t, window_size> copy = window_;
-        const std::size_t k = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(n))) - 1;
-        std::nth_element(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(k),
-                         copy.begin() + static_cast<std::ptrdiff_t>(n));
-        p95_us_ = copy[k];
+std::optional<clock::duration> adaptive_limit::baseline() const {
+    const auto b = baseline_.seconds();
+    if (!b) return std::nullopt;
+    return from_seconds(*b);
+}
+
+std::optional<clock::duration> adaptive_limit::epoch_latency() const {
+    if (current_epoch_.count() < 2) return std::nullopt;
+    return from_seconds(current_epoch_.mean_of_last(latency_window::size).seconds);
+}
+
+void adaptive_limit::set_limit(std::size_t limit, change_reason why, clock::time_point now) {
+    const bool shrink = limit < limit_;
+    // A growth step followed by a shrink was a probe that found the origin's capacity:
+    // the next one waits longer. One followed by another growth held: back to the pace.
+    if (last_reason_ == change_reason::healthy) {
+        if (why == change_reason::healthy) probe_backoff_ = 0;
+        else if (shrink) probe_backoff_ = std::min(probe_backoff_ + 1, max_probe_backoff);
     }
-    return std::chrono::microseconds(p95_us_);
-}
-
-void adaptive_limit::add_sample(clock::duration latency) {
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(latency).count();
-    const auto sample = static_cast<std::uint32_t>(std::clamp<long long>(us, 1, std::numeric_limits<std::uint32_t>::max()));
-    auto& slot = window_[samples_ % window_size];
-    // In a full window, replacing a value below p95 by another below it (or above by
-    // above) leaves p95 where it was: most samples do, and skip the nth_element.
-    const bool same_side = samples_ >= window_size &&
-                           ((slot < p95_us_ && sample < p95_us_) || (slot > p95_us_ && sample > p95_us_));
-    if (!same_side) p95_us_ = 0;
-    slot = sample;
-    // 2^32 and 2 x window_size are both multiples of window_size: the ring goes on.
-    if (++samples_ == 0) samples_ = 2 * window_size;
+    limit_ = limit;
+    ++epoch_;
+    current_epoch_.clear();
+    last_step_ = now;
+    last_change_ = now;
+    last_reason_ = why;
 }
 
 limit_change adaptive_limit::on_signal(const health_signal& s, clock::time_point now, const random_source& random) {
@@ -74,43 +100,75 @@ limit_change adaptive_limit::on_incident(const health_signal& s, clock::time_poi
     last_incident_ = now;
 
     const double doublings = std::min<double>(consecutive_incidents_ - 1, 62);
-    const double base = std::min(std::chrono::duration<double>(backoff.initial).count() * std::exp2(doublings),
-                                 std::chrono::duration<double>(backoff.max).count());
+    const double base = std::min(seconds(backoff.initial) * std::exp2(doublings), seconds(backoff.max));
     const double jittered = base * (1.0 + backoff.jitter * (2.0 * random() - 1.0));
-    const auto waited = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(jittered));
-    paused_until_ = std::max(paused_until_, now + std::max(waited, asked));
+    paused_until_ = std::max(paused_until_, now + std::max(from_seconds(jittered), asked));
 
-    limit_ = 1;
     rate_ = std::max(rate_ / 2, policy_->rate * min_rate_share);
+    set_limit(1, s.what == health_signal::kind::throttled ? change_reason::throttled : change_reason::refused, now);
     last_step_ = paused_until_;
     last_rate_step_ = paused_until_;
-    collapse_epoch_ = ++epoch_;
+    collapse_epoch_ = epoch_;
     return limit_change::collapse;
 }
 
 limit_change adaptive_limit::on_response(const health_signal& s, clock::time_point now) {
-    limit_change change = limit_change::none;
-    const auto p = p95();
-    if (policy_->adaptive.enabled && p && samples_ >= min_samples) {
-        const double latency = std::chrono::duration<double>(s.latency).count();
-        const double p95s = std::chrono::duration<double>(*p).count();
-        const bool fast = latency < grow_below * p95s || (limit_ < policy_->concurrency && latency <= p95s);
-        if (latency > shrink_above * p95s) {
-            if (s.epoch >= epoch_ && limit_ > 1) {
-                --limit_;
-                ++epoch_;
-                last_step_ = now;
-                change = limit_change::down;
-            }
-        } else if (fast && now - last_step_ >= policy_->adaptive.grow_interval && limit_ < ceiling(*policy_) &&
-                   now >= paused_until_) {
-            ++limit_;
-            last_step_ = now;
-            change = limit_change::up;
+    recent_.add(s.latency);
+    baseline_.add(s.latency);
+    // Only a response to a request sent at the current limit tells what that limit does.
+    if (!policy_->adaptive.enabled || s.epoch != epoch_) return limit_change::none;
+    current_epoch_.add(s.latency);
+    if (recent_.count() < min_samples) return limit_change::none;
+
+    const std::uint32_t n = current_epoch_.count();
+    if (n >= jump_median_of && limit_ > 1 &&
+        seconds(current_epoch_.median_of_last(jump_median_of)) > shrink_above * seconds(*recent_.p95())) {
+        set_limit(limit_ - 1, change_reason::slow_response, now);
+        return limit_change::down;
+    }
+    if (n < judge_after || n % judge_every != 0) return limit_change::none;
+    return judge_epoch(now);
+}
+
+limit_change adaptive_limit::judge_epoch(clock::time_point now) {
+    const auto base = baseline_.seconds();
+    const latency_mean mean = current_epoch_.mean_of_last(latency_window::size);
+    if (base) {
+        const double queued_above = *base * (1 + std::max(queue_floor, queue_errors * mean.relative_error));
+        if (mean.seconds > queued_above) {
+            if (limit_ == 1) return limit_change::none;
+            // Little's law: limit / mean is what the origin serves; at the baseline's
+            // latency that is limit x base / mean requests in flight, with none queued.
+            const auto served = static_cast<std::size_t>(std::ceil(static_cast<double>(limit_) * *base / mean.seconds));
+            const std::size_t target = std::max({served, (limit_ + 1) / 2, std::size_t{1}});
+            set_limit(std::min(target, limit_ - 1), change_reason::standing_queue, now);
+            return limit_change::down;
         }
     }
-    add_sample(s.latency);
-    return change;
+    return grow(now);
+}
+
+limit_change adaptive_limit::grow(clock::time_point now) {
+    const auto interval = last_reason_ == change_reason::healthy
+                              ? policy_->adaptive.grow_interval
+                              : policy_->adaptive.grow_interval * (1 << probe_backoff_);
+    if (now < paused_until_ || now - last_step_ < interval || limit_ >= ceiling(*policy_)) return limit_change::none;
+    const latency_mean mean = current_epoch_.mean_of_last(latency_window::size);
+    const double p95 = seconds(*recent_.p95());
+    // Without a baseline yet (a host's first ~100 responses), "no slower than p95".
+    const double no_queue = baseline_.seconds() ? *baseline_.seconds() * (1 + no_queue_within) : p95;
+    if (mean.seconds > no_queue) return limit_change::none;
+    if (current_epoch_.count() < grow_after) return limit_change::none;
+    // Above the configured limit only a host that became faster: the median of the last
+    // responses below 0.6 x p95, and their mean below 0.6 x the baseline (which follows a
+    // faster host within a few blocks). A heavy-tailed but steady host passes the first
+    // half of the time, never the second.
+    if (limit_ >= policy_->concurrency &&
+        (seconds(current_epoch_.median_of_last(jump_median_of)) >= grow_below * p95 ||
+         !baseline_.seconds() || mean.seconds >= grow_below * *baseline_.seconds()))
+        return limit_change::none;
+    set_limit(limit_ + 1, change_reason::healthy, now);
+    return limit_change::up;
 }
 
 bool adaptive_limit::tick(clock::time_point now) {
@@ -120,7 +178,7 @@ bool adaptive_limit::tick(clock::time_point now) {
     const bool limit_back = !policy_->adaptive.enabled && limit_ < policy_->concurrency;
     if (rate_ >= policy_->rate && !limit_back) return false;
     rate_ = std::min(policy_->rate, rate_ * 2);
-    if (limit_back) ++limit_;
+    if (limit_back) set_limit(limit_ + 1, change_reason::recovered, now);
     last_rate_step_ = now;
     return true;
 }

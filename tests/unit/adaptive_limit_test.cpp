@@ -1,4 +1,5 @@
 #include "politeproxy/policy/adaptive_limit.hpp"
+#include "politeproxy/policy/latency_baseline.hpp"
 
 #include <doctest/doctest.h>
 
@@ -49,53 +50,129 @@ TEST_CASE("no decision before the minimum number of samples") {
     const auto p = policy();
     clock::time_point now{};
     adaptive_limit a(p, now);
-    feed(a, now, adaptive_limit::min_samples - 1, 100ms);
-    now += 1h;
-    CHECK(a.on_signal(response(10s, a.epoch()), now, half) == limit_change::none);
+    feed(a, now, 5, 10s);  // a host's first responses are all slow: nothing to hold them against
+    feed(a, now, adaptive_limit::min_samples - 6, 100ms);
     CHECK(a.limit() == 4);
+    CHECK(a.last_reason() == change_reason::none);
 }
 
-TEST_CASE("a slow response shrinks by one, once per congestion event") {
+TEST_CASE("responses slower than 1.5x p95 shrink by one, once per congestion event") {
     const auto p = policy();
     clock::time_point now{};
     adaptive_limit a(p, now);
     feed(a, now, 60, 100ms);
-    const auto departed_epoch = a.epoch();  // four requests in flight together
+    const auto departed_epoch = a.epoch();  // these requests were in flight together
+    // One slow response is not a jump (a heavy tail has one every hundred); the median of
+    // the last five being slow is.
+    for (int i = 0; i < 4; ++i) a.on_signal(response(100ms, departed_epoch), now, half);
+    CHECK(a.on_signal(response(1s, departed_epoch), now, half) == limit_change::none);
+    CHECK(a.on_signal(response(1s, departed_epoch), now, half) == limit_change::none);
     CHECK(a.on_signal(response(1s, departed_epoch), now, half) == limit_change::down);
     CHECK(a.limit() == 3);
-    // The other three were already in flight when the limit fell: no further cut.
-    for (int i = 0; i < 3; ++i) CHECK(a.on_signal(response(1s, departed_epoch), now, half) == limit_change::none);
+    CHECK(a.last_reason() == change_reason::slow_response);
+    // The others were already in flight when the limit fell: no further cut.
+    for (int i = 0; i < 5; ++i) CHECK(a.on_signal(response(1s, departed_epoch), now, half) == limit_change::none);
     CHECK(a.limit() == 3);
-    // A request that departed after the cut and is slower than 1.5 x the p95 (which
-    // now includes the slow responses) is a new event.
-    CHECK(a.on_signal(response(5s, a.epoch()), now, half) == limit_change::down);
+    // Requests sent after the cut that are still that slow are a new event.
+    feed(a, now, 2, 100ms);
+    feed(a, now, 2, 5s);
+    CHECK(a.limit() == 3);
+    feed(a, now, 1, 5s);
     CHECK(a.limit() == 2);
 }
 
-TEST_CASE("slow responses lower the limit, fast ones raise it one step per grow_interval up to hard_max") {
-    const auto p = policy(2, 3);
+TEST_CASE("a standing queue the p95 window cannot see shrinks the limit to what the origin serves") {
+    // An origin that can serve 2 at 100 ms, sent 8: its queue builds step by step, each
+    // step (k+1)/k slower, never 1.5x the p95 of the responses just before.
+    const auto p = policy(8, 8);
     clock::time_point now{};
     adaptive_limit a(p, now);
-    feed(a, now, 40, 100ms);
-    for (int i = 0; i < 5; ++i) {  // 10x slower, each a new congestion event
-        now += 1s;
-        a.on_signal(response(1s, a.epoch()), now, half);
+    feed(a, now, 200, 100ms);  // the no-load baseline: 100 ms
+    REQUIRE(a.baseline());
+    CHECK(std::chrono::duration<double>(*a.baseline()).count() == doctest::Approx(0.1));
+    double latency = 0.1;
+    while (a.limit() == 8 && latency < 0.4) {
+        latency *= 1.1;
+        feed(a, now, 8, std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(latency)));
     }
-    CHECK(a.limit() == 1);  // never below 1
-    // Fast again: one step per grow_interval, no more.
+    CHECK(a.last_reason() == change_reason::standing_queue);
+    CHECK(latency < 0.2);  // seen while still under 2x the baseline
+    CHECK(a.limit() >= 4);  // never more than half at once
+    // From now on the origin's queue follows the limit: L requests at 2 workers.
+    for (int i = 0; i < 10 && a.limit() > 2; ++i) {
+        const std::size_t before = a.limit();
+        feed(a, now, 16, std::max<std::size_t>(a.limit(), 2) * 50ms);
+        CHECK(a.limit() >= before / 2);
+    }
+    CHECK(a.limit() == 2);
+    // No queue at 2: it stays, and probes again only after a grow_interval.
+    feed(a, now, 250, 100ms);
+    CHECK(a.limit() == 2);
+    feed(a, now, 100, 100ms);
+    CHECK(a.limit() == 3);
+}
+
+TEST_CASE("below the configured limit it grows back one step per grow_interval while there is no queue") {
+    const auto p = policy(4, 4);
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    feed(a, now, 200, 100ms);
+    a.on_signal(throttled(a.epoch()), now, half);
+    REQUIRE(a.limit() == 1);
+    now = a.paused_until();
     std::size_t previous = a.limit();
-    for (int step = 0; step < 6; ++step) {
-        for (int i = 0; i < 20; ++i) {
-            now += 1s;  // 20 s of fast responses: less than a grow_interval
-            a.on_signal(response(50ms, a.epoch()), now, half);
+    for (int step = 0; step < 8; ++step) {
+        for (int i = 0; i < 290; ++i) {
+            now += 100ms;  // 29 s of healthy responses: less than a grow_interval
+            a.on_signal(response(100ms, a.epoch()), now, half);
         }
         CHECK(a.limit() <= previous + 1);
         previous = a.limit();
     }
-    CHECK(a.limit() == 3);  // climbed back past the configured 2, but not above hard_max
-    now += 1h;
-    a.on_signal(response(10ms, a.epoch()), now, half);
-    CHECK(a.limit() == 3);
+    CHECK(a.limit() == 4);
+    CHECK(a.last_reason() == change_reason::healthy);
+}
+
+TEST_CASE("a growth step that finds a queue makes the next one wait longer") {
+    auto p = policy(4, 4);
+    p.adaptive.grow_interval = 1s;
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    feed(a, now, 200, 100ms);
+    a.on_signal(throttled(a.epoch()), now, half);
+    now = a.paused_until();
+    const auto step_up = [&] {  // healthy responses until the limit rises; returns the time it took
+        const auto from = now;
+        const auto limit = a.limit();
+        while (a.limit() == limit) feed(a, now, 1, 100ms);
+        return now - from;
+    };
+    CHECK(step_up() <= 4s);  // 1 -> 2: 32 responses
+    CHECK(step_up() <= 4s);  // 2 -> 3
+    feed(a, now, 16, 300ms);  // 3 shows a queue: back to 2
+    REQUIRE(a.limit() == 2);
+    CHECK(a.last_reason() == change_reason::standing_queue);
+    CHECK(step_up() >= 2s);  // the next probe waits two intervals
+    feed(a, now, 16, 300ms);
+    REQUIRE(a.limit() == 2);
+    CHECK(step_up() >= 4s);  // then four
+    CHECK(step_up() <= 4s);  // a step that held: back to the pace
+}
+
+TEST_CASE("above the configured limit only a host that became faster grows, never above hard_max") {
+    const auto p = policy(2, 3);
+    clock::time_point now{};
+    adaptive_limit a(p, now);
+    for (int i = 0; i < 400; ++i) {
+        now += 1s;
+        a.on_signal(response(100ms, a.epoch()), now, half);
+    }
+    CHECK(a.limit() == 2);  // steady: stays at configured
+    for (int i = 0; i < 400; ++i) {
+        now += 1s;
+        a.on_signal(response(40ms, a.epoch()), now, half);
+    }
+    CHECK(a.limit() == 3);  // faster than 0.6 x p95: one step, and hard_max stops it
 }
 
 TEST_CASE("a steady host does not grow above its configured limit") {
@@ -114,8 +191,9 @@ TEST_CASE("with adaptive disabled only incidents act") {
     p.adaptive.enabled = false;
     clock::time_point now{};
     adaptive_limit a(p, now);
-    feed(a, now, 40, 100ms);
-    CHECK(a.on_signal(response(10s, a.epoch()), now, half) == limit_change::none);
+    feed(a, now, 200, 100ms);
+    feed(a, now, 20, 10s);
+    CHECK(a.limit() == 2);
     CHECK(a.on_signal(throttled(a.epoch()), now, half) == limit_change::collapse);
     CHECK(a.limit() == 1);
 }
@@ -244,4 +322,17 @@ TEST_CASE("p95 is the exact 95th percentile of the last 64 responses") {
         const auto k = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(sorted.size()))) - 1;
         REQUIRE(a.p95() == std::chrono::microseconds(sorted[k]));
     }
+}
+
+TEST_CASE("the baseline: a standing queue barely moves it, a host slower for good gets a new one") {
+    latency_baseline b;
+    for (int i = 0; i < 200; ++i) b.add(100ms);
+    REQUIRE(b.seconds());
+    CHECK(*b.seconds() == doctest::Approx(0.1));
+    for (std::uint32_t i = 0; i < 5 * latency_baseline::block_size; ++i) b.add(400ms);
+    CHECK(*b.seconds() < 0.125);  // five blocks of a queue: under 25% higher
+    for (std::uint32_t i = 0; i < 200 * latency_baseline::block_size; ++i) b.add(400ms);
+    CHECK(*b.seconds() > 0.39);  // 200 blocks later the new latency is the baseline
+    for (std::uint32_t i = 0; i < 20 * latency_baseline::block_size; ++i) b.add(100ms);
+    CHECK(*b.seconds() < 0.11);  // faster again: followed within some blocks
 }

@@ -35,7 +35,7 @@ struct adaptive_config {
 struct backoff_config {
     clock::duration initial = 5s;
     clock::duration max = 10min;
-    clock::duration forgive_after = 30min;
+    clock::duration forgive_after = 2min;  // see adaptive_limit_sim_test: a throttling host escalates, capacity changes do not
     double jitter = 0.1;
 };
 

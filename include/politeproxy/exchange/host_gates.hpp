@@ -54,6 +54,10 @@ struct host_snapshot {
     double configured_rate = 0;
     clock::duration paused_for{};  ///< remaining pause, zero when not paused
     std::optional<clock::duration> p95;
+    std::optional<clock::duration> baseline;       ///< no-load latency
+    std::optional<clock::duration> epoch_latency;  ///< mean at the current limit
+    change_reason last_reason = change_reason::none;
+    clock::duration since_last_change{};
     std::string override_reason;
     bool enforce = true;
     std::uint64_t would_have_waited = 0;

@@ -1,8 +1,9 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/config/config.hpp"
+#include "politeproxy/policy/latency_baseline.hpp"
+#include "politeproxy/policy/latency_window.hpp"
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -30,20 +31,49 @@ struct health_signal {
 
 enum class limit_change : std::uint8_t { none, up, down, collapse };
 
+/// Why the limit last changed: shown in /hosts.
+enum class change_reason : std::uint8_t {
+    none,            ///< never changed
+    slow_response,   ///< responses slower than 1.5 x p95 (a jump)
+    standing_queue,  ///< latency persistently above the no-load baseline
+    throttled,       ///< 429 or 503
+    refused,         ///< connection refused or reset
+    healthy,         ///< grown: no queueing against the baseline (or, above configured, faster)
+    recovered,       ///< adaptation off: stepped back after a pause
+    reload,          ///< a config reload
+};
+const char* name_of(change_reason r);
+
 /// One host's adaptive concurrency limit, rate and pause.
 ///
-/// Algorithm. Latency: time to response headers, kept as an exact p95 over a sliding
-/// window of the last `window_size` successful responses. A window, not a decaying
-/// average, so that one slow episode ages out after a known number of responses, and
-/// small enough (256 bytes) to keep per host; p95 is recomputed with nth_element
-/// on a copy of 64 values, and only when a new sample and the one it replaces lie on
-/// different sides of it (otherwise p95 cannot have moved). No decision
-/// is taken before `min_samples` responses.
-///  - Slower than 1.5 x p95: limit - 1, at most once per congestion event: a response
-///    to a request that departed before the limit last fell (an older epoch) does not
-///    shrink it again, as TCP cuts its window once per round trip.
-///  - Faster than 0.6 x p95 (or, below the configured limit, no slower than p95): limit
-///    + 1, at most once per grow_interval, never above max(hard_max, configured).
+/// Algorithm. The signal is time to response headers, held against two references: the
+/// recent p95 (the last 64 responses, latency_window) and a no-load baseline
+/// (latency_baseline). Every change of the limit starts an epoch; a response counts for
+/// the epoch its request departed in, so what a level does is judged only by requests
+/// sent at that level (responses already in flight when the limit fell do not shrink it
+/// again: TCP cuts its window once per round trip). Nothing is decided before
+/// `min_samples` responses.
+///  - A jump: the median of the epoch's last 5 responses slower than 1.5 x p95: limit - 1.
+///    (The median, not one response: a heavy-tailed host has a response beyond 1.5 x
+///    p95 every hundred or so without being any slower.)
+///  - A standing queue: after 16 responses of the epoch, and every 8 after, the mean of
+///    its last 64 is compared with the baseline. Above it by more than max(20%, 3
+///    standard errors of that mean), the origin is queueing our requests: the limit goes
+///    to what Little's law says the origin serves without a queue, ceil(limit x
+///    baseline / mean), but never below half (Gradient2's and Envoy's 0.5 floor: one
+///    noisy window cannot take more than half) and at least one less.
+///    Why proportional and not Vegas' one step per round trip: a capacity drop from 8 to
+///    2 needs six steps of a round trip at four times the latency each; proportional
+///    gets there in one or two. Why no headroom (Gradient2 and Envoy add sqrt(limit)):
+///    headroom is a standing queue by design, and the point is to have none.
+///  - Growth below the configured limit: one step per grow_interval, after 32 responses
+///    of the epoch whose mean is within 20% of the baseline. A step that shows queueing
+///    (the next change is a shrink) was a failed probe: the next one waits twice as long,
+///    up to 8 grow_intervals; a step that holds resets that.
+///  - Growth above the configured limit: also one per grow_interval, only when the
+///    median of the last 5 responses is below 0.6 x p95 and their mean below 0.6 x the
+///    baseline (the host became faster; the baseline follows within a few blocks);
+///    never above hard_max. A host whose latency is steady never grows past configured.
 ///  - 429, 503, refused or reset: the limit collapses to 1, the rate halves, and the host
 ///    pauses for max(Retry-After, backoff). Backoff starts at backoff.initial and doubles
 ///    per consecutive incident up to backoff.max, with +-jitter; a quiet forgive_after
@@ -54,13 +84,14 @@ enum class limit_change : std::uint8_t { none, up, down, collapse };
 /// With adaptive.enabled false only incidents act (collapse, pause, rate), never latency;
 /// the limit then recovers by one per grow_interval after the pause, up to configured.
 ///
-/// Sans-io: time and randomness come in as arguments. Locking: none; the owner
-/// serialises calls (host_gates holds the shard lock).
+/// Sans-io: time and randomness come in as arguments; about 700 bytes of state, all of
+/// it plain values a fleet store could hold. Locking: none; the owner serialises calls
+/// (host_gates holds the shard lock).
 class adaptive_limit {
 public:
     using random_source = std::function<double()>;  ///< uniform in [0, 1)
 
-    static constexpr std::size_t window_size = 64;
+    static constexpr std::size_t window_size = latency_window::size;
     static constexpr std::size_t min_samples = 20;
 
     adaptive_limit(const host_policy& policy, clock::time_point now);
@@ -79,26 +110,39 @@ public:
     double rate() const { return rate_; }
     clock::time_point paused_until() const { return paused_until_; }
     std::uint64_t epoch() const { return epoch_; }
-    std::optional<clock::duration> p95() const;
+    std::optional<clock::duration> p95() const { return recent_.p95(); }
+    /// The no-load baseline, once enough responses have been seen.
+    std::optional<clock::duration> baseline() const;
+    /// Mean latency of the responses sent at the current limit (its epoch); nullopt
+    /// before two have come back.
+    std::optional<clock::duration> epoch_latency() const;
+    change_reason last_reason() const { return last_reason_; }
+    clock::time_point last_change() const { return last_change_; }
 
 private:
     limit_change on_incident(const health_signal& s, clock::time_point now, const random_source& random);
     limit_change on_response(const health_signal& s, clock::time_point now);
-    void add_sample(clock::duration latency);
+    limit_change judge_epoch(clock::time_point now);
+    limit_change grow(clock::time_point now);
+    /// Sets the limit, starts a new epoch and remembers why.
+    void set_limit(std::size_t limit, change_reason why, clock::time_point now);
 
     const host_policy* policy_;
     std::size_t limit_;
     double rate_;
     clock::time_point paused_until_{};
-    clock::time_point last_step_;       ///< last grow, or last decrease (no growth right after)
+    clock::time_point last_step_;       ///< the limit's last change (no growth right after)
     clock::time_point last_rate_step_{};
     clock::time_point last_incident_{};
+    clock::time_point last_change_{};
     unsigned consecutive_incidents_ = 0;
-    std::uint64_t epoch_ = 0;           ///< bumped whenever the limit falls
+    unsigned probe_backoff_ = 0;         ///< failed growth steps in a row (doubles the wait)
+    change_reason last_reason_ = change_reason::none;
+    std::uint64_t epoch_ = 0;           ///< bumped whenever the limit changes
     std::uint64_t collapse_epoch_ = 0;  ///< epoch_ right after the last collapse
-    std::array<std::uint32_t, window_size> window_{};  ///< microseconds, a ring
-    std::uint32_t samples_ = 0;                         ///< total seen (ring index = samples_ % size)
-    mutable std::uint32_t p95_us_ = 0;                  ///< p95 of the window; 0: not computed yet
+    latency_window recent_;             ///< every response: p95
+    latency_window current_epoch_;      ///< responses to requests sent in epoch_
+    latency_baseline baseline_;
 };
 
 }  // namespace politeproxy
