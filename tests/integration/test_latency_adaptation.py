@@ -2,10 +2,12 @@
 """End to end: the adaptive limit follows the host's latency.
 
 concurrency 2, adaptive {grow_interval: 1s, hard_max: 3}:
-  1. ~25 fast responses (delay 0.05) build the host's p95;
-  2. a run of responses 10x slower (delay 0.5) lowers host_concurrency_limit below 2;
-  3. fast again: the limit climbs back, one step per grow_interval, up to hard_max 3 and
-     never above it.
+  1. 70 fast responses (delay 0.05) fill the host's p95 window (64);
+  2. a run of responses 10x slower (delay 0.5) lowers host_concurrency_limit below 2
+     (the median of the last five beyond 1.5x p95: a jump);
+  3. faster than before (delay 0.01): the limit climbs back, one step per grow_interval,
+     past the configured 2 (the host became faster than its baseline) up to hard_max 3
+     and never above it.
 A sampler reads /metrics every 50 ms throughout; the origin's peak never exceeds 3."""
 import os
 import sys
@@ -18,6 +20,8 @@ import harness as H  # noqa: E402
 HOST = "adapt.test"
 FAST = 0.05
 SLOW = 0.5
+FASTER = 0.01
+WARM = 70
 HARD_MAX = 3
 GROW_INTERVAL = 1.0
 
@@ -106,12 +110,12 @@ def test(t):
     try:
         # ---- 1: fast -------------------------------------------------------------------
         t1 = time.monotonic()
-        res = loop(proxy, base + "/fast?delay=%s" % FAST, count=25, threads=2)
+        res = loop(proxy, base + "/fast?delay=%s" % FAST, count=WARM, threads=2)
         bad = [r for r in res if r.error or r.status != 200]
         H.check(not bad, "fast phase: %d requests failed: %s" % (len(bad), bad[:5]))
         limit1 = sampler.latest()
-        H.log("fast phase: 25 responses in %.2fs; limit now %s"
-              % (time.monotonic() - t1, limit1))
+        H.log("fast phase: %d responses in %.2fs; limit now %s" % (WARM,
+              time.monotonic() - t1, limit1))
 
         # ---- 2: 10x slower -------------------------------------------------------------
         t2 = time.monotonic()
@@ -125,7 +129,7 @@ def test(t):
         H.check(low is not None and low < 2,
                 "after %d fast (%.2fs) responses, a run of %.1fs responses should lower"
                 " host_concurrency_limit below 2; sampled: %s"
-                % (25, FAST, SLOW, sorted(set(v for _, v in slow_samples))))
+                % (WARM, FAST, SLOW, sorted(set(v for _, v in slow_samples))))
 
         # ---- 3: fast again -------------------------------------------------------------
         t3 = time.monotonic()
@@ -137,7 +141,7 @@ def test(t):
                 reached["t"] = time.monotonic()
             return "t" in reached and time.monotonic() - reached["t"] >= 0.6 or \
                 time.monotonic() - t3 > 4.5
-        res = loop(proxy, base + "/fast2?delay=%s" % FAST, until=at_max_for_a_while,
+        res = loop(proxy, base + "/fast2?delay=%s" % FASTER, until=at_max_for_a_while,
                    threads=HARD_MAX)
         bad = [r for r in res if r.error or r.status != 200]
         H.check(not bad, "recovery phase: %d requests failed: %s" % (len(bad), bad[:5]))

@@ -70,10 +70,11 @@ const char* name_of(change_reason r);
 ///    of the epoch whose mean is within 20% of the baseline. A step that shows queueing
 ///    (the next change is a shrink) was a failed probe: the next one waits twice as long,
 ///    up to 8 grow_intervals; a step that holds resets that.
-///  - Growth above the configured limit: also one per grow_interval, only when the
-///    median of the last 5 responses is below 0.6 x p95 and their mean below 0.6 x the
-///    baseline (the host became faster; the baseline follows within a few blocks);
-///    never above hard_max. A host whose latency is steady never grows past configured.
+///  - Growth above the configured limit: also one per grow_interval, only when the mean
+///    of the responses at this limit is below 0.6 x the baseline: the host became
+///    faster. Never above hard_max. A host whose latency is
+///    steady, however wide its spread, never grows past configured (each response
+///    against 0.6 x p95 would let a heavy tail grow it half of the time).
 ///  - 429, 503, refused or reset: the limit collapses to 1, the rate halves, and the host
 ///    pauses for max(Retry-After, backoff). Backoff starts at backoff.initial and doubles
 ///    per consecutive incident up to backoff.max, with +-jitter; a quiet forgive_after
