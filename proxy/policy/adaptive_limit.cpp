@@ -15,7 +15,7 @@ constexpr double probe_errors = 2.0;         // ... or this many, just after a g
 constexpr double no_queue_within = 0.10;     // growth: the epoch's mean this close to it
 constexpr std::uint32_t judge_after = 16;    // responses of an epoch before it is judged
 constexpr std::uint32_t judge_every = 8;     // ... and then every this many
-constexpr std::uint32_t grow_after = 32;     // responses of an epoch before it may grow
+constexpr std::uint32_t grow_after = 32;     // responses of an epoch before it may grow (x2 after a failed probe)
 constexpr unsigned max_probe_backoff = 2;    // failed growth steps wait up to 2^2 intervals
 constexpr double min_rate_share = 1.0 / 64;  // halving never goes below configured / 64
 
@@ -139,9 +139,10 @@ limit_change adaptive_limit::judge_epoch(clock::time_point now) {
     const auto base = baseline_.seconds();
     const latency_mean mean = current_epoch_.mean_of_last(latency_window::size);
     if (base) {
-        // A growth step is on trial and must show it made no queue; a level the host has
-        // held must be shown wrong beyond doubt.
-        const double errors = last_reason_ == change_reason::healthy ? probe_errors : queue_errors;
+        // A growth step is on trial for its first responses and must show it made no
+        // queue; a level the host has held must be shown wrong beyond doubt.
+        const bool on_trial = last_reason_ == change_reason::healthy && current_epoch_.count() <= 2 * grow_after;
+        const double errors = on_trial ? probe_errors : queue_errors;
         const double queued_above = *base * (1 + std::max(queue_floor, errors * mean.relative_error));
         if (mean.seconds > queued_above) {
             if (limit_ == 1) return limit_change::none;
@@ -157,16 +158,19 @@ limit_change adaptive_limit::judge_epoch(clock::time_point now) {
 }
 
 limit_change adaptive_limit::grow(clock::time_point now) {
-    const auto interval = last_reason_ == change_reason::healthy
-                              ? policy_->adaptive.grow_interval
-                              : policy_->adaptive.grow_interval * (1 << probe_backoff_);
-    if (now < paused_until_ || now - last_step_ < interval || limit_ >= ceiling(*policy_)) return limit_change::none;
+    // After failed probes the next one waits longer (2^n intervals) and must hold for
+    // twice the responses to be trusted; after a step that held, the pace is back.
+    const unsigned backoff = last_reason_ == change_reason::healthy ? 0 : probe_backoff_;
+    if (now < paused_until_ || now - last_step_ < policy_->adaptive.grow_interval * (1 << backoff) ||
+        limit_ >= ceiling(*policy_))
+        return limit_change::none;
+    // At 1 none of our requests can queue behind another: the host just has to look healthy.
+    const std::uint32_t needed = limit_ == 1 ? judge_after : grow_after << std::min(backoff, 1u);
+    if (current_epoch_.count() < needed) return limit_change::none;
     const latency_mean mean = current_epoch_.mean_of_last(latency_window::size);
-    const double p95 = seconds(*recent_.p95());
     // Without a baseline yet (a host's first ~100 responses), "no slower than p95".
-    const double no_queue = baseline_.seconds() ? *baseline_.seconds() * (1 + no_queue_within) : p95;
+    const double no_queue = baseline_.seconds() ? *baseline_.seconds() * (1 + no_queue_within) : seconds(*recent_.p95());
     if (mean.seconds > no_queue) return limit_change::none;
-    if (current_epoch_.count() < grow_after) return limit_change::none;
     // Above the configured limit only a host that became faster: the mean of the
     // responses at this limit under 0.6 x the no-load baseline. The baseline follows a
     // faster host within a few blocks (the p95 window re-centres sooner), so this holds

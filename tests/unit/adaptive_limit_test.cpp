@@ -147,16 +147,16 @@ TEST_CASE("a growth step that finds a queue makes the next one wait longer") {
         while (a.limit() == limit) feed(a, now, 1, 100ms);
         return now - from;
     };
-    CHECK(step_up() <= 4s);  // 1 -> 2: 32 responses
-    CHECK(step_up() <= 4s);  // 2 -> 3
+    CHECK(step_up() <= 2s);  // 1 -> 2: 16 responses (at 1 nothing of ours can queue)
+    CHECK(step_up() <= 4s);  // 2 -> 3: 32 responses
     feed(a, now, 16, 300ms);  // 3 shows a queue: back to 2
     REQUIRE(a.limit() == 2);
     CHECK(a.last_reason() == change_reason::standing_queue);
-    CHECK(step_up() >= 2s);  // the next probe waits two intervals
+    CHECK(step_up() >= 6s);  // the next probe waits two intervals and must hold for 64 responses
     feed(a, now, 16, 300ms);
     REQUIRE(a.limit() == 2);
-    CHECK(step_up() >= 4s);  // then four
-    CHECK(step_up() <= 4s);  // a step that held: back to the pace
+    CHECK(step_up() >= 6s);  // then four intervals
+    CHECK(step_up() <= 4s);  // the last step held: back to the pace
 }
 
 TEST_CASE("above the configured limit only a host that became faster grows, never above hard_max") {

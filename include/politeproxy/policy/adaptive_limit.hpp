@@ -57,19 +57,21 @@ const char* name_of(change_reason r);
 ///    (The median, not one response: a heavy-tailed host has a response beyond 1.5 x
 ///    p95 every hundred or so without being any slower.)
 ///  - A standing queue: after 16 responses of the epoch, and every 8 after, the mean of
-///    its last 64 is compared with the baseline. Above it by more than max(20%, 3
+///    its last 64 is compared with the baseline. Above it by more than max(20%, 4
 ///    standard errors of that mean), the origin is queueing our requests: the limit goes
 ///    to what Little's law says the origin serves without a queue, ceil(limit x
 ///    baseline / mean), but never below half (Gradient2's and Envoy's 0.5 floor: one
-///    noisy window cannot take more than half) and at least one less.
+///    noisy window cannot take more than half) and at least one less. For the first 64
+///    responses after a growth step 2 standard errors are enough: the step is on trial.
 ///    Why proportional and not Vegas' one step per round trip: a capacity drop from 8 to
 ///    2 needs six steps of a round trip at four times the latency each; proportional
 ///    gets there in one or two. Why no headroom (Gradient2 and Envoy add sqrt(limit)):
 ///    headroom is a standing queue by design, and the point is to have none.
 ///  - Growth below the configured limit: one step per grow_interval, after 32 responses
-///    of the epoch whose mean is within 20% of the baseline. A step that shows queueing
-///    (the next change is a shrink) was a failed probe: the next one waits twice as long,
-///    up to 8 grow_intervals; a step that holds resets that.
+///    of the epoch (16 at a limit of 1, where nothing of ours can queue) whose mean is
+///    within 10% of the baseline. A step that is then shrunk was a probe that found the
+///    origin's capacity: the next one waits twice as long (up to 4 grow_intervals) and
+///    needs 64 responses; a step that held resets that.
 ///  - Growth above the configured limit: also one per grow_interval, only when the mean
 ///    of the responses at this limit is below 0.6 x the baseline: the host became
 ///    faster. Never above hard_max. A host whose latency is
