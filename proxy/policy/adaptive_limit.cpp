@@ -53,7 +53,7 @@ void adaptive_limit::reconfigure(const host_policy& policy, clock::time_point no
     const std::size_t limit = narrowed ? std::min(limit_, policy.concurrency) : policy.concurrency;
     rate_ = narrowed ? std::min(rate_, policy.rate) : policy.rate;
     policy_ = &policy;
-    set_limit(limit, change_reason::reload, now);
+    if (limit != limit_) set_limit(limit, change_reason::reload, now);
 }
 
 std::optional<clock::duration> adaptive_limit::baseline() const {

@@ -284,6 +284,8 @@ TEST_CASE("a reload keeps a collapse, and moves a healthy host to the new values
     CHECK(collapsed.paused_until() == now + 5s);
     CHECK(healthy.limit() == 3);
     CHECK(healthy.rate() == 10.0);
+    CHECK(collapsed.last_reason() == change_reason::throttled);  // the reload moved nothing
+    CHECK(healthy.last_reason() == change_reason::reload);
 }
 
 TEST_CASE("without latency adaptation a collapsed limit steps back after the pause") {
