@@ -7,7 +7,6 @@ namespace politeproxy {
 namespace {
 
 constexpr double shrink_above = 1.5;         // x p95: a jump
-constexpr std::size_t jump_median_of = 5;    // responses whose median must be that slow
 constexpr double grow_below = 0.6;           // x baseline: above configured, faster than this
 constexpr double queue_floor = 0.20;         // above the baseline by at least this share
 constexpr double queue_errors = 4.0;         // ... and by this many standard errors
@@ -64,7 +63,7 @@ std::optional<clock::duration> adaptive_limit::baseline() const {
 
 std::optional<clock::duration> adaptive_limit::epoch_latency() const {
     if (current_epoch_.count() < 2) return std::nullopt;
-    return from_seconds(current_epoch_.mean_of_last(latency_window::size).seconds);
+    return from_seconds(current_epoch_.mean().seconds);
 }
 
 void adaptive_limit::set_limit(std::size_t limit, change_reason why, clock::time_point now) {
@@ -126,8 +125,8 @@ limit_change adaptive_limit::on_response(const health_signal& s, clock::time_poi
     if (!enough) return limit_change::none;
 
     const std::uint32_t n = current_epoch_.count();
-    if (n >= jump_median_of && limit_ > 1 &&
-        seconds(current_epoch_.median_of_last(jump_median_of)) > shrink_above * seconds(*p95)) {
+    if (n >= epoch_samples::median_of && limit_ > 1 &&
+        seconds(current_epoch_.median()) > shrink_above * seconds(*p95)) {
         set_limit(limit_ - 1, change_reason::slow_response, now);
         return limit_change::down;
     }
@@ -137,7 +136,7 @@ limit_change adaptive_limit::on_response(const health_signal& s, clock::time_poi
 
 limit_change adaptive_limit::judge_epoch(clock::time_point now) {
     const auto base = baseline_.seconds();
-    const latency_mean mean = current_epoch_.mean_of_last(latency_window::size);
+    const latency_mean mean = current_epoch_.mean();
     if (base) {
         // A growth step is on trial for its first responses and must show it made no
         // queue; a level the host has held must be shown wrong beyond doubt.
@@ -167,7 +166,7 @@ limit_change adaptive_limit::grow(clock::time_point now) {
     // At 1 none of our requests can queue behind another: the host just has to look healthy.
     const std::uint32_t needed = limit_ == 1 ? judge_after : grow_after << std::min(backoff, 1u);
     if (current_epoch_.count() < needed) return limit_change::none;
-    const latency_mean mean = current_epoch_.mean_of_last(latency_window::size);
+    const latency_mean mean = current_epoch_.mean();
     // Without a baseline yet (a host's first ~100 responses), "no slower than p95".
     const double no_queue = baseline_.seconds() ? *baseline_.seconds() * (1 + no_queue_within) : seconds(*recent_.p95());
     if (mean.seconds > no_queue) return limit_change::none;

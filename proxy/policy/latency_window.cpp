@@ -38,28 +38,34 @@ std::optional<clock::duration> latency_window::p95() const {
     return std::chrono::microseconds(p95_us_);
 }
 
-latency_mean latency_window::mean_of_last(std::size_t n) const {
-    if (held() < 2) return {};
-    n = std::clamp<std::size_t>(n, 2, held());
-    double sum = 0, squares = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const double x = from_end(i) * 1e-6;
-        sum += x;
-        squares += x * x;
-    }
-    const double mean = sum / static_cast<double>(n);
-    const double variance = std::max(0.0, (squares - sum * mean) / static_cast<double>(n - 1));
-    return {mean, mean > 0 ? std::sqrt(variance / static_cast<double>(n)) / mean : 0.0};
+void epoch_samples::add(clock::duration latency) {
+    const double x = std::chrono::duration<double>(latency).count();
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(latency).count();
+    last_[count_ % median_of] = static_cast<std::uint32_t>(std::clamp<long long>(us, 1, std::numeric_limits<std::uint32_t>::max()));
+    if (count_ < std::numeric_limits<std::uint32_t>::max()) ++count_;
+    // Equal weights up to `span` samples, then exponential (West's incremental form).
+    const double weight = 1.0 / std::min<double>(count_, span);
+    const double delta = x - mean_;
+    mean_ += weight * delta;
+    variance_ = (1 - weight) * (variance_ + weight * delta * delta);
 }
 
-clock::duration latency_window::median_of_last(std::size_t n) const {
-    std::array<std::uint32_t, size> last{};
-    if (held() == 0) return {};
-    n = std::clamp<std::size_t>(n, 1, held());
-    for (std::size_t i = 0; i < n; ++i) last[i] = from_end(i);
-    std::nth_element(last.begin(), last.begin() + static_cast<std::ptrdiff_t>(n / 2),
-                     last.begin() + static_cast<std::ptrdiff_t>(n));
-    return std::chrono::microseconds(last[n / 2]);
+void epoch_samples::clear() { *this = epoch_samples{}; }
+
+latency_mean epoch_samples::mean() const {
+    if (count_ < 2) return {};
+    // An exponential average with weight 1/span carries as much as 2 x span - 1 samples.
+    const double n = std::min<double>(count_, 2.0 * span - 1);
+    const double sample_variance = variance_ * n / (n - 1);
+    return {mean_, mean_ > 0 ? std::sqrt(sample_variance / n) / mean_ : 0.0};
+}
+
+clock::duration epoch_samples::median() const {
+    const std::size_t n = std::min<std::size_t>(count_, median_of);
+    if (n == 0) return {};
+    std::array<std::uint32_t, median_of> copy = last_;
+    std::nth_element(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(n / 2), copy.begin() + static_cast<std::ptrdiff_t>(n));
+    return std::chrono::microseconds(copy[n / 2]);
 }
 
 }  // namespace politeproxy

@@ -57,7 +57,7 @@ const char* name_of(change_reason r);
 ///    (The median, not one response: a heavy-tailed host has a response beyond 1.5 x
 ///    p95 every hundred or so without being any slower.)
 ///  - A standing queue: after 16 responses of the epoch, and every 8 after, the mean of
-///    its last 64 is compared with the baseline. Above it by more than max(20%, 4
+///    its responses (the last ~64 weigh most: epoch_samples) is compared with the baseline. Above it by more than max(20%, 4
 ///    standard errors of that mean), the origin is queueing our requests: the limit goes
 ///    to what Little's law says the origin serves without a queue, ceil(limit x
 ///    baseline / mean), but never below half (Gradient2's and Envoy's 0.5 floor: one
@@ -74,9 +74,9 @@ const char* name_of(change_reason r);
 ///    needs 64 responses; a step that held resets that.
 ///  - Growth above the configured limit: also one per grow_interval, only when the mean
 ///    of the responses at this limit is below 0.6 x the baseline: the host became
-///    faster. Never above hard_max. A host whose latency is
-///    steady, however wide its spread, never grows past configured (each response
-///    against 0.6 x p95 would let a heavy tail grow it half of the time).
+///    faster. Never above hard_max. A host whose latency is steady, however wide its
+///    spread, never grows past configured (each response against 0.6 x p95 would let
+///    a heavy tail grow it half of the time).
 ///  - 429, 503, refused or reset: the limit collapses to 1, the rate halves, and the host
 ///    pauses for max(Retry-After, backoff). Backoff starts at backoff.initial and doubles
 ///    per consecutive incident up to backoff.max, with +-jitter; a quiet forgive_after
@@ -87,7 +87,7 @@ const char* name_of(change_reason r);
 /// With adaptive.enabled false only incidents act (collapse, pause, rate), never latency;
 /// the limit then recovers by one per grow_interval after the pause, up to configured.
 ///
-/// Sans-io: time and randomness come in as arguments; about 700 bytes of state, all of
+/// Sans-io: time and randomness come in as arguments; about 400 bytes of state, all of
 /// it plain values a fleet store could hold. Locking: none; the owner serialises calls
 /// (host_gates holds the shard lock).
 class adaptive_limit {
@@ -144,7 +144,7 @@ private:
     std::uint64_t epoch_ = 0;           ///< bumped whenever the limit changes
     std::uint64_t collapse_epoch_ = 0;  ///< epoch_ right after the last collapse
     latency_window recent_;             ///< every response: p95
-    latency_window current_epoch_;      ///< responses to requests sent in epoch_
+    epoch_samples current_epoch_;       ///< responses to requests sent in epoch_
     latency_baseline baseline_;
 };
 

@@ -15,9 +15,8 @@ struct latency_mean {
     double relative_error = 0;
 };
 
-/// The last `size` latencies (time to response headers), as a ring of microseconds.
-/// Gives their exact p95 and the statistics the adaptive controller compares: mean and
-/// standard error of the most recent ones, and their median.
+/// The last `size` latencies (time to response headers), as a ring of microseconds, and
+/// their exact p95.
 ///
 /// p95 is recomputed (nth_element on a copy of 64 values) only when a new sample and the
 /// one it replaces lie on different sides of it; otherwise it cannot have moved. Sans-io,
@@ -35,19 +34,38 @@ public:
     /// The exact 95th percentile of the samples held; nullopt when empty.
     std::optional<clock::duration> p95() const;
 
-    /// Mean and standard error of the last `n` samples (at most the ones held, at least 2).
-    latency_mean mean_of_last(std::size_t n) const;
-
-    /// Median of the last `n` samples (n odd, at most the ones held).
-    clock::duration median_of_last(std::size_t n) const;
-
 private:
     std::size_t held() const { return count_ < size ? count_ : size; }
-    std::uint32_t from_end(std::size_t i) const { return ring_[(count_ - 1 - i) % size]; }  ///< i = 0: newest
 
     std::array<std::uint32_t, size> ring_{};
     std::uint32_t count_ = 0;
     mutable std::uint32_t p95_us_ = 0;  ///< 0: not computed yet
+};
+
+/// The latencies of one epoch (the requests sent at one limit): their mean and its
+/// standard error, weighting the first `span` samples alike and fading older ones after
+/// that (weight 1/span each), as a window of about 2 x span - 1 responses would; and the
+/// median of the last 5. 40 bytes where a window of 64 would take 260.
+class epoch_samples {
+public:
+    static constexpr std::uint32_t span = 32;
+    static constexpr std::size_t median_of = 5;
+
+    void add(clock::duration latency);
+    void clear();
+    std::uint32_t count() const { return count_; }
+
+    /// Mean and relative standard error; zero before two samples.
+    latency_mean mean() const;
+
+    /// Median of the last 5 samples (of fewer, before 5).
+    clock::duration median() const;
+
+private:
+    double mean_ = 0;
+    double variance_ = 0;
+    std::array<std::uint32_t, median_of> last_{};  ///< microseconds, a ring
+    std::uint32_t count_ = 0;
 };
 
 }  // namespace politeproxy
