@@ -2,7 +2,9 @@
 """GET /hosts on the admin listener: a JSON array with one object per tracked host,
 each with key, limit, configured_limit, stream_ceiling (null: no HTTP/2 origin), upstream_protocol,
 in_flight, waiting, rate, configured_rate, paused_until (RFC 3339 or null),
-paused_seconds, override_reason (or null), p95_seconds (or null) and enforce. Checked
+paused_seconds, override_reason (or null), p95_seconds, baseline_seconds and
+latency_at_limit_seconds (or null), last_change (why and when the limit last moved, or
+null) and enforce. Checked
 for: an override with a reason under load (in_flight 3, waiting 2), a plain host, a host
 paused by a 429 with Retry-After 5 and an observe-only host. /readyz answers 200 "ready"."""
 import datetime
@@ -22,7 +24,7 @@ WATCH = "watch.test"
 REASON = "integration test: documented limit 3 (hosts view)"
 FIELDS = ("key", "limit", "configured_limit", "stream_ceiling", "upstream_protocol", "in_flight", "waiting", "rate",
           "configured_rate", "paused_until", "paused_seconds", "override_reason",
-          "p95_seconds", "enforce")
+          "p95_seconds", "baseline_seconds", "latency_at_limit_seconds", "last_change", "enforce")
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 
@@ -155,6 +157,14 @@ def test(t):
     until = parse_rfc3339(q["paused_until"]) - t_pause
     H.check(3.0 <= until <= 6.5, "/hosts %s: paused_until %s is %.1fs from the 429, expected"
             " ~5 s" % (PAUSED, q["paused_until"], until))
+    H.check(isinstance(q["last_change"], dict) and q["last_change"].get("reason") == "throttled"
+            and 0 <= q["last_change"].get("seconds_ago", -1) <= 10,
+            "/hosts %s after a 429: last_change %r, expected reason throttled a moment ago"
+            % (PAUSED, q["last_change"]))
+    H.check(p["last_change"] is None, "/hosts %s never changed its limit: last_change %r"
+            % (PLAIN, p["last_change"]))
+    H.check(q["baseline_seconds"] is None,
+            "/hosts %s: a baseline after one response: %r" % (PAUSED, q["baseline_seconds"]))
     H.check(3.0 <= q["paused_seconds"] <= 5.05,
             "/hosts %s: paused_seconds %s, expected ~5 (Retry-After 5)"
             % (PAUSED, q["paused_seconds"]))
