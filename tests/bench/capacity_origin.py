@@ -44,8 +44,8 @@ import asyncio
 import collections
 import json
 import random
-import signal
-import sys
+
+import origin_serve
 
 OK_RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n"
                b"X-Bench-Origin: capacity_origin\r\n\r\nok\n")
@@ -289,20 +289,9 @@ async def main():
         schedule = parse_schedule(args.schedule)
     except ValueError as e:
         ap.error(str(e))
-    loop = asyncio.get_running_loop()
-    origin = Origin(loop, schedule, args.service, args.mean, args.seed, args.retry_after)
-    server = await loop.create_server(lambda: Conn(origin), args.host, args.port, backlog=4096, reuse_address=True)
-    print("capacity_origin: listening %d" % server.sockets[0].getsockname()[1], flush=True)
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    server.close()
+    origin = Origin(asyncio.get_running_loop(), schedule, args.service, args.mean, args.seed, args.retry_after)
+    await origin_serve.serve("capacity_origin", lambda: Conn(origin), args.host, args.port)
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
-    sys.exit(0)
+    origin_serve.run(main)

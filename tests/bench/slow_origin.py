@@ -29,8 +29,8 @@ Standard library only.
 import argparse
 import asyncio
 import json
-import signal
-import sys
+
+import origin_serve
 
 RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n"
             b"X-Bench-Origin: slow_origin\r\n\r\nok\n")
@@ -177,21 +177,8 @@ async def main():
     ap.add_argument("--delay", type=float, default=0.1)
     ap.add_argument("--park-delay", type=float, default=600.0)
     args = ap.parse_args()
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: Conn(args.delay, args.park_delay), args.host, args.port,
-                                      backlog=4096, reuse_address=True)
-    port = server.sockets[0].getsockname()[1]
-    print("slow_origin: listening %d" % port, flush=True)
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    server.close()
+    await origin_serve.serve("slow_origin", lambda: Conn(args.delay, args.park_delay), args.host, args.port)
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
-    sys.exit(0)
+    origin_serve.run(main)
