@@ -5,11 +5,12 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build ccache make pkg-config
-  libboost1.81-dev libboost-url1.81-dev libyaml-cpp-dev prometheus-cpp-dev doctest-dev libssl-dev libnghttp2-dev
+  libboost1.81-dev libboost-url1.81-dev libyaml-cpp-dev prometheus-cpp-dev doctest-dev libssl-dev libnghttp2-dev libhiredis-dev
   curl openssl python3 python3-requests python3-yaml prometheus clang
   haproxy  # test_hostile_input.py: the HTTP/1.1 differential (skipped without it)
   python3-httpx python3-aiohttp python3-scrapy  # test_intercept_clients.py: real crawlers through interception
   python3-cryptography  # test_origin_certificates.py: expired and misnamed origin certificates
+  redis-server python3-redis  # the fleet store: tests start their own on loopback (tests/integration/test_fleet_*.py)
 )
 if [[ "${1:-}" == "--bench" ]]; then
   # squid-openssl: Squid 5.7 with ssl_bump (it replaces the squid package; plain proxying is the same)

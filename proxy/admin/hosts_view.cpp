@@ -73,6 +73,7 @@ std::string render_hosts_json(const host_gates& gates, clock::time_point now,
         out += ", \"stream_ceiling\": " + (h.stream_ceiling ? std::to_string(*h.stream_ceiling) : std::string("null"));
         out += h.h2 ? ", \"upstream_protocol\": \"h2\"" : ", \"upstream_protocol\": \"http/1.1\"";
         out += ", \"in_flight\": " + std::to_string(h.in_flight);
+        out += ", \"fleet_in_flight\": " + (h.fleet_in_flight ? std::to_string(*h.fleet_in_flight) : std::string("null"));
         out += ", \"waiting\": " + std::to_string(h.waiting);
         out += ", \"rate\": ";
         append_number(out, h.rate);

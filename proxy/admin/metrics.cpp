@@ -24,7 +24,7 @@ constexpr errc rejection_reasons[] = {
     errc::queue_full,          errc::queue_timeout,      errc::shutting_down,      errc::bad_host,
     errc::bad_request,         errc::header_too_large,   errc::unsupported_scheme,
     errc::origin_form_request, errc::client_denied,      errc::destination_denied,
-    errc::connect_port_denied, errc::loop_detected,
+    errc::connect_port_denied, errc::loop_detected,      errc::fleet_unavailable,
 };
 
 const char* reason_label(errc e) {
@@ -41,6 +41,7 @@ const char* reason_label(errc e) {
     case errc::destination_denied: return "destination_denied";
     case errc::connect_port_denied: return "connect_port_denied";
     case errc::loop_detected: return "loop_detected";
+    case errc::fleet_unavailable: return "fleet_unavailable";
     default: return "other";
     }
 }
@@ -116,6 +117,12 @@ struct metrics::impl {
     prometheus::Gauge& origin_http1 = origin_connections.Add({{"protocol", "http1"}});
     prometheus::Gauge& origin_tunnel = origin_connections.Add({{"protocol", "tunnel"}});
 
+    // The fleet's, built by enable_fleet().
+    prometheus::Gauge* fleet_up = nullptr;
+    prometheus::Histogram* fleet_round_trip = nullptr;
+    prometheus::Counter* fleet_lost = nullptr;
+    prometheus::Counter* fleet_degraded = nullptr;
+
     impl() {
         for (errc e : rejection_reasons) rejected[e] = &rejected_family.Add({{"reason", reason_label(e)}});
         for (http2::guard g : http2::all_guards) h2_refused[g] = &h2_refused_family.Add({{"reason", http2::label(g)}});
@@ -161,6 +168,41 @@ void metrics::connect_served(connect_mode mode) {
 
 void metrics::leaf_certificate(bool minted) { (minted ? impl_->leaf_minted : impl_->leaf_cached).Increment(); }
 
+void metrics::enable_fleet() {
+    if (impl_->fleet_up) return;
+    auto& r = impl_->registry;
+    impl_->fleet_up = &prometheus::BuildGauge().Name(std::string(prefix) + "fleet_store_up")
+                           .Help("1 while the fleet store (Redis) answers, else 0").Register(r).Add({});
+    // A store round trip is sub-millisecond on a LAN, and fleet.timeout at worst.
+    impl_->fleet_round_trip = &prometheus::BuildHistogram().Name(std::string(prefix) + "fleet_round_trip_seconds")
+                                   .Help("Time for one lease acquire at the fleet store").Register(r)
+                                   .Add({}, prometheus::Histogram::BucketBoundaries{
+                                                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                0.25, 0.5, 1, 2.5});
+    impl_->fleet_lost = &prometheus::BuildCounter().Name(std::string(prefix) + "fleet_lease_lost_total")
+                             .Help("Leases of running requests the fleet store had lost (expired or restarted), re-asserted")
+                             .Register(r).Add({});
+    impl_->fleet_degraded = &prometheus::BuildCounter().Name(std::string(prefix) + "fleet_degraded_seconds_total")
+                                 .Help("Seconds spent without the fleet store (local_share or fail_closed)")
+                                 .Register(r).Add({});
+}
+
+void metrics::fleet_store(bool up) {
+    if (impl_->fleet_up) impl_->fleet_up->Set(up ? 1 : 0);
+}
+
+void metrics::fleet_round_trip(clock::duration d) {
+    if (impl_->fleet_round_trip) impl_->fleet_round_trip->Observe(std::chrono::duration<double>(d).count());
+}
+
+void metrics::fleet_leases_lost(std::size_t n) {
+    if (impl_->fleet_lost) impl_->fleet_lost->Increment(static_cast<double>(n));
+}
+
+void metrics::fleet_degraded(clock::duration d) {
+    if (impl_->fleet_degraded) impl_->fleet_degraded->Increment(std::chrono::duration<double>(d).count());
+}
+
 std::string metrics::render(const host_gates& gates, std::size_t idle_origin_connections) const {
     using prometheus::MetricType;
     auto families = impl_->registry.Collect();
@@ -186,6 +228,9 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
     auto would_wait = host_family("would_have_waited_total",
                                   "Requests forwarded at once in observe-only mode that the limits would have parked",
                                   MetricType::Counter);
+    auto fleet_in_flight = host_family("host_fleet_in_flight",
+                                       "Leases the host holds across the fleet, at the store's last answer",
+                                       MetricType::Gauge);
     constexpr const char* directions[limit_change_count] = {"up", "down", "collapse"};
 
     // Busiest hosts first: past metrics.max_host_series the rest are summed as "_other".
@@ -211,6 +256,7 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
         add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
         if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));
         add_sample(rate, {{"host", h.key}}, h.rate);
+        if (h.fleet_in_flight) add_sample(fleet_in_flight, {{"host", h.key}}, static_cast<double>(*h.fleet_in_flight));
         add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
         for (std::size_t d = 0; d < limit_change_count; ++d)
             add_sample(changes, {{"host", h.key}, {"direction", directions[d]}}, static_cast<double>(h.limit_changes[d]));
@@ -240,7 +286,7 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
     for (const auto& o : cfg->hosts)
         if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
 
-    for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &paused, &requests, &changes, &would_wait, &tracked,
+    for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &fleet_in_flight, &paused, &requests, &changes, &would_wait, &tracked,
                     &overrides})
         families.push_back(std::move(*f));
     std::ostringstream out;

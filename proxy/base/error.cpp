@@ -37,6 +37,7 @@ public:
         case errc::tls_certificate_error: return "the origin's TLS certificate did not verify";
         case errc::tls_protocol_error: return "TLS handshake with the origin failed";
         case errc::misdirected_request: return "the request names another host than this TLS connection's";
+        case errc::fleet_unavailable: return "the fleet store is unreachable";
         }
         return "unknown politeproxy error";
     }

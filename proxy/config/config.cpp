@@ -4,6 +4,7 @@
 #include "politeproxy/policy/host_key.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <sstream>
 
 namespace politeproxy {
@@ -105,6 +106,48 @@ std::string describe(const config& c, std::chrono::sys_days today) {
         row(o.pattern, o.expired(today) ? c.defaults : o.policy, note);
     }
     return out.str();
+}
+
+std::optional<std::string> parse_redis_url(std::string_view url, fleet_config& out) {
+    constexpr std::string_view scheme = "redis://";
+    if (!url.starts_with(scheme)) return "expected redis://host:port/db (rediss:// and unix sockets are not supported)";
+    std::string_view rest = url.substr(scheme.size());
+    std::string_view authority = rest.substr(0, rest.find('/'));
+    std::string_view path = rest.substr(authority.size());
+    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+        std::string_view user_info = authority.substr(0, at);
+        authority = authority.substr(at + 1);
+        const auto colon = user_info.find(':');
+        if (colon == std::string_view::npos || colon != 0) return "only a password is supported: redis://:password@host";
+        out.password = std::string(user_info.substr(1));
+    }
+    std::string_view host = authority, port;
+    if (authority.starts_with('[')) {
+        const auto close = authority.find(']');
+        if (close == std::string_view::npos) return "unbalanced [ in the host";
+        host = authority.substr(1, close - 1);
+        const std::string_view after = authority.substr(close + 1);
+        if (!after.empty() && !after.starts_with(':')) return "expected :port after the host";
+        port = after.empty() ? after : after.substr(1);
+    } else if (const auto colon = authority.rfind(':'); colon != std::string_view::npos) {
+        host = authority.substr(0, colon);
+        port = authority.substr(colon + 1);
+    }
+    if (host.empty()) return "no host";
+    out.host = std::string(host);
+    if (!port.empty()) {
+        unsigned value = 0;
+        const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+        if (ec != std::errc{} || end != port.data() + port.size() || value == 0 || value > 65535)
+            return "invalid port '" + std::string(port) + "'";
+        out.port = static_cast<std::uint16_t>(value);
+    }
+    if (path.size() > 1) {
+        const std::string_view db = path.substr(1);
+        const auto [end, ec] = std::from_chars(db.data(), db.data() + db.size(), out.db);
+        if (ec != std::errc{} || end != db.data() + db.size()) return "invalid database number '" + std::string(db) + "'";
+    }
+    return std::nullopt;
 }
 
 }  // namespace politeproxy

@@ -215,9 +215,9 @@ public:
             if (d["key"] && text(d["key"], "defaults.key") != "host")
                 fail(d["key"], "defaults.key: only 'host' works; 'domain' and 'ip' keys are not supported yet");
         }
-        for (const char* unsupported : {"groups", "fleet"})
-            if (const auto n = root[unsupported]; n && !n.IsNull())
-                fail(n, std::string(unsupported) + " is not supported yet: remove the section");
+        if (const auto n = root["groups"]; n && !n.IsNull())
+            fail(n, "groups is not supported yet: remove the section");
+        fleet(root["fleet"], c);
 
         if (const auto h = root["hosts"]; h && !h.IsNull()) {
             expect_map(h, "hosts");
@@ -259,6 +259,29 @@ public:
         security(root["security"], c);
         tls(root["tls"], c);
         return c;
+    }
+
+    void fleet(const YAML::Node& f, config& c) const {
+        if (!f || f.IsNull()) return;
+        expect_map(f, "fleet");
+        only_keys(f, "fleet", {"redis", "lease_ttl", "expected_workers", "on_store_failure", "timeout"});
+        fleet_config fc;
+        if (!f["redis"]) fail(f, "fleet needs 'redis' (redis://host:port/db)");
+        fc.redis = text(f["redis"], "fleet.redis");
+        if (auto error = parse_redis_url(fc.redis, fc)) fail(f["redis"], "fleet.redis: " + *error);
+        if (f["lease_ttl"]) fc.lease_ttl = duration(f["lease_ttl"], "fleet.lease_ttl");
+        if (fc.lease_ttl < 300ms) fail(f["lease_ttl"], "fleet.lease_ttl must be at least 300ms (leases are renewed every third of it)");
+        if (f["expected_workers"]) fc.expected_workers = count(f["expected_workers"], "fleet.expected_workers", 1);
+        if (f["timeout"]) fc.timeout = duration(f["timeout"], "fleet.timeout");
+        if (fc.timeout < 10ms || fc.timeout * 3 > fc.lease_ttl)
+            fail(f["timeout"] ? f["timeout"] : f, "fleet.timeout must be between 10ms and a third of fleet.lease_ttl");
+        if (f["on_store_failure"]) {
+            const std::string mode = text(f["on_store_failure"], "fleet.on_store_failure");
+            if (mode == "fail_closed") fc.on_store_failure = fleet_config::failure_mode::fail_closed;
+            else if (mode != "local_share")
+                fail(f["on_store_failure"], "fleet.on_store_failure: '" + mode + "' is not local_share or fail_closed");
+        }
+        c.fleet = std::move(fc);
     }
 
     void security(const YAML::Node& s, config& c) const {

@@ -67,6 +67,7 @@ outcome outcome_of(errc why) {
     case errc::queue_full:
     case errc::queue_timeout:
     case errc::shutting_down:
+    case errc::fleet_unavailable:
     case errc::destination_denied: return outcome::rejected;
     default: return outcome::error;
     }

@@ -1,6 +1,8 @@
 #include "politeproxy/exchange/host_gates.hpp"
 
 #include "politeproxy/base/error.hpp"
+#include "politeproxy/fleet/fleet_client.hpp"
+#include "politeproxy/policy/fleet_lease.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -44,13 +46,13 @@ void poke(wake_list& wake) {
     wake.clear();
 }
 
-// The gate enforces what the health controller decided, under the origin's stream ceiling.
-void apply_health(host_entry& e, clock::time_point now) {
-    const host_policy& p = *e.policy;
-    const std::size_t limit = std::min(e.health.limit(), e.stream_ceiling.value_or(e.health.limit()));
-    e.g.set_limits({limit, e.health.rate(), p.burst, p.queue.max_waiting, p.enforce}, now);
-    e.g.set_pause(e.health.paused_until());
-}
+// Asking the store again after a refusal: 5 ms, doubling up to 50 ms; never sleeping
+// longer than keepalive (or the store forgets our place in its queue: acquire_script's
+// waiter_stale), unless the host is paused. A 503 for a store outage suggests this retry.
+constexpr auto fleet_poll_initial = std::chrono::milliseconds(5);
+constexpr auto fleet_poll_max = std::chrono::milliseconds(50);
+constexpr auto fleet_place_keepalive = std::chrono::milliseconds(200);
+constexpr auto fleet_retry_after = std::chrono::seconds(1);
 
 clock::duration retry_after_hint(const host_entry& e, clock::time_point now) {
     // Roughly how long the queue ahead needs to drain, or the pause. The host serves at
@@ -65,6 +67,34 @@ clock::duration retry_after_hint(const host_entry& e, clock::time_point now) {
 }
 
 }  // namespace
+
+void host_gates::apply_health(host_entry& e, clock::time_point now) const {
+    const host_policy& p = *e.policy;
+    std::size_t limit = std::min(e.health.limit(), e.stream_ceiling.value_or(e.health.limit()));
+    double rate = e.health.rate();
+    if (fleet_ && fleet_down_.load(std::memory_order_acquire)) {
+        const auto& f = fleet_->config();
+        const clock::time_point since{clock::duration(fleet_down_since_.load(std::memory_order_acquire))};
+        const bool hold = now < since + f.lease_ttl && now - e.fleet_seen_at <= f.lease_ttl;
+        limit = hold ? fleet_share::limit_during_hold(limit, f.expected_workers, e.fleet_others)
+                     : fleet_share::limit(limit, f.expected_workers);
+        rate = fleet_share::rate(rate, f.expected_workers);
+    }
+    e.g.set_limits({limit, rate, p.burst, p.queue.max_waiting, p.enforce}, now);
+    e.g.set_pause(e.health.paused_until());
+}
+
+void host_gates::publish_locked(const host_entry& e, clock::time_point now) const {
+    if (!fleet_ || fleet_down_.load(std::memory_order_acquire)) return;
+    const auto pause = e.health.paused_until() > now ? e.health.paused_until() - now : clock::duration::zero();
+    fleet_->publish(e.key, e.health.limit(), e.health.rate(), pause);
+}
+
+bool host_gates::fleet_needs_lease() const { return fleet_ && !fleet_down_.load(std::memory_order_acquire); }
+
+bool host_gates::fleet_fails_closed() const {
+    return fleet_ && fleet_->config().on_store_failure == fleet_config::failure_mode::fail_closed;
+}
 
 host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o,
                        clock::time_point now)
@@ -97,24 +127,55 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
 }
 
 permit host_gates::try_acquire(const std::string& key) {
+    // With the store up every request needs a lease (acquire); without it, fail_closed
+    // refuses in acquire, and local_share departs on the local gate alone.
+    if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
     shard& s = shards_[shard_of(key, shard_count)];
     const auto now = clock::now();
     std::lock_guard lock(s.mutex);
     if (closed_) return {};
     auto entry = find_or_create(s, key, now);
     entry->last_used = now;
-    if (entry->health.tick(now)) apply_health(*entry, now);
+    if (entry->health.tick(now)) {
+        apply_health(*entry, now);
+        publish_locked(*entry, now);
+    }
     if (!entry->g.try_depart(now)) return {};
     auto policy = entry->policy;
     const auto epoch = entry->health.epoch();
-    return permit(this, std::move(entry), std::move(policy), {}, epoch);
+    permit p(this, std::move(entry), std::move(policy), {}, epoch);
+    if (fleet_) {
+        p.lease_ = fleet_->hold_unasserted(key);  // asserted in the store when it is back
+        ++p.entry_->fleet_leased;
+    }
+    return p;
 }
 
 task<acquire_result> host_gates::acquire(std::string key) {
     if (permit p = try_acquire(key)) co_return acquire_result{std::move(p), {}, {}};
+    const auto start = clock::now();
+    for (;;) {
+        if (fleet_ && !fleet_needs_lease() && fleet_fails_closed())
+            co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
+        auto local = co_await acquire_local(key, start);
+        if (!local.granted || !fleet_) co_return local;
+        if (!fleet_needs_lease()) {
+            if (fleet_fails_closed()) co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
+            std::lock_guard lock(shards_[local.granted.entry_->shard].mutex);
+            local.granted.lease_ = fleet_->hold_unasserted(key);
+            ++local.granted.entry_->fleet_leased;
+            co_return local;
+        }
+        auto leased = co_await lease(std::move(local.granted), start);
+        if (leased.ec != errc::fleet_unavailable || fleet_fails_closed()) co_return leased;
+        // The store went away while the request waited for its lease: its slot went
+        // back, and it parks again under the local share.
+    }
+}
+
+task<acquire_result> host_gates::acquire_local(const std::string& key, clock::time_point start) {
     shard& s = shards_[shard_of(key, shard_count)];
     std::shared_ptr<host_entry> entry;
-    const auto start = clock::now();
     {
         std::lock_guard lock(s.mutex);
         if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
@@ -181,11 +242,109 @@ task<acquire_result> host_gates::acquire(std::string key) {
             // Our token is due, or a pause ended: run the gate.
             std::lock_guard lock(s.mutex);
             const auto t = clock::now();
-            if (entry->health.tick(t)) apply_health(*entry, t);
+            if (entry->health.tick(t)) {
+                apply_health(*entry, t);
+                publish_locked(*entry, t);
+            }
             advance_locked(*entry, t, wake);
         }
         poke(wake);
     }
+}
+
+task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
+    host_entry& e = *local.entry_;
+    shard& s = shards_[e.shard];
+    const auto deadline = start + local.policy().queue.max_wait;
+    auto w = std::make_shared<async_waiter>(co_await asio::this_coro::executor);
+    {
+        std::lock_guard lock(s.mutex);
+        e.fleet_line.push_back(w.get());
+    }
+    struct line_guard {
+        host_gates* self;
+        host_entry* e;
+        async_waiter* w;
+        bool granted = false;
+        ~line_guard() { self->leave_fleet_line(*e, *w, granted); }
+    } guard{this, &e, w.get()};
+
+    clock::duration backoff = fleet_poll_initial;
+    for (;;) {
+        if (!fleet_needs_lease()) co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
+        bool head = false;
+        fleet::lease_terms terms;
+        {
+            std::lock_guard lock(s.mutex);
+            if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+            head = e.fleet_line.front() == w.get();
+            terms = {e.health.limit(), e.health.rate(), e.policy->burst};
+        }
+        auto now = clock::now();
+        auto wake_at = deadline;
+        if (head) {
+            const auto answer = co_await fleet_->acquire(e.key, terms);
+            now = clock::now();
+            if (answer.what == fleet::lease_answer::result::store_down)
+                co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
+            wake_list wake;
+            {
+                std::lock_guard lock(s.mutex);
+                const bool granted = answer.what == fleet::lease_answer::result::granted;
+                if (granted) ++e.fleet_leased;
+                e.fleet_held = answer.held;
+                e.fleet_others = answer.held > e.fleet_leased ? answer.held - e.fleet_leased : 0;
+                e.fleet_seen_at = now;
+                // The fleet's shared limit, rate and pause become this host's too.
+                const auto paused_until = answer.paused_for > clock::duration::zero() ? now + answer.paused_for
+                                                                                      : clock::time_point{};
+                if (e.health.adopt(answer.limit, answer.rate, paused_until, now)) {
+                    apply_health(e, now);
+                    advance_locked(e, now, wake);
+                }
+                if (granted) {
+                    guard.granted = true;
+                    local.lease_ = answer.lease;
+                    local.queue_wait_ = now - start;
+                }
+            }
+            poke(wake);
+            if (local.lease_) co_return acquire_result{std::move(local), {}, {}};
+            clock::duration wait = answer.paused_for;
+            if (wait == clock::duration::zero()) {
+                wait = std::min<clock::duration>(answer.token_in > clock::duration::zero() ? answer.token_in : backoff,
+                                                 fleet_place_keepalive);
+                backoff = std::min<clock::duration>(backoff * 2, fleet_poll_max);
+            }
+            wake_at = std::min(deadline, now + wait);
+        }
+        if (now >= deadline) {
+            std::lock_guard lock(s.mutex);
+            ++e.outcomes[static_cast<std::size_t>(outcome::rejected)];
+            co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(e, now)};
+        }
+        w->timer.expires_at(wake_at);
+        auto [ec] = co_await w->timer.async_wait(use_tuple);
+        if (ec && (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+            co_return acquire_result{{}, errc::cancelled, {}};
+    }
+}
+
+void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) {
+    wake_list wake;
+    bool withdraw = false;
+    {
+        std::lock_guard lock(shards_[e.shard].mutex);
+        const auto it = std::find(e.fleet_line.begin(), e.fleet_line.end(), &w);
+        if (it == e.fleet_line.end()) return;
+        const bool was_head = it == e.fleet_line.begin();
+        e.fleet_line.erase(it);
+        if (was_head && !e.fleet_line.empty())  // the next one asks at once
+            wake.push_back(static_cast<async_waiter*>(e.fleet_line.front())->shared_from_this());
+        withdraw = was_head && e.fleet_line.empty() && !granted;
+    }
+    poke(wake);
+    if (withdraw && fleet_needs_lease()) fleet_->withdraw(e.key);
 }
 
 void host_gates::cancel(host_entry& entry, gate::waiter& w) {
@@ -201,16 +360,24 @@ void host_gates::cancel(host_entry& entry, gate::waiter& w) {
     poke(wake);
 }
 
-void host_gates::release(host_entry& entry, outcome how) {
+void host_gates::release(host_entry& entry, outcome how, std::uint64_t lease) {
+    if (lease) fleet_->release(entry.key, lease);  // first: the next head's acquire queues behind it
     wake_list wake;
     {
         std::lock_guard lock(shards_[entry.shard].mutex);
         const auto now = clock::now();
         entry.g.release();
+        if (lease) --entry.fleet_leased;
         ++entry.outcomes[static_cast<std::size_t>(how)];
         entry.last_used = now;
-        if (entry.health.tick(now)) apply_health(entry, now);
+        if (entry.health.tick(now)) {
+            apply_health(entry, now);
+            publish_locked(entry, now);
+        }
         advance_locked(entry, now, wake);
+        // One of our leases came back: the head of the fleet line may take it now.
+        if (lease && !entry.fleet_line.empty())
+            wake.push_back(static_cast<async_waiter*>(entry.fleet_line.front())->shared_from_this());
     }
     poke(wake);
 }
@@ -227,9 +394,27 @@ void host_gates::report(host_entry& entry, const health_signal& signal) {
         if (change == limit_change::none) return;
         ++entry.limit_changes[static_cast<std::size_t>(change) - 1];
         apply_health(entry, now);
+        publish_locked(entry, now);
         advance_locked(entry, now, wake);  // a raised limit admits waiters at once
     }
     poke(wake);
+}
+
+template <class F>
+void host_gates::for_each_entry_reapplying(F&& f) {
+    for (auto& s : shards_) {
+        wake_list wake;
+        {
+            std::lock_guard lock(s.mutex);
+            const auto now = clock::now();
+            for (auto& [key, e] : s.entries) {
+                f(*e, now);
+                apply_health(*e, now);
+                advance_locked(*e, now, wake);
+            }
+        }
+        poke(wake);
+    }
 }
 
 void host_gates::set_config(std::shared_ptr<const config> cfg) {
@@ -238,22 +423,56 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
         config_ = cfg;
     }
     const auto today = utc_today();
-    for (auto& s : shards_) {
-        wake_list wake;
-        {
-            std::lock_guard lock(s.mutex);
-            const auto now = clock::now();
-            for (auto& [key, e] : s.entries) {
-                const host_override* o = cfg->override_for(key, today);
-                e->policy = std::shared_ptr<const host_policy>(cfg, o ? &o->policy : &cfg->defaults);
-                e->override_entry = o;
-                e->health.reconfigure(*e->policy, now);
-                apply_health(*e, now);
-                advance_locked(*e, now, wake);
-            }
-        }
-        poke(wake);
+    for_each_entry_reapplying([&](host_entry& e, clock::time_point now) {
+        const host_override* o = cfg->override_for(e.key, today);
+        e.policy = std::shared_ptr<const host_policy>(cfg, o ? &o->policy : &cfg->defaults);
+        e.override_entry = o;
+        const auto limit = e.health.limit();
+        const auto rate = e.health.rate();
+        e.health.reconfigure(*e.policy, now);
+        if (e.health.limit() != limit || e.health.rate() != rate) publish_locked(e, now);
+    });
+}
+
+void host_gates::attach_fleet(fleet::fleet_client& f) {
+    fleet_ = &f;
+    fleet_down_since_.store(clock::now().time_since_epoch().count(), std::memory_order_release);
+    fleet_down_.store(!f.store_up(), std::memory_order_release);
+}
+
+void host_gates::fleet_store_changed(bool up) {
+    if (!up) {
+        fleet_down_since_.store(clock::now().time_since_epoch().count(), std::memory_order_release);
+        fleet_hold_pending_.store(true, std::memory_order_release);
     }
+    fleet_down_.store(!up, std::memory_order_release);
+    // Limits move to the share (or back); requests waiting for a lease wake to see it.
+    for_each_entry_reapplying([&](host_entry& e, clock::time_point) {
+        thread_local wake_list line;
+        line.clear();
+        for (gate::waiter* w : e.fleet_line) line.push_back(static_cast<async_waiter*>(w)->shared_from_this());
+        poke(line);
+    });
+}
+
+void host_gates::fleet_held(const std::string& key, std::size_t held) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    std::lock_guard lock(s.mutex);
+    const auto it = s.entries.find(key);
+    if (it == s.entries.end()) return;
+    host_entry& e = *it->second;
+    e.fleet_held = held;
+    e.fleet_others = held > e.fleet_leased ? held - e.fleet_leased : 0;
+    e.fleet_seen_at = clock::now();
+}
+
+void host_gates::tick(clock::time_point now) {
+    if (!fleet_ || !fleet_hold_pending_.load(std::memory_order_acquire)) return;
+    const clock::time_point since{clock::duration(fleet_down_since_.load(std::memory_order_acquire))};
+    if (now < since + fleet_->config().lease_ttl) return;
+    fleet_hold_pending_.store(false, std::memory_order_release);
+    if (fleet_down_.load(std::memory_order_acquire))
+        for_each_entry_reapplying([](host_entry&, clock::time_point) {});  // the hold is over: the share applies
 }
 
 void host_gates::close() {
@@ -317,8 +536,10 @@ std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
         for (const auto& [key, e] : s.entries) {
             host_snapshot h;
             h.key = key;
-            h.in_flight = e->g.in_flight();
-            h.waiting = e->g.waiting();
+            // A request waiting for its fleet lease holds a local slot but is not at the origin.
+            h.in_flight = e->g.in_flight() - e->fleet_line.size();
+            h.fleet_in_flight = e->fleet_held;
+            h.waiting = e->g.waiting() + e->fleet_line.size();
             h.limit = e->g.limit();
             h.configured_limit = e->policy->concurrency;
             h.stream_ceiling = e->stream_ceiling;
@@ -346,6 +567,7 @@ std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
 
 permit::permit(permit&& other) noexcept
     : owner_(std::exchange(other.owner_, nullptr)),
+      lease_(std::exchange(other.lease_, 0)),
       entry_(std::move(other.entry_)),
       policy_(std::move(other.policy_)),
       queue_wait_(other.queue_wait_),
@@ -356,6 +578,7 @@ permit& permit::operator=(permit&& other) noexcept {
     if (this != &other) {
         reset();
         owner_ = std::exchange(other.owner_, nullptr);
+        lease_ = std::exchange(other.lease_, 0);
         entry_ = std::move(other.entry_);
         policy_ = std::move(other.policy_);
         queue_wait_ = other.queue_wait_;
@@ -368,7 +591,7 @@ permit& permit::operator=(permit&& other) noexcept {
 permit::~permit() { reset(); }
 
 void permit::reset() {
-    if (entry_) owner_->release(*entry_, outcome_);
+    if (entry_) owner_->release(*entry_, outcome_, std::exchange(lease_, 0));
     entry_.reset();
     policy_.reset();
     owner_ = nullptr;

@@ -31,6 +31,7 @@ answer_kind kind_of(errc why) {
     case errc::queue_full:
     case errc::queue_timeout: return {http::status::service_unavailable, "connection_limit_reached"};
     case errc::shutting_down: return {http::status::service_unavailable, "proxy_internal_response"};
+    case errc::fleet_unavailable: return {http::status::service_unavailable, "proxy_internal_error"};
     case errc::client_denied:
     case errc::connect_port_denied: return {http::status::forbidden, "http_request_denied"};
     case errc::destination_denied: return {http::status::forbidden, "destination_ip_prohibited"};

@@ -38,6 +38,7 @@ const char* name_of(change_reason r) {
         case change_reason::healthy: return "healthy";
         case change_reason::recovered: return "recovered";
         case change_reason::reload: return "reload";
+        case change_reason::fleet: return "fleet";
     }
     return "none";
 }
@@ -80,6 +81,26 @@ void adaptive_limit::set_limit(std::size_t limit, change_reason why, clock::time
     last_step_ = now;
     last_change_ = now;
     last_reason_ = why;
+}
+
+bool adaptive_limit::adopt(std::size_t limit, double rate, clock::time_point paused_until, clock::time_point now) {
+    bool changed = false;
+    limit = std::clamp<std::size_t>(limit, 1, std::max(policy_->concurrency, policy_->adaptive.hard_max));
+    if (limit != limit_) {
+        set_limit(limit, change_reason::fleet, now);
+        changed = true;
+    }
+    rate = std::min(rate, policy_->rate);
+    if (rate > 0 && std::abs(rate - rate_) > 1e-6 * std::max(1.0, rate_)) {  // the store keeps micro-tokens
+        rate_ = rate;
+        last_rate_step_ = now;
+        changed = true;
+    }
+    if (paused_until > paused_until_) {
+        paused_until_ = paused_until;
+        changed = true;
+    }
+    return changed;
 }
 
 limit_change adaptive_limit::on_signal(const health_signal& s, clock::time_point now, const random_source& random) {

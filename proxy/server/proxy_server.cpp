@@ -7,6 +7,7 @@
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/net/dns_resolver.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/fleet/fleet_client.hpp"
 #include "politeproxy/admin/metrics.hpp"
 #include "politeproxy/http2/origin_session.hpp"
 #include "politeproxy/net/origin_pool.hpp"
@@ -89,6 +90,22 @@ int proxy_server::run() {
     // sessions, whose permits and connection counters still refer to these.
     host_gates gates(cfg_);
     metrics m;
+    // Before any listener: a fleet that starts together never exceeds its bound.
+    std::unique_ptr<fleet::fleet_client> fleet;
+    if (cfg_->fleet) {
+        fleet = std::make_unique<fleet::fleet_client>(
+            *cfg_->fleet, m, log_,
+            fleet::fleet_client::callbacks{
+                [&gates](bool up) { gates.fleet_store_changed(up); },
+                [&gates](const std::string& key, std::size_t held) { gates.fleet_held(key, held); }});
+        gates.attach_fleet(*fleet);
+        if (!fleet->start())
+            log_.write(log_level::warn, "fleet",
+                       "store " + cfg_->fleet->redis + " did not answer within fleet.timeout: on_store_failure (" +
+                           (cfg_->fleet->on_store_failure == fleet_config::failure_mode::fail_closed ? "fail_closed"
+                                                                                                     : "local_share") +
+                           ") applies until it does");
+    }
     session_set sessions;
     std::atomic<bool> draining{false};
     // TLS for interception: the CA was checked when the config loaded; a reload keeps
@@ -174,6 +191,7 @@ int proxy_server::run() {
                 if (auto [ec] = co_await timer.async_wait(use_tuple); ec) co_return;
                 const auto now = clock::now();
                 pool->sweep(now);
+                if (evicts) gates.tick(now);
                 // Give freed gate memory back to the system, not only to the heap.
                 if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl) > 0) ::malloc_trim(0);
             }
@@ -229,6 +247,7 @@ int proxy_server::run() {
         w->h2_origins.close_all();
     }
     housekeeping.clear();
+    if (fleet) fleet->stop();  // what still waits for the store fails now, on the workers' (stopped) loops
     log_.write(log_level::info, "server", "stopped");
     return 0;
 }
@@ -246,13 +265,16 @@ void proxy_server::reload(host_gates& gates, metrics& m) {
     loaded->listen = running->listen;
     loaded->admin_listen = running->admin_listen;
     loaded->workers = running->workers;
+    if (loaded->fleet != running->fleet)
+        log_.write(log_level::warn, "config", "fleet changed: that applies at restart, the running fleet settings stay until then");
+    loaded->fleet = running->fleet;
     tls_config tls = running->tls;
     tls.intercept_exclude = loaded->tls.intercept_exclude;
     const bool tls_waits = tls != loaded->tls;
     loaded->tls = std::move(tls);
     gates.set_config(std::make_shared<const config>(std::move(*loaded)));
     m.config_reload(true);
-    log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen, workers and tls "
+    log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen, workers, fleet and tls "
                                           "other than tls.intercept_exclude apply at restart)");
     if (tls_waits)
         log_.write(log_level::warn, "config", "tls changed beyond tls.intercept_exclude: that applies at restart, "

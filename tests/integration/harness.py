@@ -244,6 +244,12 @@ class Proxy:
         finally:
             conn.close()
 
+    def hosts(self):
+        """/hosts as {key: entry}."""
+        status, _, body = self.admin_get("/hosts")
+        check(status == 200, "%s: GET /hosts answered %d" % (self.name, status))
+        return {h["key"]: h for h in json.loads(body)}
+
     def metrics_text(self):
         status, _, body = self.admin_get("/metrics")
         check(status == 200, "%s: GET /metrics answered %d" % (self.name, status))
@@ -712,6 +718,7 @@ class TestContext:
         self.workdir = self._tmp.name
         self.proxies = []
         self.origins = []
+        self.stores = []
         self._cert = None
 
     def origin(self, tls=False):
@@ -722,6 +729,13 @@ class TestContext:
         self.origins.append(o)
         log("origin%s on 127.0.0.1:%d" % (" (TLS)" if tls else "", o.port))
         return o
+
+    def redis(self):
+        """A redis-server of this test's own (see redis_store.py), started."""
+        from redis_store import RedisStore
+        store = RedisStore(self.workdir)
+        self.stores.append(store)
+        return store.start()
 
     def cert(self):
         if self._cert is None:
@@ -776,6 +790,8 @@ class TestContext:
                 o.stop()
             except Exception:  # noqa: BLE001
                 pass
+        for s in self.stores:
+            s.stop()
         self._tmp.cleanup()
 
 

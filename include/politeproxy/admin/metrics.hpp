@@ -48,6 +48,18 @@ public:
     /// `minted` for it or `cached`.
     void leaf_certificate(bool minted);
 
+    /// The fleet store's families (fleet_store_up, fleet_round_trip_seconds,
+    /// fleet_lease_lost_total, fleet_degraded_seconds_total): exported only with a fleet.
+    void enable_fleet();
+    /// fleet_store_up: 1 while the store answers.
+    void fleet_store(bool up);
+    /// fleet_round_trip_seconds: one acquire, from the worker's point of view.
+    void fleet_round_trip(clock::duration d);
+    /// fleet_lease_lost_total: leases the store no longer had when renewed or re-asserted.
+    void fleet_leases_lost(std::size_t n);
+    /// fleet_degraded_seconds_total: time spent without the store (local_share or fail_closed).
+    void fleet_degraded(clock::duration d);
+
     /// The Prometheus text exposition of everything, per-host series from `gates`;
     /// `idle_origin_connections` (pooled) count as open upstream connections.
     std::string render(const host_gates& gates, std::size_t idle_origin_connections) const;

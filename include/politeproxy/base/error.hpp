@@ -67,6 +67,8 @@ enum class errc {
     /// A request inside an intercepted TLS connection names another host than the
     /// connection's.
     misdirected_request,
+    /// The fleet store did not answer (unreachable, or slower than fleet.timeout).
+    fleet_unavailable,
 };
 
 const boost::system::error_category& politeproxy_category() noexcept;

@@ -120,6 +120,29 @@ struct tls_config {
     bool operator==(const tls_config&) const = default;
 };
 
+/// fleet: one bound per host across many processes, through a Redis store (SPEC.md).
+struct fleet_config {
+    enum class failure_mode {
+        local_share,  ///< store unreachable: each process enforces limit/expected_workers, rate/expected_workers
+        fail_closed,  ///< store unreachable: answer 503
+    };
+    std::string redis;  ///< the URL as written: redis://[:password@]host[:port][/db]
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 6379;
+    std::string password;
+    unsigned db = 0;
+    clock::duration lease_ttl = 30s;  ///< a lease not renewed for this long is gone (a crashed process)
+    std::size_t expected_workers = 1;
+    failure_mode on_store_failure = failure_mode::local_share;
+    clock::duration timeout = 1s;  ///< one round trip to the store; longer counts as the store being down
+
+    bool operator==(const fleet_config&) const = default;
+};
+
+/// Fills host, port, password and db of `out` from redis://[:password@]host[:port][/db]
+/// (an IPv6 host in brackets); the error text otherwise.
+std::optional<std::string> parse_redis_url(std::string_view url, fleet_config& out);
+
 struct config {
     std::string source;  ///< the file it came from
     listen_address listen{"127.0.0.1", 3128};
@@ -133,6 +156,7 @@ struct config {
     limits_config limits;
     security_config security;
     tls_config tls;
+    std::optional<fleet_config> fleet;  ///< absent: this process alone
 
     /// The override that applies to `key` on `today` (most specific match, unexpired),
     /// or nullptr for defaults.

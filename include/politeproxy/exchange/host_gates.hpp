@@ -10,7 +10,9 @@
 #include <boost/system/error_code.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +22,10 @@
 #include <vector>
 
 namespace politeproxy {
+
+namespace fleet {
+class fleet_client;
+}
 
 inline constexpr std::size_t limit_change_count = 3;  ///< up, down, collapse
 
@@ -39,12 +45,22 @@ struct host_entry {
     /// An HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS: the gate's limit never exceeds it.
     std::optional<std::size_t> stream_ceiling;
     bool h2 = false;  ///< its requests go over HTTP/2 (an origin session's SETTINGS came)
+
+    // With a fleet store:
+    std::optional<std::size_t> fleet_held;  ///< leases held fleet-wide at the store's last answer
+    std::size_t fleet_leased = 0;           ///< this process's requests that hold a lease
+    std::size_t fleet_others = 0;           ///< leases other processes held at that answer
+    clock::time_point fleet_seen_at{};      ///< when that answer came
+    /// Requests holding a local slot and token, waiting for a lease, in arrival order:
+    /// only the first asks the store.
+    std::deque<gate::waiter*> fleet_line;
 };
 
 /// What one tracked host looks like to the metrics and status views.
 struct host_snapshot {
     std::string key;
     std::size_t in_flight = 0;
+    std::optional<std::size_t> fleet_in_flight;  ///< across the fleet, at the store's last answer
     std::size_t waiting = 0;
     std::size_t limit = 0;  ///< the gate's: health's limit, capped by the stream ceiling
     std::size_t configured_limit = 0;
@@ -84,6 +100,17 @@ struct acquire_result {
 /// pause the gate then enforces. An HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS caps
 /// that limit (`set_stream_ceiling`): the excess waits in the queue, in order.
 ///
+/// Fleet (attach_fleet): after its local slot and token, a request also needs a lease
+/// from the fleet store. It waits for it in its host's fleet line, holding its local
+/// slot, in order; only the line's head asks the store, with backoff (5 ms doubling to
+/// 50 ms, re-asking at least every 200 ms to keep its place in the fleet's queue, or when
+/// the store says a token or the end of a pause is due). queue.max_wait covers both
+/// waits. The store's answers carry the host's shared limit, rate and pause, which the
+/// host adopts; the host's own decisions (adaptive changes, a 429's collapse and pause)
+/// are published to the store. While the store is unreachable, each host enforces its
+/// fleet_share (local_share), or requests are answered errc::fleet_unavailable
+/// (fail_closed); a request waiting for a lease then goes back to the local queue.
+///
 /// Locking: entries are sharded by key; each shard's mutex guards its map and every gate
 /// in it. No lock is held across a suspension point or while posting wake-ups. The
 /// config pointer has its own mutex.
@@ -121,6 +148,18 @@ public:
     std::size_t size() const;
     std::vector<host_snapshot> snapshot(clock::time_point now) const;
 
+    /// Joins a fleet: from now on every request also needs a lease from `f`. Call once,
+    /// before `f` starts and before any request; the store counts as down until `f`
+    /// says it is up.
+    void attach_fleet(fleet::fleet_client& f);
+    /// The fleet store went away or came back (from the fleet's thread).
+    void fleet_store_changed(bool up);
+    /// The store said `key` holds `held` leases fleet-wide (from the fleet's thread).
+    void fleet_held(const std::string& key, std::size_t held);
+    /// Housekeeping, about once a second: after the store was lost, ends each host's hold
+    /// (see fleet_share) once lease_ttl has passed.
+    void tick(clock::time_point now);
+
 private:
     friend class permit;
     struct shard {
@@ -131,7 +170,21 @@ private:
     static constexpr std::size_t shard_count = 16;
 
     std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
-    void release(host_entry& entry, outcome how);
+    task<acquire_result> acquire_local(const std::string& key, clock::time_point start);
+    /// The fleet half of admission: `local` holds the slot and token; waits for a lease.
+    task<acquire_result> lease(permit local, clock::time_point start);
+    void leave_fleet_line(host_entry& entry, gate::waiter& w, bool granted);
+    bool fleet_needs_lease() const;
+    bool fleet_fails_closed() const;
+    /// The gate enforces what health decided, under the stream ceiling and, while the
+    /// fleet store is away, the fleet share.
+    void apply_health(host_entry& e, clock::time_point now) const;
+    /// Shares a decision of this process's health controller with the fleet.
+    void publish_locked(const host_entry& e, clock::time_point now) const;
+    /// Every tracked host applies its limits again (config, fleet state) and wakes who can go.
+    template <class F>
+    void for_each_entry_reapplying(F&& f);
+    void release(host_entry& entry, outcome how, std::uint64_t lease);
     void report(host_entry& entry, const health_signal& signal);
     void cancel(host_entry& entry, gate::waiter& w);
 
@@ -139,6 +192,10 @@ private:
     std::shared_ptr<const config> config_;
     bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)
     std::array<shard, shard_count> shards_;
+    fleet::fleet_client* fleet_ = nullptr;  ///< set once, before any request
+    std::atomic<bool> fleet_down_{false};
+    std::atomic<clock::rep> fleet_down_since_{0};  ///< clock ticks
+    std::atomic<bool> fleet_hold_pending_{false};  ///< a hold may still be running (tick re-applies)
 };
 
 }  // namespace politeproxy

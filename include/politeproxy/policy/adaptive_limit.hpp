@@ -41,6 +41,7 @@ enum class change_reason : std::uint8_t {
     healthy,         ///< grown: no queueing against the baseline (or, above configured, faster)
     recovered,       ///< adaptation off: stepped back after a pause
     reload,          ///< a config reload
+    fleet,           ///< another process of the fleet changed it (shared through the store)
 };
 const char* name_of(change_reason r);
 
@@ -104,6 +105,13 @@ public:
     void reconfigure(const host_policy& policy, clock::time_point now);
 
     limit_change on_signal(const health_signal& s, clock::time_point now, const random_source& random);
+
+    /// The fleet's shared decision, read from the store (another process collapsed,
+    /// paused, shrank or grew the host): takes its limit (within 1 and the larger of
+    /// configured and hard_max) and its rate (at most configured), and extends the pause
+    /// to `paused_until`. Nothing else moves: this process's own backoff and baseline
+    /// stay its own. True when anything changed.
+    bool adopt(std::size_t limit, double rate, clock::time_point paused_until, clock::time_point now);
 
     /// Lets the rate (and, without latency adaptation, the limit) recover; true when
     /// either changed.

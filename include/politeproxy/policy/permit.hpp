@@ -50,6 +50,7 @@ private:
         : owner_(owner), entry_(std::move(entry)), policy_(std::move(policy)), queue_wait_(queue_wait), epoch_(epoch) {}
 
     host_gates* owner_ = nullptr;
+    std::uint64_t lease_ = 0;  ///< the fleet lease (0: none), given back with the slot
     std::shared_ptr<host_entry> entry_;
     std::shared_ptr<const host_policy> policy_;  ///< as it was at departure
     clock::duration queue_wait_{};

@@ -1,0 +1,137 @@
+#pragma once
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/error.hpp"
+#include "politeproxy/base/executor.hpp"
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisReader;
+
+namespace politeproxy {
+
+class logger;
+
+namespace fleet {
+
+/// One Redis reply, copied out of hiredis' reader.
+struct redis_reply {
+    enum class kind : std::uint8_t { nil, string, array, integer, status, error };
+    kind type = kind::nil;
+    long long integer = 0;
+    std::string text;  ///< string, status or error
+    std::vector<redis_reply> elements;
+
+    bool is_error() const { return type == kind::error; }
+};
+
+/// One command in the Redis protocol, formatted by hiredis from its arguments.
+std::string redis_command(const std::vector<std::string>& args);
+
+/// Where the store is.
+struct redis_target {
+    std::string host;  ///< a name or an address
+    std::uint16_t port = 6379;
+    std::string password;
+    unsigned db = 0;
+};
+
+/// One pipelined connection to a Redis server, owned by one io_context (the fleet's own
+/// thread): commands from any thread queue up and go out together in one write; replies
+/// come back in order. hiredis parses and formats the protocol; Asio does the I/O, so
+/// no call blocks.
+///
+/// Up and down: the connection is up once it connected, authenticated, selected its
+/// database and answered a PING, all within `timeout`. It goes down when the server
+/// closes or resets it, sends something unparseable, or leaves a command unanswered for
+/// `timeout` (a hung server: SIGSTOP, a full network); every command waiting then fails
+/// with errc::fleet_unavailable, and so does every command sent while down. It then
+/// reconnects with backoff (100 ms doubling to 2 s, with jitter). While idle it sends a
+/// PING every second, so a hung store is noticed without traffic. `on_state(up)` is
+/// called on the connection's thread at each change.
+///
+/// Thread safety: send(), exec() and up() from any thread; the rest on the io_context.
+class redis_connection {
+public:
+    using handler = std::move_only_function<void(boost::system::error_code, redis_reply)>;
+
+    /// `setup` (e.g. SCRIPT LOAD) is sent after the PING of every (re)connection, and
+    /// must succeed before the connection counts as up.
+    redis_connection(boost::asio::io_context& ioc, redis_target target, clock::duration timeout, const logger& log,
+                     std::vector<std::string> setup, std::function<void(bool up)> on_state);
+    ~redis_connection();
+    redis_connection(const redis_connection&) = delete;
+    redis_connection& operator=(const redis_connection&) = delete;
+
+    /// Starts connecting (and reconnecting until stop()).
+    void start();
+    /// Closes the connection and fails every command waiting; no reconnect after.
+    void stop();
+    bool up() const { return up_.load(std::memory_order_acquire); }
+
+    /// Queues `command`; `done` runs on the connection's thread with its reply or an error.
+    void send(std::string command, handler done);
+
+    /// send(), completing on the caller's executor: `co_await c.exec(cmd, use_tuple)`.
+    /// Not cancellable: it completes within the timeout, with a reply or an error.
+    template <class Token>
+    auto exec(std::string command, Token&& token) {
+        return boost::asio::async_initiate<Token, void(boost::system::error_code, redis_reply)>(
+            [this](auto done, std::string command) { send(std::move(command), on_callers_executor(std::move(done))); },
+            token, std::move(command));
+    }
+
+    /// Wraps a completion handler so that it runs on its own executor.
+    template <class Handler>
+    static handler on_callers_executor(Handler done) {
+        auto ex = boost::asio::get_associated_executor(done);
+        return [done = std::move(done), ex](boost::system::error_code ec, redis_reply r) mutable {
+            boost::asio::post(ex, [done = std::move(done), ec, r = std::move(r)]() mutable { std::move(done)(ec, std::move(r)); });
+        };
+    }
+
+private:
+    struct pending {
+        std::string command;
+        handler done;
+        clock::time_point queued;
+    };
+
+    task<void> run();
+    task<bool> connect_once();
+    task<void> read_loop();
+    task<void> write_loop();
+    task<void> watchdog();
+    void set_up(bool up);
+    void fail_all();
+
+    boost::asio::io_context& ioc_;
+    redis_target target_;
+    clock::duration timeout_;
+    const logger& log_;
+    std::vector<std::string> setup_;
+    std::function<void(bool)> on_state_;
+    std::atomic<bool> up_{false};
+    bool stopped_ = false;
+    tcp_socket socket_;
+    steady_timer wake_writer_;
+    steady_timer backoff_timer_;
+    std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
+    std::deque<pending> to_write_;
+    std::deque<pending> awaiting_;  ///< written, in reply order
+    clock::time_point last_sent_{};
+};
+
+}  // namespace fleet
+}  // namespace politeproxy

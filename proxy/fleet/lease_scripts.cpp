@@ -1,0 +1,131 @@
+#include "politeproxy/fleet/lease_scripts.hpp"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+
+namespace politeproxy::fleet {
+namespace {
+
+lua_script make(std::string body) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int size = 0;
+    EVP_Digest(body.data(), body.size(), digest, &size, EVP_sha1(), nullptr);
+    std::string hex;
+    char byte[3];
+    for (unsigned i = 0; i < size; ++i) {
+        std::snprintf(byte, sizeof byte, "%02x", digest[i]);
+        hex += byte;
+    }
+    return {std::move(body), std::move(hex)};
+}
+
+// Store time in milliseconds.
+constexpr const char* store_now = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+)lua";
+
+}  // namespace
+
+const lua_script& acquire_script() {
+    static const lua_script s = make(std::string(store_now) + R"lua(
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[8]))
+if #stale > 0 then
+  redis.call('ZREM', KEYS[3], unpack(stale))
+  redis.call('ZREM', KEYS[4], unpack(stale))
+end
+local s = redis.call('HMGET', KEYS[2], 'limit', 'rate', 'pause_until', 'tat')
+local limit = tonumber(s[1]) or tonumber(ARGV[3])
+local rate = tonumber(s[2]) or tonumber(ARGV[4])
+local held = redis.call('ZCARD', KEYS[1])
+local micro = math.floor(rate * 1000000 + 0.5)
+local function refuse(pause, wait)
+  redis.call('ZADD', KEYS[3], 'NX', now, ARGV[7])
+  redis.call('ZADD', KEYS[4], now, ARGV[7])
+  redis.call('PEXPIRE', KEYS[3], ARGV[8])
+  redis.call('PEXPIRE', KEYS[4], ARGV[8])
+  return {0, held, limit, micro, pause, wait}
+end
+local pause = (tonumber(s[3]) or 0) - now
+if pause > 0 then return refuse(pause, 0) end
+local free = limit - held
+if free <= 0 then return refuse(0, 0) end
+local rank = redis.call('ZRANK', KEYS[3], ARGV[7])
+if (rank or redis.call('ZCARD', KEYS[3])) >= free then return refuse(0, 0) end
+local interval = 1000 / rate
+local tat = math.max(tonumber(s[4]) or now, now)
+local wait = tat - (tonumber(ARGV[5]) - 1) * interval - now
+if wait > 0 then return refuse(0, math.ceil(wait)) end
+redis.call('HSET', KEYS[2], 'tat', string.format('%.3f', tat + interval))
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[6]) then redis.call('PEXPIRE', KEYS[2], ARGV[6]) end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 1000)
+if rank then
+  redis.call('ZREM', KEYS[3], ARGV[7])
+  redis.call('ZREM', KEYS[4], ARGV[7])
+end
+return {1, held + 1, limit, micro, 0, 0}
+)lua");
+    return s;
+}
+
+const lua_script& release_script() {
+    static const lua_script s = make(R"lua(
+redis.call('ZREM', KEYS[1], ARGV[1])
+return redis.call('ZCARD', KEYS[1])
+)lua");
+    return s;
+}
+
+const lua_script& renew_script() {
+    static const lua_script s = make(std::string(store_now) + R"lua(
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local ttl = tonumber(ARGV[1])
+local added = 0
+for i = 2, #ARGV do
+  added = added + redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ttl + 1000)
+return {added, redis.call('ZCARD', KEYS[1])}
+)lua");
+    return s;
+}
+
+const lua_script& publish_script() {
+    static const lua_script s = make(std::string(store_now) + R"lua(
+redis.call('HSET', KEYS[1], 'limit', ARGV[1], 'rate', ARGV[2])
+local ttl = tonumber(ARGV[4])
+local pause = tonumber(ARGV[3])
+if pause > 0 then
+  local until_ms = now + pause
+  if until_ms > (tonumber(redis.call('HGET', KEYS[1], 'pause_until')) or 0) then
+    redis.call('HSET', KEYS[1], 'pause_until', until_ms)
+  end
+  ttl = math.max(ttl, pause + 1000)
+end
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+)lua");
+    return s;
+}
+
+const lua_script& withdraw_script() {
+    static const lua_script s = make(R"lua(
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+)lua");
+    return s;
+}
+
+host_keys::host_keys(std::string_view key) {
+    const std::string tagged = "pp:{" + std::string(key) + "}:";
+    leases = tagged + "leases";
+    state = tagged + "state";
+    waiters = tagged + "waiters";
+    polled = tagged + "polled";
+}
+
+}  // namespace politeproxy::fleet
