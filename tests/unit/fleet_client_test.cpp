@@ -1,0 +1,116 @@
+// The fleet client against a real redis-server: start-up, pipelined acquires, release,
+// the EVALSHA -> NOSCRIPT -> EVAL fallback, and a store that goes away.
+#include "politeproxy/fleet/fleet_client.hpp"
+
+#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/log.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+#include "redis_server.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+
+using namespace politeproxy;
+using namespace politeproxy::fleet;
+using namespace std::chrono_literals;
+using politeproxy::testing::redis_server;
+
+namespace {
+
+fleet_config config_for(int port) {
+    fleet_config c;
+    c.host = "127.0.0.1";
+    c.port = static_cast<std::uint16_t>(port);
+    c.lease_ttl = 3s;
+    c.timeout = 500ms;
+    return c;
+}
+
+// Runs one acquire to completion on a private io_context (a worker stands in).
+lease_answer acquire_now(fleet_client& f, const std::string& key, std::size_t limit) {
+    boost::asio::io_context ioc;
+    auto done = boost::asio::co_spawn(ioc, f.acquire(key, lease_terms{limit, 1000, 1000}), boost::asio::use_future);
+    ioc.run();
+    return done.get();
+}
+
+template <class F>
+bool eventually(F&& f) {
+    for (int i = 0; i < 300; ++i) {
+        if (f()) return true;
+        std::this_thread::sleep_for(10ms);
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("acquire, release, and the NOSCRIPT fallback after the store lost its scripts") {
+    redis_server store;
+    metrics m;
+    logger log(log_level::error);
+    std::atomic<std::size_t> last_held{99};
+    fleet_client f(config_for(store.port()), m, log,
+                   {nullptr, [&](const std::string&, std::size_t held) { last_held = held; }});
+    REQUIRE(f.start());
+    CHECK(f.store_up());
+
+    const auto a = acquire_now(f, "client.example", 1);
+    REQUIRE(a.what == lease_answer::result::granted);
+    CHECK(a.held == 1);
+    CHECK(acquire_now(f, "client.example", 1).what == lease_answer::result::refused);
+    f.release("client.example", a.lease);
+    CHECK(eventually([&] { return last_held == 0; }));
+
+    store.command({"SCRIPT", "FLUSH"});
+    const auto b = acquire_now(f, "client.example", 1);
+    CHECK(b.what == lease_answer::result::granted);  // EVALSHA failed with NOSCRIPT; EVAL went
+    f.release("client.example", b.lease);
+    CHECK(eventually([&] { return store.command({"ZCARD", "pp:{client.example}:leases"})->integer == 0; }));
+    f.stop();
+}
+
+TEST_CASE("a store that is not there: start() gives up after the timeout, acquires say store_down") {
+    const int port = politeproxy::testing::free_loopback_port();
+    metrics m;
+    logger log(log_level::error);
+    fleet_client f(config_for(port), m, log, {});
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_FALSE(f.start());
+    CHECK(std::chrono::steady_clock::now() - t0 < 2s);
+    CHECK(acquire_now(f, "none.example", 1).what == lease_answer::result::store_down);
+    f.stop();
+}
+
+TEST_CASE("the store going away is noticed and reported; leases held are re-asserted when it is back") {
+    std::atomic<int> ups{0}, downs{0};
+    metrics m;
+    logger log(log_level::error);
+    std::optional<redis_server> store(std::in_place);
+    const int port = store->port();
+    fleet_client f(config_for(port), m, log, {[&](bool up) { (up ? ups : downs)++; }, nullptr});
+    REQUIRE(f.start());
+    const auto a = acquire_now(f, "back.example", 2);
+    REQUIRE(a.what == lease_answer::result::granted);
+    store.reset();  // SIGKILL
+    CHECK(eventually([&] { return downs.load() == 1; }));
+    CHECK_FALSE(f.store_up());
+    CHECK(acquire_now(f, "back.example", 2).what == lease_answer::result::store_down);
+    (void)f.hold_unasserted("back.example");  // a request that went under local_share
+    store.emplace(port);                        // back, empty, on the same port
+    CHECK(eventually([&] { return ups.load() == 2; }));
+    // Both running requests hold their leases again: the one granted before the outage
+    // and the one that departed during it.
+    CHECK(eventually([&] { return store->command({"ZCARD", "pp:{back.example}:leases"})->integer == 2; }));
+    // The store had lost both: fleet_lease_lost_total counts them.
+    const host_gates gates(std::make_shared<const config>());
+    CHECK(eventually([&] {
+        return m.render(gates, 0).find("politeproxy_fleet_lease_lost_total 2") != std::string::npos;
+    }));
+    f.stop();
+}
