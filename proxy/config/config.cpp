@@ -99,6 +99,11 @@ std::string describe(const config& c, std::chrono::sys_days today) {
     };
     out << "# effective per-host limits from " << c.source << "\n";
     out << "# host\tlimits\tnote\n";
+    if (c.fleet)
+        out << "# fleet: " << c.fleet->redis << " lease_ttl=" << format_duration(c.fleet->lease_ttl)
+            << " expected_workers=" << c.fleet->expected_workers << " on_store_failure="
+            << (c.fleet->on_store_failure == fleet_config::failure_mode::fail_closed ? "fail_closed" : "local_share")
+            << " timeout=" << format_duration(c.fleet->timeout) << "\n";
     row("(defaults)", c.defaults, "");
     for (const auto& o : c.hosts) {
         std::string note = o.reason.empty() ? "" : "reason=\"" + o.reason + "\"";

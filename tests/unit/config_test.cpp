@@ -104,8 +104,42 @@ TEST_CASE("unknown keys and bad values are errors with file and line") {
 }
 
 TEST_CASE("features that are not built yet are refused, not silently ignored") {
-    CHECK(load_error("fleet: { redis: redis://127.0.0.1 }\n").find("not supported yet") != std::string::npos);
+    CHECK(load_error("groups: { domain: { concurrency: 4 } }\n").find("not supported yet") != std::string::npos);
     CHECK(load_error("defaults: { key: domain }\n").find("not supported yet") != std::string::npos);
+}
+
+TEST_CASE("fleet: the store's URL and the lease settings") {
+    const config c = load_ok("fleet:\n  redis: redis://:s3cret@redis.internal:6380/2\n  lease_ttl: 10s\n"
+                             "  expected_workers: 6\n  on_store_failure: fail_closed\n  timeout: 250ms\n");
+    REQUIRE(c.fleet);
+    CHECK(c.fleet->host == "redis.internal");
+    CHECK(c.fleet->port == 6380);
+    CHECK(c.fleet->password == "s3cret");
+    CHECK(c.fleet->db == 2);
+    CHECK(c.fleet->lease_ttl == std::chrono::seconds(10));
+    CHECK(c.fleet->expected_workers == 6);
+    CHECK(c.fleet->on_store_failure == fleet_config::failure_mode::fail_closed);
+    CHECK(c.fleet->timeout == std::chrono::milliseconds(250));
+    const config d = load_ok("fleet: { redis: \"redis://[::1]\" }\n");
+    CHECK(d.fleet->host == "::1");
+    CHECK(d.fleet->port == 6379);
+    CHECK(d.fleet->lease_ttl == std::chrono::seconds(30));
+    CHECK(d.fleet->on_store_failure == fleet_config::failure_mode::local_share);
+    CHECK_FALSE(load_ok("").fleet);
+
+    CHECK(load_error("fleet: { lease_ttl: 30s }\n").find("needs 'redis'") != std::string::npos);
+    CHECK(load_error("fleet: { redis: \"http://x\" }\n").find("redis://") != std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis://x:99999\" }\n").find("invalid port") != std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis://user:pw@x\" }\n").find("only a password") != std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis://x/abc\" }\n").find("database") != std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis://x\", on_store_failure: open }\n").find("local_share or fail_closed") !=
+          std::string::npos);
+    // A renewal every third of the TTL must land before the TTL runs out.
+    CHECK(load_error("fleet: { redis: \"redis://x\", lease_ttl: 1s, timeout: 500ms }\n").find("a third") !=
+          std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis://x\", expected_workers: 0 }\n").find("expected_workers") !=
+          std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis://x\", ttl: 1s }\n").find("unknown key 'ttl'") != std::string::npos);
 }
 
 TEST_CASE("tls: intercept needs a CA; its keys are checked") {
