@@ -290,23 +290,8 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
             wake_list wake;
             {
                 std::lock_guard lock(s.mutex);
-                const bool granted = answer.what == fleet::lease_answer::result::granted;
-                if (granted) ++e.fleet_leased;
-                e.fleet_held = answer.held;
-                e.fleet_others = answer.held > e.fleet_leased ? answer.held - e.fleet_leased : 0;
-                e.fleet_seen_at = now;
-                // The fleet's shared limit, rate and pause become this host's too.
-                const auto paused_until = answer.paused_for > clock::duration::zero() ? now + answer.paused_for
-                                                                                      : clock::time_point{};
-                if (e.health.adopt(answer.limit, answer.rate, paused_until, now)) {
-                    apply_health(e, now);
-                    advance_locked(e, now, wake);
-                }
-                if (granted) {
-                    guard.granted = true;
-                    local.lease_ = answer.lease;
-                    local.queue_wait_ = now - start;
-                }
+                if (note_answer_locked(e, answer, local, start, now)) advance_locked(e, now, wake);
+                guard.granted = local.lease_ != 0;
             }
             poke(wake);
             if (local.lease_) co_return acquire_result{std::move(local), {}, {}};
@@ -328,6 +313,58 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
         if (ec && (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
             co_return acquire_result{{}, errc::cancelled, {}};
     }
+}
+
+bool host_gates::note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p,
+                                    clock::time_point start, clock::time_point now) {
+    const bool granted = answer.what == fleet::lease_answer::result::granted;
+    if (granted) {
+        ++e.fleet_leased;
+        p.lease_ = answer.lease;
+        p.queue_wait_ = now - start;
+    }
+    e.fleet_held = answer.held;
+    e.fleet_others = answer.held > e.fleet_leased ? answer.held - e.fleet_leased : 0;
+    e.fleet_seen_at = now;
+    // The fleet's shared limit, rate and pause become this host's too.
+    const auto paused_until = answer.paused_for > clock::duration::zero() ? now + answer.paused_for : clock::time_point{};
+    if (!e.health.adopt(answer.limit, answer.rate, paused_until, now)) return false;
+    apply_health(e, now);
+    return true;
+}
+
+task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    const auto start = clock::now();
+    permit local;
+    fleet::lease_terms terms;
+    {
+        std::lock_guard lock(s.mutex);
+        if (closed_) co_return acquire_result{};
+        auto entry = find_or_create(s, key, start);
+        entry->last_used = start;
+        if (entry->health.tick(start)) {
+            apply_health(*entry, start);
+            publish_locked(*entry, start);
+        }
+        // Requests already waiting for a lease go first.
+        if (!entry->fleet_line.empty() || !entry->g.try_depart(start)) co_return acquire_result{};
+        terms = {entry->health.limit(), entry->health.rate(), entry->policy->burst};
+        auto policy = entry->policy;
+        const auto epoch = entry->health.epoch();
+        local = permit(this, std::move(entry), std::move(policy), {}, epoch);
+    }
+    const auto answer = co_await fleet_->acquire(key, terms);
+    if (answer.what == fleet::lease_answer::result::store_down) co_return acquire_result{};
+    const auto now = clock::now();
+    wake_list wake;
+    {
+        std::lock_guard lock(s.mutex);
+        if (note_answer_locked(*local.entry_, answer, local, start, now)) advance_locked(*local.entry_, now, wake);
+    }
+    poke(wake);
+    if (!local.lease_) co_return acquire_result{};  // the fleet is full: park (the local slot goes back)
+    co_return acquire_result{std::move(local), {}, {}};
 }
 
 void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) {
@@ -361,7 +398,7 @@ void host_gates::cancel(host_entry& entry, gate::waiter& w) {
 }
 
 void host_gates::release(host_entry& entry, outcome how, std::uint64_t lease) {
-    if (lease) fleet_->release(entry.key, lease);  // first: the next head's acquire queues behind it
+    if (lease && fleet_) fleet_->release(entry.key, lease);  // first: the next head's acquire queues behind it
     wake_list wake;
     {
         std::lock_guard lock(shards_[entry.shard].mutex);

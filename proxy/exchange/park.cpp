@@ -54,12 +54,20 @@ task<void> client_gone(tcp_socket& client) {
 }  // namespace
 
 task<acquire_result> park(host_gates& gates, std::string key, tcp_socket& client) {
+    if (gates.fleet_needs_lease()) {  // most requests: one round trip to the store, no watch needed
+        auto quick = co_await gates.acquire_leased_at_once(key);
+        if (quick.granted) co_return quick;
+    }
     auto result = co_await (gates.acquire(std::move(key)) || client_gone(client));
     if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
     co_return std::move(std::get<0>(result));
 }
 
 task<acquire_result> park(host_gates& gates, std::string key, event& gone) {
+    if (gates.fleet_needs_lease()) {
+        auto quick = co_await gates.acquire_leased_at_once(key);
+        if (quick.granted) co_return quick;
+    }
     auto result = co_await (gates.acquire(std::move(key)) || gone.wait());
     if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
     co_return std::move(std::get<0>(result));

@@ -8,13 +8,10 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 
-#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <random>
-#include <thread>
 
 namespace politeproxy::fleet {
 namespace asio = boost::asio;
@@ -27,8 +24,10 @@ namespace {
 // idle host, so a host that comes back after a quiet spell starts from its configuration.
 constexpr auto shared_state_ttl = std::chrono::minutes(2);
 // A process that stopped asking for a host this long ago loses its place in the fleet's
-// queue (see acquire_script; host_gates re-asks at least every fleet_place_keepalive).
+// queue (see acquire_script; host_gates re-asks at least every 200 ms while it waits).
 constexpr auto waiter_stale = std::chrono::milliseconds(500);
+// A lease id carries its lane in the top bits: a release finds the lane that renews it.
+constexpr int lane_shift = 48;
 
 std::string ms(clock::duration d) {
     return std::to_string(std::max<long long>(0, std::chrono::ceil<std::chrono::milliseconds>(d).count()));
@@ -45,12 +44,11 @@ std::uint64_t random_tag() {
     return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
 }
 
-const lua_script* const all_scripts[] = {&acquire_script(), &release_script(), &renew_script(), &publish_script(),
-                                         &withdraw_script()};
-
 std::vector<std::string> script_loads() {
     std::vector<std::string> out;
-    for (const lua_script* s : all_scripts) out.push_back(redis_command({"SCRIPT", "LOAD", s->body}));
+    for (const lua_script* s : {&acquire_script(), &release_script(), &renew_script(), &publish_script(),
+                                &withdraw_script()})
+        out.push_back(redis_command({"SCRIPT", "LOAD", s->body}));
     return out;
 }
 
@@ -64,55 +62,80 @@ bool integers(const redis_reply& r, std::size_t n) {
 }  // namespace
 
 struct fleet_client::impl {
+    // One worker's share of the client.
+    struct lane {
+        lane(impl& owner, asio::io_context& ioc, std::size_t index)
+            : ioc(ioc),
+              index(index),
+              book(owner.tag),
+              conn(ioc, redis_target{owner.cfg.host, owner.cfg.port, owner.cfg.password, owner.cfg.db},
+                   owner.cfg.timeout, owner.log, script_loads(), [&owner, this](bool up) { owner.on_lane_state(*this, up); }) {}
+
+        asio::io_context& ioc;
+        std::size_t index;
+        std::mutex mutex;  ///< book, and the order of renewals against releases
+        lease_book book;
+        redis_connection conn;
+        bool up = false;  ///< under impl::state_mutex
+    };
+
     impl(const fleet_config& cfg, metrics& m, const logger& log, callbacks cb)
-        : cfg(cfg),
-          m(m),
-          log(log),
-          cb(std::move(cb)),
-          tag(random_tag()),
-          book(tag),
-          conn(ioc, redis_target{cfg.host, cfg.port, cfg.password, cfg.db}, cfg.timeout, log, script_loads(),
-               [this](bool up) { on_state(up); }) {
+        : cfg(cfg), m(m), log(log), cb(std::move(cb)), tag(random_tag()) {
         char text[20];
         std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(tag));
         tag_text = text;
     }
 
-    // EVALSHA, and EVAL when the store lost its scripts (SCRIPT FLUSH). Under `mutex`
-    // where the order against other commands matters (see renew_locked).
-    void eval(const lua_script& s, std::vector<std::string> args, redis_connection::handler done) {
+    lane& current_lane() {
+        for (auto& l : lanes)
+            if (l->ioc.get_executor().running_in_this_thread()) return *l;
+        return *lanes.front();
+    }
+
+    lane& lane_of(std::uint64_t lease) { return *lanes[std::min<std::size_t>(lease >> lane_shift, lanes.size() - 1)]; }
+
+    // EVALSHA; EVAL when the store lost its scripts (SCRIPT FLUSH): the same arguments
+    // with the script's body in place of its digest.
+    void eval(lane& l, const lua_script& s, std::vector<std::string_view> args, redis_connection::handler done) {
         args.insert(args.begin(), {"EVALSHA", s.sha1});
         std::string command = redis_command(args);
-        conn.send(std::move(command), [this, &s, args = std::move(args), done = std::move(done)](
-                                          boost::system::error_code ec, redis_reply r) mutable {
+        // The arguments after the digest, as formatted: kept for the rare EVAL.
+        const std::size_t tail = command.find(s.sha1) + s.sha1.size() + 2;
+        auto on_reply = [&l, &s, count = args.size(), tail, command, done = std::move(done)](
+                            boost::system::error_code ec, redis_reply r) mutable {
             if (!ec && r.is_error() && r.text.starts_with("NOSCRIPT")) {
-                args[0] = "EVAL";
-                args[1] = s.body;
-                conn.send(redis_command(args), std::move(done));
+                std::string eval = "*" + std::to_string(count) + "\r\n$4\r\nEVAL\r\n$" + std::to_string(s.body.size()) +
+                                   "\r\n" + s.body + "\r\n";
+                eval.append(command, tail);
+                l.conn.send(std::move(eval), std::move(done));
                 return;
             }
             done(ec, std::move(r));
-        });
+        };
+        l.conn.send(std::move(command), std::move(on_reply));
     }
 
     template <class Token>
-    auto async_eval(const lua_script& s, std::vector<std::string> args, Token&& token) {
+    auto async_eval(lane& l, const lua_script& s, std::vector<std::string_view> args, Token&& token) {
         return asio::async_initiate<Token, void(boost::system::error_code, redis_reply)>(
-            [this, &s](auto done, std::vector<std::string> args) {
-                eval(s, std::move(args), redis_connection::on_callers_executor(std::move(done)));
+            [this, &l, &s](auto done, std::vector<std::string_view> args) {
+                eval(l, s, std::move(args), redis_connection::on_callers_executor(std::move(done)));
             },
             token, std::move(args));
     }
 
-    // Renewals go out under `mutex`, as releases do: a lease released after it was picked
-    // for renewal has its ZREM queued after the renewal, never before (which would
+    // Under l.mutex, on l's loop, as releases are: a lease released after it was picked
+    // for renewal has its release queued after the renewal, never before (which would
     // re-assert a finished request).
-    void renew_locked(std::vector<lease_book::batch> batches) {
+    void renew_locked(lane& l, std::vector<lease_book::batch> batches) {
         for (auto& [key, ids] : batches) {
             const host_keys k(key);
-            std::vector<std::string> args{"1", k.leases, ms(cfg.lease_ttl)};
-            for (auto id : ids) args.push_back(book.member(id));
-            eval(renew_script(), std::move(args), [this, key](boost::system::error_code ec, redis_reply r) {
+            const std::string ttl = ms(cfg.lease_ttl);
+            std::vector<std::string> members;
+            for (auto id : ids) members.push_back(l.book.member(id));
+            std::vector<std::string_view> args{"1", k.leases, ttl};
+            args.insert(args.end(), members.begin(), members.end());
+            eval(l, renew_script(), std::move(args), [this, key](boost::system::error_code ec, redis_reply r) {
                 if (ec || !integers(r, 2)) return;
                 if (const auto lost = r.elements[0].integer; lost > 0) {
                     m.fleet_leases_lost(static_cast<std::size_t>(lost));
@@ -124,33 +147,40 @@ struct fleet_client::impl {
         }
     }
 
-    void on_state(bool up) {
-        m.fleet_store(up);
+    void on_lane_state(lane& l, bool up) {
         if (up) {
-            std::lock_guard lock(mutex);
-            renew_locked(book.take_all(clock::now()));  // re-assert what we hold
+            std::lock_guard lock(l.mutex);
+            renew_locked(l, l.book.take_all(clock::now()));  // re-assert what this lane holds
         }
+        bool changed = false;
+        bool all_up = false;
         {
-            std::lock_guard lock(start_mutex);
-            ever_up = ever_up || up;
+            std::lock_guard lock(state_mutex);
+            l.up = up;
+            if (up) ++lanes_up;
+            else --lanes_up;
+            all_up = lanes_up == lanes.size();
+            changed = all_up != store_up.load(std::memory_order_relaxed);
+            store_up.store(all_up, std::memory_order_release);
         }
-        start_cv.notify_all();
-        if (cb.on_store_state) cb.on_store_state(up);
+        if (!changed) return;
+        m.fleet_store(all_up);
+        if (cb.on_store_state) cb.on_store_state(all_up);
     }
 
-    task<void> renewal_loop() {
-        steady_timer tick(ioc.get_executor());
+    task<void> renewal_loop(lane& l) {
+        steady_timer tick(l.ioc.get_executor());
         const auto period = std::min<clock::duration>(cfg.lease_ttl / 6, 1s);
         auto last = clock::now();
         for (;;) {
             tick.expires_after(period);
             if (auto [ec] = co_await tick.async_wait(use_tuple); ec) co_return;
             const auto now = clock::now();
-            if (!conn.up()) m.fleet_degraded(now - last);
+            if (l.index == 0 && !store_up.load(std::memory_order_acquire)) m.fleet_degraded(now - last);
             last = now;
-            if (!conn.up()) continue;
-            std::lock_guard lock(mutex);
-            renew_locked(book.due(now, cfg.lease_ttl / 3));
+            if (!l.conn.up()) continue;
+            std::lock_guard lock(l.mutex);
+            renew_locked(l, l.book.due(now, cfg.lease_ttl / 3));
         }
     }
 
@@ -160,15 +190,15 @@ struct fleet_client::impl {
     callbacks cb;
     std::uint64_t tag;
     std::string tag_text;
-    std::mutex mutex;  ///< book, and the order of renewals against releases
-    lease_book book;
-    asio::io_context ioc{1};
-    asio::executor_work_guard<asio::io_context::executor_type> work{ioc.get_executor()};
-    redis_connection conn;
-    std::thread thread;
-    std::mutex start_mutex;
-    std::condition_variable start_cv;
-    bool ever_up = false;
+    std::vector<std::unique_ptr<lane>> lanes;
+    std::mutex state_mutex;
+    std::size_t lanes_up = 0;  ///< under state_mutex
+    std::atomic<bool> store_up{false};
+    bool started = false;
+    // Arguments every acquire sends, formatted once.
+    const std::string lease_ttl_ms = ms(cfg.lease_ttl);
+    const std::string state_ttl_ms = ms(std::max<clock::duration>(shared_state_ttl, cfg.lease_ttl));
+    const std::string waiter_stale_ms = ms(waiter_stale);
 };
 
 fleet_client::fleet_client(const fleet_config& cfg, metrics& m, const logger& log, callbacks cb) : cfg_(cfg) {
@@ -178,41 +208,51 @@ fleet_client::fleet_client(const fleet_config& cfg, metrics& m, const logger& lo
 
 fleet_client::~fleet_client() { stop(); }
 
+void fleet_client::add_lane(asio::io_context& ioc) {
+    impl_->lanes.push_back(std::make_unique<impl::lane>(*impl_, ioc, impl_->lanes.size()));
+}
+
 bool fleet_client::start() {
-    impl_->conn.start();
-    asio::co_spawn(impl_->ioc, impl_->renewal_loop(), asio::detached);
-    impl_->thread = std::thread([this] { impl_->ioc.run(); });
-    std::unique_lock lock(impl_->start_mutex);
-    return impl_->start_cv.wait_for(lock, cfg_.timeout + 100ms, [this] { return impl_->ever_up; });
+    impl_->started = true;
+    for (auto& l : impl_->lanes) {
+        l->conn.start();
+        asio::co_spawn(l->ioc, impl_->renewal_loop(*l), asio::detached);
+    }
+    // The loops' threads are not running yet: run them here until every lane is up.
+    const auto deadline = clock::now() + cfg_.timeout;
+    while (!store_up() && clock::now() < deadline)
+        for (auto& l : impl_->lanes) l->ioc.run_one_for(std::chrono::milliseconds(1));
+    for (auto& l : impl_->lanes)
+        if (l->ioc.stopped()) l->ioc.restart();
+    return store_up();
 }
 
 void fleet_client::stop() {
-    if (!impl_->thread.joinable()) return;
-    impl_->conn.stop();
-    impl_->work.reset();
-    asio::post(impl_->ioc, [this] { impl_->ioc.stop(); });
-    impl_->thread.join();
+    if (!impl_->started) return;
+    impl_->started = false;
+    for (auto& l : impl_->lanes) l->conn.close_now();
 }
 
-bool fleet_client::store_up() const { return impl_->conn.up(); }
+bool fleet_client::store_up() const { return impl_->store_up.load(std::memory_order_acquire); }
 
 task<lease_answer> fleet_client::acquire(const std::string& key, lease_terms terms) {
     lease_answer answer;
-    if (!impl_->conn.up()) co_return answer;
+    auto& l = impl_->current_lane();
+    if (!l.conn.up()) co_return answer;
     std::uint64_t id;
     std::string member;
     {
-        std::lock_guard lock(impl_->mutex);
-        id = impl_->book.next_id();
-        member = impl_->book.member(id);
+        std::lock_guard lock(l.mutex);
+        id = (static_cast<std::uint64_t>(l.index) << lane_shift) | l.book.next_id();
+        member = l.book.member(id);
     }
     const host_keys k(key);
-    std::vector<std::string> args{"4", k.leases, k.state, k.waiters, k.polled, std::move(member),
-                                  ms(cfg_.lease_ttl), std::to_string(terms.limit), decimal(terms.rate),
-                                  decimal(terms.burst), ms(std::max<clock::duration>(shared_state_ttl, cfg_.lease_ttl)),
-                                  impl_->tag_text, ms(waiter_stale)};
+    const std::string limit = std::to_string(terms.limit), rate = decimal(terms.rate), burst = decimal(terms.burst);
+    std::vector<std::string_view> args{"4",   k.leases, k.state, k.waiters,        k.polled,
+                                       member, impl_->lease_ttl_ms, limit, rate, burst,
+                                       impl_->state_ttl_ms, impl_->tag_text, impl_->waiter_stale_ms};
     const auto sent = clock::now();
-    auto [ec, reply] = co_await impl_->async_eval(acquire_script(), std::move(args), use_tuple);
+    auto [ec, reply] = co_await impl_->async_eval(l, acquire_script(), std::move(args), use_tuple);
     const auto now = clock::now();
     impl_->m.fleet_round_trip(now - sent);
     if (ec) co_return answer;
@@ -228,18 +268,20 @@ task<lease_answer> fleet_client::acquire(const std::string& key, lease_terms ter
     answer.paused_for = std::chrono::milliseconds(std::max<long long>(0, e[4].integer));
     answer.token_in = std::chrono::milliseconds(std::max<long long>(0, e[5].integer));
     if (answer.what == lease_answer::result::granted) {
-        std::lock_guard lock(impl_->mutex);
-        impl_->book.add(id, key, now);
+        std::lock_guard lock(l.mutex);
+        l.book.add(id, key, now);
         answer.lease = id;
     }
     co_return answer;
 }
 
 void fleet_client::release(const std::string& key, std::uint64_t lease) {
-    std::lock_guard lock(impl_->mutex);
-    if (!impl_->book.remove(lease)) return;
+    auto& l = impl_->lane_of(lease);
+    std::lock_guard lock(l.mutex);
+    if (!l.book.remove(lease) || !impl_->started) return;
     const host_keys k(key);
-    impl_->eval(release_script(), {"1", k.leases, impl_->book.member(lease)},
+    const std::string member = l.book.member(lease);
+    impl_->eval(l, release_script(), {"1", k.leases, member},
                 [this, key](boost::system::error_code ec, redis_reply r) {
                     if (!ec && r.type == redis_reply::kind::integer && impl_->cb.on_held)
                         impl_->cb.on_held(key, static_cast<std::size_t>(std::max<long long>(0, r.integer)));
@@ -247,23 +289,25 @@ void fleet_client::release(const std::string& key, std::uint64_t lease) {
 }
 
 std::uint64_t fleet_client::hold_unasserted(const std::string& key) {
-    std::lock_guard lock(impl_->mutex);
-    const auto id = impl_->book.next_id();
-    impl_->book.add(id, key, clock::now());
+    auto& l = impl_->current_lane();
+    std::lock_guard lock(l.mutex);
+    const auto id = (static_cast<std::uint64_t>(l.index) << lane_shift) | l.book.next_id();
+    l.book.add(id, key, clock::now());
     return id;
 }
 
 void fleet_client::publish(const std::string& key, std::size_t limit, double rate, clock::duration pause) {
     const host_keys k(key);
-    impl_->eval(publish_script(),
-                {"1", k.state, std::to_string(limit), decimal(rate), ms(pause),
-                 ms(std::max<clock::duration>(shared_state_ttl, cfg_.lease_ttl))},
+    const std::string limit_text = std::to_string(limit), rate_text = decimal(rate), pause_text = ms(pause);
+    impl_->eval(impl_->current_lane(), publish_script(),
+                {"1", k.state, limit_text, rate_text, pause_text, impl_->state_ttl_ms},
                 [](boost::system::error_code, redis_reply) {});
 }
 
 void fleet_client::withdraw(const std::string& key) {
     const host_keys k(key);
-    impl_->eval(withdraw_script(), {"2", k.waiters, k.polled, impl_->tag_text}, [](boost::system::error_code, redis_reply) {});
+    impl_->eval(impl_->current_lane(), withdraw_script(), {"2", k.waiters, k.polled, impl_->tag_text},
+                [](boost::system::error_code, redis_reply) {});
 }
 
 }  // namespace politeproxy::fleet

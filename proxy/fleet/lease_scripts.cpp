@@ -31,10 +31,14 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 const lua_script& acquire_script() {
     static const lua_script s = make(std::string(store_now) + R"lua(
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[8]))
-if #stale > 0 then
-  redis.call('ZREM', KEYS[3], unpack(stale))
-  redis.call('ZREM', KEYS[4], unpack(stale))
+local waiting = redis.call('ZCARD', KEYS[3])
+if waiting > 0 then
+  local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[8]))
+  if #stale > 0 then
+    redis.call('ZREM', KEYS[3], unpack(stale))
+    redis.call('ZREM', KEYS[4], unpack(stale))
+    waiting = redis.call('ZCARD', KEYS[3])
+  end
 end
 local s = redis.call('HMGET', KEYS[2], 'limit', 'rate', 'pause_until', 'tat')
 local limit = tonumber(s[1]) or tonumber(ARGV[3])
@@ -52,8 +56,11 @@ local pause = (tonumber(s[3]) or 0) - now
 if pause > 0 then return refuse(pause, 0) end
 local free = limit - held
 if free <= 0 then return refuse(0, 0) end
-local rank = redis.call('ZRANK', KEYS[3], ARGV[7])
-if (rank or redis.call('ZCARD', KEYS[3])) >= free then return refuse(0, 0) end
+local rank = nil
+if waiting > 0 then
+  rank = redis.call('ZRANK', KEYS[3], ARGV[7])
+  if (rank or waiting) >= free then return refuse(0, 0) end
+end
 local interval = 1000 / rate
 local tat = math.max(tonumber(s[4]) or now, now)
 local wait = tat - (tonumber(ARGV[5]) - 1) * interval - now

@@ -12,7 +12,9 @@
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
+#include <array>
 #include <random>
+#include <stdexcept>
 
 namespace politeproxy::fleet {
 namespace asio = boost::asio;
@@ -46,22 +48,33 @@ void free_reader(redisReader* r) { redisReaderFree(r); }
 
 }  // namespace
 
-std::string redis_command(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lengths;
-    argv.reserve(args.size());
-    lengths.reserve(args.size());
-    for (const auto& a : args) {
-        argv.push_back(a.data());
-        lengths.push_back(a.size());
+namespace {
+
+template <class Range>
+std::string format_command(const Range& args) {
+    constexpr std::size_t most = 32;  // every command the proxy sends has fewer arguments
+    std::array<const char*, most> argv;
+    std::array<std::size_t, most> lengths;
+    std::size_t n = 0;
+    for (const std::string_view a : args) {
+        if (n == most) throw std::length_error("redis_command: too many arguments");
+        argv[n] = a.data();
+        lengths[n] = a.size();
+        ++n;
     }
     char* formatted = nullptr;
-    const int n = redisFormatCommandArgv(&formatted, static_cast<int>(args.size()), argv.data(), lengths.data());
-    if (n < 0) throw std::bad_alloc();
-    std::string out(formatted, static_cast<std::size_t>(n));
+    const int size = redisFormatCommandArgv(&formatted, static_cast<int>(n), argv.data(), lengths.data());
+    if (size < 0) throw std::bad_alloc();
+    std::string out(formatted, static_cast<std::size_t>(size));
     redisFreeCommand(formatted);
     return out;
 }
+
+}  // namespace
+
+std::string redis_command(std::initializer_list<std::string_view> args) { return format_command(args); }
+
+std::string redis_command(const std::vector<std::string_view>& args) { return format_command(args); }
 
 redis_connection::redis_connection(asio::io_context& ioc, redis_target target, clock::duration timeout,
                                    const logger& log, std::vector<std::string> setup, std::function<void(bool)> on_state)
@@ -82,26 +95,33 @@ void redis_connection::start() {
     asio::co_spawn(ioc_, run(), asio::detached);
 }
 
-void redis_connection::stop() {
-    asio::post(ioc_, [this] {
-        stopped_ = true;
-        boost::system::error_code ignored;
-        socket_.close(ignored);
-        backoff_timer_.cancel();
-        wake_writer_.cancel();
-        fail_all();
-    });
+void redis_connection::close_now() {
+    stopped_ = true;
+    up_.store(false, std::memory_order_release);
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    backoff_timer_.cancel();
+    wake_writer_.cancel();
+    fail_all();
 }
 
 void redis_connection::send(std::string command, handler done) {
+    if (ioc_.get_executor().running_in_this_thread()) {
+        enqueue(std::move(command), std::move(done));
+        return;
+    }
     asio::post(ioc_, [this, command = std::move(command), done = std::move(done)]() mutable {
-        if (!up()) {
-            done(errc::fleet_unavailable, {});
-            return;
-        }
-        to_write_.push_back({std::move(command), std::move(done), clock::now()});
-        if (to_write_.size() == 1) wake_writer_.cancel();
+        enqueue(std::move(command), std::move(done));
     });
+}
+
+void redis_connection::enqueue(std::string command, handler done) {
+    if (!up()) {
+        done(errc::fleet_unavailable, {});
+        return;
+    }
+    to_write_.push_back({std::move(command), std::move(done), clock::now()});
+    if (to_write_.size() == 1) wake_writer_.cancel();
 }
 
 void redis_connection::set_up(bool up) {

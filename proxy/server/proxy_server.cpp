@@ -90,22 +90,6 @@ int proxy_server::run() {
     // sessions, whose permits and connection counters still refer to these.
     host_gates gates(cfg_);
     metrics m;
-    // Before any listener: a fleet that starts together never exceeds its bound.
-    std::unique_ptr<fleet::fleet_client> fleet;
-    if (cfg_->fleet) {
-        fleet = std::make_unique<fleet::fleet_client>(
-            *cfg_->fleet, m, log_,
-            fleet::fleet_client::callbacks{
-                [&gates](bool up) { gates.fleet_store_changed(up); },
-                [&gates](const std::string& key, std::size_t held) { gates.fleet_held(key, held); }});
-        gates.attach_fleet(*fleet);
-        if (!fleet->start())
-            log_.write(log_level::warn, "fleet",
-                       "store " + cfg_->fleet->redis + " did not answer within fleet.timeout: on_store_failure (" +
-                           (cfg_->fleet->on_store_failure == fleet_config::failure_mode::fail_closed ? "fail_closed"
-                                                                                                     : "local_share") +
-                           ") applies until it does");
-    }
     session_set sessions;
     std::atomic<bool> draining{false};
     // TLS for interception: the CA was checked when the config loaded; a reload keeps
@@ -129,6 +113,25 @@ int proxy_server::run() {
     const std::string via = make_via();
     for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_, w->field_blocks,
                                            intercept.get(), origin_tls.get(), w->h2_origins});
+    // The fleet store, one connection per worker, reached before any listener opens: a
+    // fleet that starts together never exceeds its bound. Destroyed before the workers
+    // (its connections live on their loops), detached from the gates first.
+    std::unique_ptr<fleet::fleet_client> fleet;
+    if (cfg_->fleet) {
+        fleet = std::make_unique<fleet::fleet_client>(
+            *cfg_->fleet, m, log_,
+            fleet::fleet_client::callbacks{
+                [&gates](bool up) { gates.fleet_store_changed(up); },
+                [&gates](const std::string& key, std::size_t held) { gates.fleet_held(key, held); }});
+        for (auto& w : workers) fleet->add_lane(w->ioc);
+        gates.attach_fleet(*fleet);
+        if (!fleet->start())
+            log_.write(log_level::warn, "fleet",
+                       "store " + cfg_->fleet->redis + " did not answer within fleet.timeout: on_store_failure (" +
+                           (cfg_->fleet->on_store_failure == fleet_config::failure_mode::fail_closed ? "fail_closed"
+                                                                                                     : "local_share") +
+                           ") applies until it does");
+    }
     const auto stop_all = [&] {
         for (auto& w : workers) w->ioc.stop();
     };
@@ -247,7 +250,11 @@ int proxy_server::run() {
         w->h2_origins.close_all();
     }
     housekeeping.clear();
-    if (fleet) fleet->stop();  // what still waits for the store fails now, on the workers' (stopped) loops
+    if (fleet) {  // what still waits for the store fails now, on the workers' (stopped) loops
+        gates.detach_fleet();
+        fleet->stop();
+        fleet.reset();
+    }
     log_.write(log_level::info, "server", "stopped");
     return 0;
 }

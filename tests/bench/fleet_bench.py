@@ -56,6 +56,7 @@ def main():
     # What run_bench's helpers read from their args.
     a.polite_delay, a.scenarios, a.keep_tmp = 0.1, ["passthrough"], False
     workdir = tempfile.mkdtemp(prefix="pp-fleet-bench-")
+    os.chmod(workdir, 0o755)  # nginx workers run as an unprivileged user
     bench = RB.Bench(a, workdir)
     started = time.monotonic()
     runs = {(h, m): [] for h in HOSTS for m in MODES}

@@ -8,6 +8,7 @@
 #include "redis_server.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
@@ -31,12 +32,24 @@ fleet_config config_for(int port) {
     return c;
 }
 
-// Runs one acquire to completion on a private io_context (a worker stands in).
-lease_answer acquire_now(fleet_client& f, const std::string& key, std::size_t limit) {
-    boost::asio::io_context ioc;
-    auto done = boost::asio::co_spawn(ioc, f.acquire(key, lease_terms{limit, 1000, 1000}), boost::asio::use_future);
-    ioc.run();
-    return done.get();
+// A worker: one loop with one lane of the client, run on its own thread after start().
+struct worker {
+    boost::asio::io_context ioc{1};
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
+    std::thread thread;
+
+    void run() {
+        thread = std::thread([this] { ioc.run(); });
+    }
+    ~worker() {
+        ioc.stop();
+        if (thread.joinable()) thread.join();
+    }
+};
+
+// One acquire on the worker's loop, waited for here.
+lease_answer acquire_now(worker& w, fleet_client& f, const std::string& key, std::size_t limit) {
+    return boost::asio::co_spawn(w.ioc, f.acquire(key, lease_terms{limit, 1000, 1000}), boost::asio::use_future).get();
 }
 
 template <class F>
@@ -55,23 +68,28 @@ TEST_CASE("acquire, release, and the NOSCRIPT fallback after the store lost its 
     metrics m;
     logger log(log_level::error);
     std::atomic<std::size_t> last_held{99};
+    worker w;
     fleet_client f(config_for(store.port()), m, log,
                    {nullptr, [&](const std::string&, std::size_t held) { last_held = held; }});
+    f.add_lane(w.ioc);
     REQUIRE(f.start());
     CHECK(f.store_up());
+    w.run();
 
-    const auto a = acquire_now(f, "client.example", 1);
+    const auto a = acquire_now(w, f, "client.example", 1);
     REQUIRE(a.what == lease_answer::result::granted);
     CHECK(a.held == 1);
-    CHECK(acquire_now(f, "client.example", 1).what == lease_answer::result::refused);
+    CHECK(acquire_now(w, f, "client.example", 1).what == lease_answer::result::refused);
     f.release("client.example", a.lease);
     CHECK(eventually([&] { return last_held == 0; }));
 
     store.command({"SCRIPT", "FLUSH"});
-    const auto b = acquire_now(f, "client.example", 1);
+    const auto b = acquire_now(w, f, "client.example", 1);
     CHECK(b.what == lease_answer::result::granted);  // EVALSHA failed with NOSCRIPT; EVAL went
     f.release("client.example", b.lease);
     CHECK(eventually([&] { return store.command({"ZCARD", "pp:{client.example}:leases"})->integer == 0; }));
+    w.ioc.stop();
+    w.thread.join();
     f.stop();
 }
 
@@ -79,11 +97,16 @@ TEST_CASE("a store that is not there: start() gives up after the timeout, acquir
     const int port = politeproxy::testing::free_loopback_port();
     metrics m;
     logger log(log_level::error);
+    worker w;
     fleet_client f(config_for(port), m, log, {});
+    f.add_lane(w.ioc);
     const auto t0 = std::chrono::steady_clock::now();
     CHECK_FALSE(f.start());
     CHECK(std::chrono::steady_clock::now() - t0 < 2s);
-    CHECK(acquire_now(f, "none.example", 1).what == lease_answer::result::store_down);
+    w.run();
+    CHECK(acquire_now(w, f, "none.example", 1).what == lease_answer::result::store_down);
+    w.ioc.stop();
+    w.thread.join();
     f.stop();
 }
 
@@ -93,15 +116,19 @@ TEST_CASE("the store going away is noticed and reported; leases held are re-asse
     logger log(log_level::error);
     std::optional<redis_server> store(std::in_place);
     const int port = store->port();
+    worker w;
     fleet_client f(config_for(port), m, log, {[&](bool up) { (up ? ups : downs)++; }, nullptr});
+    f.add_lane(w.ioc);
     REQUIRE(f.start());
-    const auto a = acquire_now(f, "back.example", 2);
+    w.run();
+    const auto a = acquire_now(w, f, "back.example", 2);
     REQUIRE(a.what == lease_answer::result::granted);
     store.reset();  // SIGKILL
     CHECK(eventually([&] { return downs.load() == 1; }));
     CHECK_FALSE(f.store_up());
-    CHECK(acquire_now(f, "back.example", 2).what == lease_answer::result::store_down);
-    (void)f.hold_unasserted("back.example");  // a request that went under local_share
+    CHECK(acquire_now(w, f, "back.example", 2).what == lease_answer::result::store_down);
+    // A request that went under local_share (on the worker, as host_gates does it).
+    boost::asio::post(w.ioc, boost::asio::use_future([&] { (void)f.hold_unasserted("back.example"); })).get();
     store.emplace(port);                        // back, empty, on the same port
     CHECK(eventually([&] { return ups.load() == 2; }));
     // Both running requests hold their leases again: the one granted before the outage
@@ -112,5 +139,7 @@ TEST_CASE("the store going away is noticed and reported; leases held are re-asse
     CHECK(eventually([&] {
         return m.render(gates, 0).find("politeproxy_fleet_lease_lost_total 2") != std::string::npos;
     }));
+    w.ioc.stop();
+    w.thread.join();
     f.stop();
 }

@@ -81,6 +81,10 @@ struct host_snapshot {
     std::array<std::uint64_t, limit_change_count> limit_changes{};
 };
 
+namespace fleet {
+struct lease_answer;
+}
+
 struct acquire_result {
     permit granted;                ///< empty unless ec is clear
     boost::system::error_code ec;  ///< errc::queue_full, queue_timeout, cancelled or shutting_down
@@ -127,6 +131,14 @@ public:
     /// Parks until granted, the host's queue.max_wait passes, shutdown, or cancellation.
     task<acquire_result> acquire(std::string key);
 
+    /// With a fleet store up, the common case without the parking machinery: a local
+    /// slot and token at once (nothing parked ahead), then a lease in one round trip.
+    /// Empty, without an error, when either would wait: then acquire(). Not cancellable
+    /// (it takes at most fleet.timeout).
+    task<acquire_result> acquire_leased_at_once(const std::string& key);
+    /// Every request needs a lease now (a fleet whose store is up).
+    bool fleet_needs_lease() const;
+
     /// A reload: new requests use `cfg`; tracked hosts take their new limits at once,
     /// keeping their in-flight counts and parked requests.
     void set_config(std::shared_ptr<const config> cfg);
@@ -152,9 +164,11 @@ public:
     /// before `f` starts and before any request; the store counts as down until `f`
     /// says it is up.
     void attach_fleet(fleet::fleet_client& f);
-    /// The fleet store went away or came back (from the fleet's thread).
+    /// Shutdown, once the loops stopped: permits released from now on give back no lease.
+    void detach_fleet() { fleet_ = nullptr; }
+    /// The fleet store went away or came back (from a lane: a worker loop).
     void fleet_store_changed(bool up);
-    /// The store said `key` holds `held` leases fleet-wide (from the fleet's thread).
+    /// The store said `key` holds `held` leases fleet-wide (from a lane: a worker loop).
     void fleet_held(const std::string& key, std::size_t held);
     /// Housekeeping, about once a second: after the store was lost, ends each host's hold
     /// (see fleet_share) once lease_ttl has passed.
@@ -174,7 +188,11 @@ private:
     /// The fleet half of admission: `local` holds the slot and token; waits for a lease.
     task<acquire_result> lease(permit local, clock::time_point start);
     void leave_fleet_line(host_entry& entry, gate::waiter& w, bool granted);
-    bool fleet_needs_lease() const;
+    /// Takes in the store's answer (under the shard lock): the fleet's count, its shared
+    /// limit, rate and pause (true when the gate's limits moved: advance it); and the
+    /// lease into `p` when granted.
+    bool note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p, clock::time_point start,
+                            clock::time_point now);
     bool fleet_fails_closed() const;
     /// The gate enforces what health decided, under the stream ceiling and, while the
     /// fleet store is away, the fleet share.

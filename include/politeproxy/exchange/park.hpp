@@ -23,6 +23,10 @@ struct proxy_context;
 /// the TCP state every 250 ms (a FIN or a reset is seen within that). A client that half-closes
 /// (shutdown(SHUT_WR)) after its request counts as gone, as with Squid's default
 /// half_closed_clients off and HAProxy's abortonclose.
+///
+/// With a fleet store, a request that would not wait locally first tries for its lease
+/// in one round trip without the watch (acquire_leased_at_once); it parks only if the
+/// fleet refuses.
 task<acquire_result> park(host_gates& gates, std::string key,
                           tcp_socket& client);
 

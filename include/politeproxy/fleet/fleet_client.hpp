@@ -3,6 +3,8 @@
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/config/config.hpp"
 
+#include <boost/asio/io_context.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -39,16 +41,18 @@ struct lease_answer {
 /// The fleet store's client: the I/O half of the lease protocol (lease_book and
 /// fleet_share are its sans-io half, the Lua scripts in lease_scripts its store half).
 ///
-/// Runs one Redis connection on a thread of its own, so no worker ever waits on the
-/// store but for its own round trips, and every worker's commands share one pipeline.
-/// A granted lease is renewed while its request runs (lease_book), given back by
-/// release(), and expires in the store after lease_ttl if this process dies. When the
-/// store comes back after an outage, every lease still held here (those taken while it
-/// was away too) is re-asserted; a lease the store had lost counts in
-/// fleet_lease_lost_total.
+/// One lane per worker loop: a pipelined Redis connection, the leases taken through it
+/// and their renewal timer, all on that worker's thread, so a request's round trip never
+/// crosses threads (a hop each way cost more CPU than the round trip itself). A granted
+/// lease is renewed while its request runs (lease_book), given back by release(), and
+/// expires in the store after lease_ttl if this process dies. When the store comes back
+/// after an outage, every lease still held (those taken while it was away too) is
+/// re-asserted; a lease the store had lost counts in fleet_lease_lost_total. The store
+/// counts as up while every lane's connection is.
 ///
-/// Thread safety: every member may be called from any thread. `on_store_state` and
-/// `on_held` run on the fleet thread.
+/// Thread safety: acquire() on a lane's loop; release(), hold_unasserted(), publish()
+/// and withdraw() from any thread (they use the calling worker's lane, else the first).
+/// `on_store_state` and `on_held` run on a lane's loop.
 class fleet_client {
 public:
     struct callbacks {
@@ -62,17 +66,20 @@ public:
     fleet_client(const fleet_client&) = delete;
     fleet_client& operator=(const fleet_client&) = delete;
 
-    /// Starts the fleet thread and waits, blocking the caller (start-up, before any
-    /// listener accepts), until the store answers or fleet.timeout passes. True if up.
+    /// A lane on `ioc` (a worker's loop). Before start().
+    void add_lane(boost::asio::io_context& ioc);
+    /// Connects every lane, running their loops on the calling thread (start-up: before
+    /// any listener accepts, before the loops' own threads run) until the store answers
+    /// on all of them or fleet.timeout passes. True if up.
     bool start();
-    /// Stops the thread; commands still waiting fail. Call once the workers have stopped.
+    /// Closes the lanes; commands still waiting fail. Only once their loops have stopped.
     void stop();
 
     bool store_up() const;
     const fleet_config& config() const { return cfg_; }
 
-    /// One round trip: a lease for `key`, or why not. Completes on the caller's executor
-    /// within fleet.timeout; not cancellable (a grant that arrives is the caller's to release).
+    /// One round trip on the calling worker's lane: a lease for `key`, or why not. Within
+    /// fleet.timeout; not cancellable (a grant that arrives is the caller's to release).
     task<lease_answer> acquire(const std::string& key, lease_terms terms);
     /// Gives a lease back (it goes out at once; nothing waits for the answer).
     void release(const std::string& key, std::uint64_t lease);

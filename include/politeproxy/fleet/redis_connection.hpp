@@ -37,7 +37,8 @@ struct redis_reply {
 };
 
 /// One command in the Redis protocol, formatted by hiredis from its arguments.
-std::string redis_command(const std::vector<std::string>& args);
+std::string redis_command(std::initializer_list<std::string_view> args);
+std::string redis_command(const std::vector<std::string_view>& args);
 
 /// Where the store is.
 struct redis_target {
@@ -47,9 +48,8 @@ struct redis_target {
     unsigned db = 0;
 };
 
-/// One pipelined connection to a Redis server, owned by one io_context (the fleet's own
-/// thread): commands from any thread queue up and go out together in one write; replies
-/// come back in order. hiredis parses and formats the protocol; Asio does the I/O, so
+/// One pipelined connection to a Redis server, owned by one io_context (a worker's loop):
+/// commands queue up and go out together in one write; replies come back in order. hiredis parses and formats the protocol; Asio does the I/O, so
 /// no call blocks.
 ///
 /// Up and down: the connection is up once it connected, authenticated, selected its
@@ -74,13 +74,16 @@ public:
     redis_connection(const redis_connection&) = delete;
     redis_connection& operator=(const redis_connection&) = delete;
 
-    /// Starts connecting (and reconnecting until stop()).
+    /// Starts connecting (and reconnecting until closed).
     void start();
-    /// Closes the connection and fails every command waiting; no reconnect after.
-    void stop();
+    /// Closes the connection and fails every command waiting; no reconnect after. Only
+    /// while no thread runs the io_context (shutdown, after the loops stopped).
+    void close_now();
     bool up() const { return up_.load(std::memory_order_acquire); }
 
-    /// Queues `command`; `done` runs on the connection's thread with its reply or an error.
+    /// Queues `command`; `done` runs on the connection's thread with its reply or an
+    /// error. From the connection's own thread the command is queued at once (so the
+    /// order of sends there is the order on the wire); from another, through a post.
     void send(std::string command, handler done);
 
     /// send(), completing on the caller's executor: `co_await c.exec(cmd, use_tuple)`.
@@ -115,6 +118,7 @@ private:
     task<void> watchdog();
     void set_up(bool up);
     void fail_all();
+    void enqueue(std::string command, handler done);
 
     boost::asio::io_context& ioc_;
     redis_target target_;
