@@ -404,7 +404,11 @@ void host_gates::release(host_entry& entry, outcome how, std::uint64_t lease) {
         std::lock_guard lock(shards_[entry.shard].mutex);
         const auto now = clock::now();
         entry.g.release();
-        if (lease) --entry.fleet_leased;
+        if (lease) {
+            --entry.fleet_leased;
+            // The store's count as this process last saw it, less what it gave back.
+            if (entry.fleet_held && *entry.fleet_held > 0) --*entry.fleet_held;
+        }
         ++entry.outcomes[static_cast<std::size_t>(how)];
         entry.last_used = now;
         if (entry.health.tick(now)) {

@@ -46,8 +46,7 @@ std::uint64_t random_tag() {
 
 std::vector<std::string> script_loads() {
     std::vector<std::string> out;
-    for (const lua_script* s : {&acquire_script(), &release_script(), &renew_script(), &publish_script(),
-                                &withdraw_script()})
+    for (const lua_script* s : {&acquire_script(), &renew_script(), &publish_script(), &withdraw_script()})
         out.push_back(redis_command({"SCRIPT", "LOAD", s->body}));
     return out;
 }
@@ -279,13 +278,8 @@ void fleet_client::release(const std::string& key, std::uint64_t lease) {
     auto& l = impl_->lane_of(lease);
     std::lock_guard lock(l.mutex);
     if (!l.book.remove(lease) || !impl_->started) return;
-    const host_keys k(key);
-    const std::string member = l.book.member(lease);
-    impl_->eval(l, release_script(), {"1", k.leases, member},
-                [this, key](boost::system::error_code ec, redis_reply r) {
-                    if (!ec && r.type == redis_reply::kind::integer && impl_->cb.on_held)
-                        impl_->cb.on_held(key, static_cast<std::size_t>(std::max<long long>(0, r.integer)));
-                });
+    l.conn.send(redis_command({"ZREM", host_keys(key).leases, l.book.member(lease)}),
+                [](boost::system::error_code, redis_reply) {});
 }
 
 std::uint64_t fleet_client::hold_unasserted(const std::string& key) {

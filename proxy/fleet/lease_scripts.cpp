@@ -78,14 +78,6 @@ return {1, held + 1, limit, micro, 0, 0}
     return s;
 }
 
-const lua_script& release_script() {
-    static const lua_script s = make(R"lua(
-redis.call('ZREM', KEYS[1], ARGV[1])
-return redis.call('ZCARD', KEYS[1])
-)lua");
-    return s;
-}
-
 const lua_script& renew_script() {
     static const lua_script s = make(std::string(store_now) + R"lua(
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)

@@ -11,7 +11,7 @@ bench's own on core 0, beside wrk and nginx). Cells run interleaved, `--repeats`
 medians are reported. Measured per cell:
   - req/s, p50 and p99 latency (wrk), and the added latency with the fleet on;
   - proxy CPU per request (utime + stime of the proxy over the run / responses);
-  - Redis commands per request (INFO commandstats: EVALSHA + EVAL over responses) and
+  - Redis commands per request (INFO commandstats: EVALSHA + EVAL + ZREM over responses) and
     Redis CPU per request;
   - the store's memory per host key (INFO memory before and after the 1000-host cells).
 Goals (issue 12): throughput with the fleet >= 70% of without it, with 1 and 1000 hosts;
@@ -40,7 +40,7 @@ MODES = ["off", "on"]
 def redis_stats(client):
     calls = 0
     for name, st in client.info("commandstats").items():
-        if name in ("cmdstat_evalsha", "cmdstat_eval"):
+        if name in ("cmdstat_evalsha", "cmdstat_eval", "cmdstat_zrem"):
             calls += st["calls"]
     return calls, client.info("memory")["used_memory"], client.dbsize()
 

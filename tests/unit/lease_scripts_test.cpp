@@ -33,8 +33,8 @@ struct host_view {
         return {at(0) == 1, at(1), at(2), at(3), at(4), at(5)};
     }
     long long release(const std::string& member) {
-        auto r = store.command({"EVAL", release_script().body, "1", keys.leases, member});
-        return r->integer;
+        store.command({"ZREM", keys.leases, member});  // what fleet_client sends
+        return store.command({"ZCARD", keys.leases})->integer;
     }
     std::pair<long long, long long> renew(long long ttl_ms, std::vector<std::string> members) {
         std::vector<std::string> args{"EVAL", renew_script().body, "1", keys.leases, std::to_string(ttl_ms)};

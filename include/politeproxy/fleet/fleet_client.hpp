@@ -57,7 +57,7 @@ class fleet_client {
 public:
     struct callbacks {
         std::function<void(bool up)> on_store_state;
-        /// An answer from the store said how many leases a host holds fleet-wide.
+        /// A renewal's answer said how many leases a host holds fleet-wide.
         std::function<void(const std::string& key, std::size_t held)> on_held;
     };
 
@@ -81,7 +81,7 @@ public:
     /// One round trip on the calling worker's lane: a lease for `key`, or why not. Within
     /// fleet.timeout; not cancellable (a grant that arrives is the caller's to release).
     task<lease_answer> acquire(const std::string& key, lease_terms terms);
-    /// Gives a lease back (it goes out at once; nothing waits for the answer).
+    /// Gives a lease back: one ZREM, sent at once; nothing waits for the answer.
     void release(const std::string& key, std::uint64_t lease);
     /// A request that departs while the store is unreachable: held here, asserted in the
     /// store when it is back, released like any other.

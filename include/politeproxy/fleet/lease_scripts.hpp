@@ -22,9 +22,6 @@ struct lua_script {
 /// Returns {granted 0|1, leases held, limit, rate in micro-tokens/s, pause ms, token wait ms}.
 const lua_script& acquire_script();
 
-/// KEYS: leases. ARGV: lease member. Returns the leases still held.
-const lua_script& release_script();
-
 /// KEYS: leases. ARGV: lease ttl ms, members... Extends each lease to now + ttl, and
 /// re-asserts one that is gone. Returns {re-asserted (were lost), leases held}.
 const lua_script& renew_script();
@@ -35,6 +32,8 @@ const lua_script& publish_script();
 
 /// KEYS: waiters, polled. ARGV: process tag. This process no longer waits for the host.
 const lua_script& withdraw_script();
+
+/// A release is a plain `ZREM leases member`: no script, the cheapest command there is.
 
 /// One host key's keys in the store, hash-tagged `{key}` so every script touches one
 /// Redis Cluster slot.
