@@ -126,13 +126,7 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     return entry;
 }
 
-permit host_gates::try_acquire(const std::string& key) {
-    // With the store up every request needs a lease (acquire); without it, fail_closed
-    // refuses in acquire, and local_share departs on the local gate alone.
-    if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
-    shard& s = shards_[shard_of(key, shard_count)];
-    const auto now = clock::now();
-    std::lock_guard lock(s.mutex);
+permit host_gates::depart_at_once_locked(shard& s, const std::string& key, clock::time_point now) {
     if (closed_) return {};
     auto entry = find_or_create(s, key, now);
     entry->last_used = now;
@@ -140,11 +134,21 @@ permit host_gates::try_acquire(const std::string& key) {
         apply_health(*entry, now);
         publish_locked(*entry, now);
     }
-    if (!entry->g.try_depart(now)) return {};
+    // Requests already waiting for a lease go first.
+    if (!entry->fleet_line.empty() || !entry->g.try_depart(now)) return {};
     auto policy = entry->policy;
     const auto epoch = entry->health.epoch();
-    permit p(this, std::move(entry), std::move(policy), {}, epoch);
-    if (fleet_) {
+    return permit(this, std::move(entry), std::move(policy), {}, epoch);
+}
+
+permit host_gates::try_acquire(const std::string& key) {
+    // With the store up every request needs a lease (acquire); without it, fail_closed
+    // refuses in acquire, and local_share departs on the local gate alone.
+    if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
+    shard& s = shards_[shard_of(key, shard_count)];
+    std::lock_guard lock(s.mutex);
+    permit p = depart_at_once_locked(s, key, clock::now());
+    if (p && fleet_) {
         p.lease_ = fleet_->hold_unasserted(key);  // asserted in the store when it is back
         ++p.entry_->fleet_leased;
     }
@@ -340,19 +344,10 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key) 
     fleet::lease_terms terms;
     {
         std::lock_guard lock(s.mutex);
-        if (closed_) co_return acquire_result{};
-        auto entry = find_or_create(s, key, start);
-        entry->last_used = start;
-        if (entry->health.tick(start)) {
-            apply_health(*entry, start);
-            publish_locked(*entry, start);
-        }
-        // Requests already waiting for a lease go first.
-        if (!entry->fleet_line.empty() || !entry->g.try_depart(start)) co_return acquire_result{};
-        terms = {entry->health.limit(), entry->health.rate(), entry->policy->burst};
-        auto policy = entry->policy;
-        const auto epoch = entry->health.epoch();
-        local = permit(this, std::move(entry), std::move(policy), {}, epoch);
+        local = depart_at_once_locked(s, key, start);
+        if (!local) co_return acquire_result{};
+        const host_entry& e = *local.entry_;
+        terms = {e.health.limit(), e.health.rate(), e.policy->burst};
     }
     const auto answer = co_await fleet_->acquire(key, terms);
     if (answer.what == fleet::lease_answer::result::store_down) co_return acquire_result{};

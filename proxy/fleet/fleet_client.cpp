@@ -51,13 +51,6 @@ std::vector<std::string> script_loads() {
     return out;
 }
 
-bool integers(const redis_reply& r, std::size_t n) {
-    if (r.type != redis_reply::kind::array || r.elements.size() != n) return false;
-    for (const auto& e : r.elements)
-        if (e.type != redis_reply::kind::integer) return false;
-    return true;
-}
-
 }  // namespace
 
 struct fleet_client::impl {
@@ -135,13 +128,14 @@ struct fleet_client::impl {
             std::vector<std::string_view> args{"1", k.leases, ttl};
             args.insert(args.end(), members.begin(), members.end());
             eval(l, renew_script(), std::move(args), [this, key](boost::system::error_code ec, redis_reply r) {
-                if (ec || !integers(r, 2)) return;
-                if (const auto lost = r.elements[0].integer; lost > 0) {
-                    m.fleet_leases_lost(static_cast<std::size_t>(lost));
+                const auto answer = ec ? std::nullopt : read_renew_reply(r);
+                if (!answer) return;
+                if (answer->lost > 0) {
+                    m.fleet_leases_lost(answer->lost);
                     log.write(log_level::warn, "fleet",
-                              std::to_string(lost) + " lease(s) of " + key + " had gone from the store: re-asserted");
+                              std::to_string(answer->lost) + " lease(s) of " + key + " had gone from the store: re-asserted");
                 }
-                if (cb.on_held) cb.on_held(key, static_cast<std::size_t>(r.elements[1].integer));
+                if (cb.on_held) cb.on_held(key, answer->held);
             });
         }
     }
@@ -255,17 +249,12 @@ task<lease_answer> fleet_client::acquire(const std::string& key, lease_terms ter
     const auto now = clock::now();
     impl_->m.fleet_round_trip(now - sent);
     if (ec) co_return answer;
-    if (!integers(reply, 6)) {
+    auto read = read_acquire_reply(reply);
+    if (!read) {
         impl_->log.write(log_level::error, "fleet", "unexpected answer to acquire: " + reply.text);
         co_return answer;
     }
-    const auto& e = reply.elements;
-    answer.what = e[0].integer == 1 ? lease_answer::result::granted : lease_answer::result::refused;
-    answer.held = static_cast<std::size_t>(std::max<long long>(0, e[1].integer));
-    answer.limit = static_cast<std::size_t>(std::max<long long>(1, e[2].integer));
-    answer.rate = static_cast<double>(e[3].integer) / 1e6;
-    answer.paused_for = std::chrono::milliseconds(std::max<long long>(0, e[4].integer));
-    answer.token_in = std::chrono::milliseconds(std::max<long long>(0, e[5].integer));
+    answer = *read;
     if (answer.what == lease_answer::result::granted) {
         std::lock_guard lock(l.mutex);
         l.book.add(id, key, now);

@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 namespace politeproxy::fleet {
@@ -26,7 +28,41 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 )lua";
 
+bool integers(const redis_reply& r, std::size_t n) {
+    if (r.type != redis_reply::kind::array || r.elements.size() != n) return false;
+    for (const auto& e : r.elements)
+        if (e.type != redis_reply::kind::integer) return false;
+    return true;
+}
+
+// What a store's figures are clamped to (a broken or hostile store cannot overflow a
+// count or a time point).
+constexpr long long most_count = 1'000'000'000;
+constexpr long long longest_wait_ms = 30LL * 24 * 3600 * 1000;
+
+std::size_t count(long long n, long long least = 0) { return static_cast<std::size_t>(std::clamp(n, least, most_count)); }
+
+clock::duration wait(long long ms) { return std::chrono::milliseconds(std::clamp(ms, 0LL, longest_wait_ms)); }
+
 }  // namespace
+
+std::optional<lease_answer> read_acquire_reply(const redis_reply& r) {
+    if (!integers(r, 6)) return std::nullopt;
+    const auto& e = r.elements;
+    lease_answer a;
+    a.what = e[0].integer == 1 ? lease_answer::result::granted : lease_answer::result::refused;
+    a.held = count(e[1].integer);
+    a.limit = count(e[2].integer, 1);
+    a.rate = static_cast<double>(std::max(0LL, e[3].integer)) / 1e6;  // micro-tokens per second
+    a.paused_for = wait(e[4].integer);
+    a.token_in = wait(e[5].integer);
+    return a;
+}
+
+std::optional<renew_answer> read_renew_reply(const redis_reply& r) {
+    if (!integers(r, 2)) return std::nullopt;
+    return renew_answer{count(r.elements[0].integer), count(r.elements[1].integer)};
+}
 
 const lua_script& acquire_script() {
     static const lua_script s = make(std::string(store_now) + R"lua(

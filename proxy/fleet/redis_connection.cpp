@@ -2,8 +2,6 @@
 
 #include "politeproxy/base/log.hpp"
 
-#include <hiredis/hiredis.h>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -12,9 +10,7 @@
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
-#include <array>
 #include <random>
-#include <stdexcept>
 
 namespace politeproxy::fleet {
 namespace asio = boost::asio;
@@ -27,54 +23,7 @@ constexpr auto reconnect_max = std::chrono::seconds(2);
 constexpr auto heartbeat = std::chrono::seconds(1);
 constexpr std::size_t read_chunk = 16 * 1024;
 
-redis_reply copy_of(const redisReply& r) {
-    redis_reply out;
-    switch (r.type) {
-    case REDIS_REPLY_STRING: out.type = redis_reply::kind::string; break;
-    case REDIS_REPLY_ARRAY: out.type = redis_reply::kind::array; break;
-    case REDIS_REPLY_INTEGER: out.type = redis_reply::kind::integer; break;
-    case REDIS_REPLY_STATUS: out.type = redis_reply::kind::status; break;
-    case REDIS_REPLY_ERROR: out.type = redis_reply::kind::error; break;
-    default: out.type = redis_reply::kind::nil; break;
-    }
-    out.integer = r.integer;
-    if (r.str) out.text.assign(r.str, r.len);
-    out.elements.reserve(r.elements);
-    for (std::size_t i = 0; i < r.elements; ++i) out.elements.push_back(copy_of(*r.element[i]));
-    return out;
-}
-
-void free_reader(redisReader* r) { redisReaderFree(r); }
-
 }  // namespace
-
-namespace {
-
-template <class Range>
-std::string format_command(const Range& args) {
-    constexpr std::size_t most = 32;  // every command the proxy sends has fewer arguments
-    std::array<const char*, most> argv;
-    std::array<std::size_t, most> lengths;
-    std::size_t n = 0;
-    for (const std::string_view a : args) {
-        if (n == most) throw std::length_error("redis_command: too many arguments");
-        argv[n] = a.data();
-        lengths[n] = a.size();
-        ++n;
-    }
-    char* formatted = nullptr;
-    const int size = redisFormatCommandArgv(&formatted, static_cast<int>(n), argv.data(), lengths.data());
-    if (size < 0) throw std::bad_alloc();
-    std::string out(formatted, static_cast<std::size_t>(size));
-    redisFreeCommand(formatted);
-    return out;
-}
-
-}  // namespace
-
-std::string redis_command(std::initializer_list<std::string_view> args) { return format_command(args); }
-
-std::string redis_command(const std::vector<std::string_view>& args) { return format_command(args); }
 
 redis_connection::redis_connection(asio::io_context& ioc, redis_target target, clock::duration timeout,
                                    const logger& log, std::vector<std::string> setup, std::function<void(bool)> on_state)
@@ -86,8 +35,7 @@ redis_connection::redis_connection(asio::io_context& ioc, redis_target target, c
       on_state_(std::move(on_state)),
       socket_(ioc.get_executor()),
       wake_writer_(ioc.get_executor()),
-      backoff_timer_(ioc.get_executor()),
-      reader_(redisReaderCreate(), &free_reader) {}
+      backoff_timer_(ioc.get_executor()) {}
 
 redis_connection::~redis_connection() = default;
 
@@ -154,8 +102,7 @@ task<void> redis_connection::run() {
         socket_.close(ignored);
         set_up(false);
         fail_all();
-        redisReaderFree(reader_.release());
-        reader_.reset(redisReaderCreate());
+        reader_.reset();
         if (stopped_) break;
         // Jitter: a fleet that lost its store together does not come back in lockstep.
         const auto jittered = backoff / 2 + std::chrono::duration_cast<clock::duration>(
@@ -218,12 +165,12 @@ task<bool> redis_connection::connect_once() {
     std::string buffer(read_chunk, '\0');
     while (replies > 0) {
         auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buffer), use_tuple);
-        if (ec || redisReaderFeed(reader_.get(), buffer.data(), n) != REDIS_OK) co_return false;
-        for (void* r = nullptr; replies > 0; r = nullptr) {
-            if (redisReaderGetReply(reader_.get(), &r) != REDIS_OK) co_return false;
-            if (!r) break;
-            const redis_reply reply = copy_of(*static_cast<redisReply*>(r));
-            freeReplyObject(r);
+        if (ec || !reader_.feed({buffer.data(), n})) co_return false;
+        redis_reply reply;
+        while (replies > 0) {
+            const auto got = reader_.next(reply);
+            if (got == redis_reply_reader::status::broken) co_return false;
+            if (got == redis_reply_reader::status::need_more) break;
             if (reply.is_error()) {
                 log_.write(log_level::error, "fleet", "store refused the connection set-up: " + reply.text);
                 co_return false;
@@ -240,16 +187,15 @@ task<void> redis_connection::read_loop() {
     for (;;) {
         auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buffer), use_tuple);
         if (ec) co_return;
-        if (redisReaderFeed(reader_.get(), buffer.data(), n) != REDIS_OK) co_return;
+        reader_.feed({buffer.data(), n});
         for (;;) {
-            void* r = nullptr;
-            if (redisReaderGetReply(reader_.get(), &r) != REDIS_OK) {
-                log_.write(log_level::error, "fleet", "unparseable reply from the store");
+            redis_reply reply;
+            const auto got = reader_.next(reply);
+            if (got == redis_reply_reader::status::broken) {
+                log_.write(log_level::error, "fleet", "unparseable or oversized reply from the store");
                 co_return;
             }
-            if (!r) break;
-            redis_reply reply = copy_of(*static_cast<redisReply*>(r));
-            freeReplyObject(r);
+            if (got == redis_reply_reader::status::need_more) break;
             if (awaiting_.empty()) co_return;  // a reply nobody asked for: out of step
             auto p = std::move(awaiting_.front());
             awaiting_.pop_front();

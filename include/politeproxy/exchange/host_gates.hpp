@@ -184,6 +184,9 @@ private:
     static constexpr std::size_t shard_count = 16;
 
     std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
+    /// Under s's lock: a permit when the key's gate lets a request leave now, with no
+    /// request ahead of it (in the local queue or the fleet line); else an empty one.
+    permit depart_at_once_locked(shard& s, const std::string& key, clock::time_point now);
     task<acquire_result> acquire_local(const std::string& key, clock::time_point start);
     /// The fleet half of admission: `local` holds the slot and token; waits for a lease.
     task<acquire_result> lease(permit local, clock::time_point start);

@@ -2,6 +2,7 @@
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/config/config.hpp"
+#include "politeproxy/fleet/lease_scripts.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -24,18 +25,6 @@ struct lease_terms {
     std::size_t limit = 1;
     double rate = 1;
     double burst = 1;
-};
-
-/// The store's answer to one acquire.
-struct lease_answer {
-    enum class result : std::uint8_t { granted, refused, store_down };
-    result what = result::store_down;
-    std::uint64_t lease = 0;            ///< granted: give it back with release()
-    std::size_t held = 0;               ///< leases held fleet-wide, this one included
-    std::size_t limit = 0;              ///< the fleet's limit for the host
-    double rate = 0;                    ///< the fleet's rate for the host
-    clock::duration paused_for{};       ///< refused: the host is paused this much longer
-    clock::duration token_in{};         ///< refused: the fleet's next token is due then
 };
 
 /// The fleet store's client: the I/O half of the lease protocol (lease_book and

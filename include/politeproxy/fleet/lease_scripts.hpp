@@ -2,6 +2,12 @@
 // The lease protocol's store half: Lua scripts that run inside Redis, one round trip
 // each. Every time they use is the store's own (TIME), never a proxy's clock, so
 // processes with skewed clocks agree on when a lease expires.
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/fleet/redis_reply.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +38,31 @@ const lua_script& publish_script();
 
 /// KEYS: waiters, polled. ARGV: process tag. This process no longer waits for the host.
 const lua_script& withdraw_script();
+
+/// The store's answer to one acquire.
+struct lease_answer {
+    enum class result : std::uint8_t { granted, refused, store_down };
+    result what = result::store_down;
+    std::uint64_t lease = 0;            ///< granted: give it back with release()
+    std::size_t held = 0;               ///< leases held fleet-wide, this one included
+    std::size_t limit = 0;              ///< the fleet's limit for the host
+    double rate = 0;                    ///< the fleet's rate for the host
+    clock::duration paused_for{};       ///< refused: the host is paused this much longer
+    clock::duration token_in{};         ///< refused: the fleet's next token is due then
+};
+
+
+/// The acquire script's reply read into an answer (`lease` left 0), or nothing when it
+/// has not the script's shape. Figures are clamped to what the proxy can hold: a count
+/// to [0, 1e9], the limit to at least 1, a negative rate to 0, waits to [0, 30 days].
+std::optional<lease_answer> read_acquire_reply(const redis_reply& r);
+
+/// The renew script's reply: leases re-asserted (they had gone) and leases held.
+struct renew_answer {
+    std::size_t lost = 0;
+    std::size_t held = 0;
+};
+std::optional<renew_answer> read_renew_reply(const redis_reply& r);
 
 /// A release is a plain `ZREM leases member`: no script, the cheapest command there is.
 

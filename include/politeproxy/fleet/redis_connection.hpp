@@ -2,8 +2,9 @@
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/error.hpp"
 #include "politeproxy/base/executor.hpp"
+#include "politeproxy/fleet/redis_reply.hpp"
 
-#include <boost/asio/async_result.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -11,34 +12,16 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-struct redisReader;
 
 namespace politeproxy {
 
 class logger;
 
 namespace fleet {
-
-/// One Redis reply, copied out of hiredis' reader.
-struct redis_reply {
-    enum class kind : std::uint8_t { nil, string, array, integer, status, error };
-    kind type = kind::nil;
-    long long integer = 0;
-    std::string text;  ///< string, status or error
-    std::vector<redis_reply> elements;
-
-    bool is_error() const { return type == kind::error; }
-};
-
-/// One command in the Redis protocol, formatted by hiredis from its arguments.
-std::string redis_command(std::initializer_list<std::string_view> args);
-std::string redis_command(const std::vector<std::string_view>& args);
 
 /// Where the store is.
 struct redis_target {
@@ -49,8 +32,9 @@ struct redis_target {
 };
 
 /// One pipelined connection to a Redis server, owned by one io_context (a worker's loop):
-/// commands queue up and go out together in one write; replies come back in order. hiredis parses and formats the protocol; Asio does the I/O, so
-/// no call blocks.
+/// commands queue up and go out together in one write; replies come back in order.
+/// hiredis parses and formats the protocol (redis_reply.hpp); Asio does the I/O, so no
+/// call blocks.
 ///
 /// Up and down: the connection is up once it connected, authenticated, selected its
 /// database and answered a PING, all within `timeout`. It goes down when the server
@@ -61,7 +45,7 @@ struct redis_target {
 /// PING every second, so a hung store is noticed without traffic. `on_state(up)` is
 /// called on the connection's thread at each change.
 ///
-/// Thread safety: send(), exec() and up() from any thread; the rest on the io_context.
+/// Thread safety: send() and up() from any thread; the rest on the io_context.
 class redis_connection {
 public:
     using handler = std::move_only_function<void(boost::system::error_code, redis_reply)>;
@@ -85,15 +69,6 @@ public:
     /// error. From the connection's own thread the command is queued at once (so the
     /// order of sends there is the order on the wire); from another, through a post.
     void send(std::string command, handler done);
-
-    /// send(), completing on the caller's executor: `co_await c.exec(cmd, use_tuple)`.
-    /// Not cancellable: it completes within the timeout, with a reply or an error.
-    template <class Token>
-    auto exec(std::string command, Token&& token) {
-        return boost::asio::async_initiate<Token, void(boost::system::error_code, redis_reply)>(
-            [this](auto done, std::string command) { send(std::move(command), on_callers_executor(std::move(done))); },
-            token, std::move(command));
-    }
 
     /// Wraps a completion handler so that it runs on its own executor.
     template <class Handler>
@@ -131,7 +106,7 @@ private:
     tcp_socket socket_;
     steady_timer wake_writer_;
     steady_timer backoff_timer_;
-    std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
+    redis_reply_reader reader_;
     std::deque<pending> to_write_;
     std::deque<pending> awaiting_;  ///< written, in reply order
     clock::time_point last_sent_{};

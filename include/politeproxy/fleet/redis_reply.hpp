@@ -1,0 +1,59 @@
+#pragma once
+// The Redis protocol (RESP), sans-io: commands formatted and replies parsed by hiredis,
+// replies copied out into plain values. The connection (redis_connection) does the I/O.
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisReader;
+
+namespace politeproxy::fleet {
+
+/// One Redis reply, copied out of hiredis' reader.
+struct redis_reply {
+    enum class kind : std::uint8_t { nil, string, array, integer, status, error };
+    kind type = kind::nil;
+    long long integer = 0;
+    std::string text;  ///< string, status or error
+    std::vector<redis_reply> elements;
+
+    bool is_error() const { return type == kind::error; }
+};
+
+/// One command in the Redis protocol, formatted by hiredis from its arguments.
+std::string redis_command(std::initializer_list<std::string_view> args);
+std::string redis_command(const std::vector<std::string_view>& args);
+
+/// Reads replies from the bytes a store sends. The store is not trusted to be sane:
+/// anything unparseable, nesting deeper than hiredis allows, or more than `max_unparsed`
+/// bytes buffered without a whole reply (a bulk string announced as a gigabyte) makes
+/// the reader broken, and the connection is dropped. hiredis 0.14 has no bound of its own.
+class redis_reply_reader {
+public:
+    static constexpr std::size_t default_max_unparsed = 1 << 20;
+
+    explicit redis_reply_reader(std::size_t max_unparsed = default_max_unparsed);
+    ~redis_reply_reader();
+    redis_reply_reader(const redis_reply_reader&) = delete;
+    redis_reply_reader& operator=(const redis_reply_reader&) = delete;
+
+    enum class status : std::uint8_t { reply, need_more, broken };
+
+    /// Adds bytes read from the store; false when the reader is broken.
+    bool feed(std::string_view bytes);
+    /// The next whole reply into `out` (reply), none yet (need_more), or broken.
+    status next(redis_reply& out);
+    /// Forgets everything buffered (a new connection).
+    void reset();
+
+private:
+    std::size_t max_unparsed_;
+    std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
+    bool broken_ = false;
+};
+
+}  // namespace politeproxy::fleet

@@ -1,0 +1,91 @@
+#include "politeproxy/fleet/redis_reply.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <array>
+#include <new>
+#include <stdexcept>
+
+namespace politeproxy::fleet {
+namespace {
+
+redis_reply copy_of(const redisReply& r) {
+    redis_reply out;
+    switch (r.type) {
+    case REDIS_REPLY_STRING: out.type = redis_reply::kind::string; break;
+    case REDIS_REPLY_ARRAY: out.type = redis_reply::kind::array; break;
+    case REDIS_REPLY_INTEGER: out.type = redis_reply::kind::integer; break;
+    case REDIS_REPLY_STATUS: out.type = redis_reply::kind::status; break;
+    case REDIS_REPLY_ERROR: out.type = redis_reply::kind::error; break;
+    default: out.type = redis_reply::kind::nil; break;
+    }
+    out.integer = r.integer;
+    if (r.str) out.text.assign(r.str, r.len);
+    out.elements.reserve(r.elements);
+    for (std::size_t i = 0; i < r.elements; ++i) out.elements.push_back(copy_of(*r.element[i]));
+    return out;
+}
+
+void free_reader(redisReader* r) { redisReaderFree(r); }
+
+template <class Range>
+std::string format_command(const Range& args) {
+    constexpr std::size_t most = 32;  // every command the proxy sends has fewer arguments
+    std::array<const char*, most> argv;
+    std::array<std::size_t, most> lengths;
+    std::size_t n = 0;
+    for (const std::string_view a : args) {
+        if (n == most) throw std::length_error("redis_command: too many arguments");
+        argv[n] = a.data();
+        lengths[n] = a.size();
+        ++n;
+    }
+    char* formatted = nullptr;
+    const int size = redisFormatCommandArgv(&formatted, static_cast<int>(n), argv.data(), lengths.data());
+    if (size < 0) throw std::bad_alloc();
+    std::string out(formatted, static_cast<std::size_t>(size));
+    redisFreeCommand(formatted);
+    return out;
+}
+
+}  // namespace
+
+std::string redis_command(std::initializer_list<std::string_view> args) { return format_command(args); }
+
+std::string redis_command(const std::vector<std::string_view>& args) { return format_command(args); }
+
+redis_reply_reader::redis_reply_reader(std::size_t max_unparsed)
+    : max_unparsed_(max_unparsed), reader_(redisReaderCreate(), &free_reader) {
+    if (!reader_) throw std::bad_alloc();
+}
+
+redis_reply_reader::~redis_reply_reader() = default;
+
+bool redis_reply_reader::feed(std::string_view bytes) {
+    if (broken_) return false;
+    if (redisReaderFeed(reader_.get(), bytes.data(), bytes.size()) != REDIS_OK) broken_ = true;
+    // hiredis keeps what it has not parsed yet between buf + pos and buf + len.
+    else if (reader_->len - reader_->pos > max_unparsed_) broken_ = true;
+    return !broken_;
+}
+
+redis_reply_reader::status redis_reply_reader::next(redis_reply& out) {
+    if (broken_) return status::broken;
+    void* r = nullptr;
+    if (redisReaderGetReply(reader_.get(), &r) != REDIS_OK) {
+        broken_ = true;
+        return status::broken;
+    }
+    if (!r) return status::need_more;
+    out = copy_of(*static_cast<redisReply*>(r));
+    freeReplyObject(r);
+    return status::reply;
+}
+
+void redis_reply_reader::reset() {
+    reader_.reset(redisReaderCreate());
+    if (!reader_) throw std::bad_alloc();
+    broken_ = false;
+}
+
+}  // namespace politeproxy::fleet

@@ -1,0 +1,38 @@
+// What a fleet store sends back, as hostile bytes: the reader never crashes or buffers
+// past its bound, and every reply read as a script's answer has figures the proxy can
+// hold (no overflowing count or time point).
+#include "fuzz_input.hpp"
+
+#include "politeproxy/fleet/lease_scripts.hpp"
+#include "politeproxy/fleet/redis_reply.hpp"
+
+#include <chrono>
+
+using namespace politeproxy;
+using namespace politeproxy::fleet;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size == 0) return 0;
+    // The first byte picks how the rest arrives: in reads of 1..256 bytes.
+    const std::size_t piece = std::size_t{data[0]} + 1;
+    const auto bytes = fuzz::text(data + 1, size - 1);
+    redis_reply_reader reader(4096);
+    redis_reply r;
+    for (std::size_t at = 0; at < bytes.size(); at += piece) {
+        if (!reader.feed(bytes.substr(at, piece))) break;
+        for (auto s = reader.next(r); s == redis_reply_reader::status::reply; s = reader.next(r)) {
+            if (const auto a = read_acquire_reply(r)) {
+                fuzz::require(a->limit >= 1, "a limit below 1");
+                fuzz::require(a->rate >= 0, "a negative rate");
+                fuzz::require(a->paused_for >= clock::duration::zero() && a->paused_for <= std::chrono::hours(24 * 30),
+                              "a pause outside [0, 30 days]");
+                fuzz::require(a->token_in >= clock::duration::zero() && a->token_in <= std::chrono::hours(24 * 30),
+                              "a token wait outside [0, 30 days]");
+                fuzz::require(a->held <= 1'000'000'000, "a count past its clamp");
+            }
+            if (const auto n = read_renew_reply(r))
+                fuzz::require(n->lost <= 1'000'000'000 && n->held <= 1'000'000'000, "a count past its clamp");
+        }
+    }
+    return 0;
+}

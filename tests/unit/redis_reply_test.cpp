@@ -1,0 +1,134 @@
+// The Redis protocol half without a server: commands formatted, replies read in pieces,
+// a store's hostile bytes refused, and the scripts' replies read with their figures clamped.
+#include "politeproxy/fleet/lease_scripts.hpp"
+#include "politeproxy/fleet/redis_reply.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <climits>
+#include <string>
+
+using namespace politeproxy;
+using namespace politeproxy::fleet;
+using status = redis_reply_reader::status;
+
+namespace {
+
+redis_reply integers(std::initializer_list<long long> values) {
+    redis_reply r;
+    r.type = redis_reply::kind::array;
+    for (auto v : values) r.elements.push_back({redis_reply::kind::integer, v, {}, {}});
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("a command is formatted as a RESP array of bulk strings") {
+    CHECK(redis_command({"ZREM", "pp:{a}:leases", "x"}) == "*3\r\n$4\r\nZREM\r\n$13\r\npp:{a}:leases\r\n$1\r\nx\r\n");
+    // Binary-safe: lengths are counted, a NUL is one more byte.
+    const std::string with_nul = redis_command({"SET", std::string_view("a\0b", 3)});
+    CHECK(with_nul == std::string("*2\r\n$3\r\nSET\r\n$3\r\na\0b\r\n", 22));
+}
+
+TEST_CASE("replies split anywhere come out whole, in order") {
+    const std::string wire = "*2\r\n:1\r\n$5\r\nhello\r\n+OK\r\n-NOSCRIPT No matching script\r\n";
+    for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
+        redis_reply_reader reader;
+        redis_reply r;
+        REQUIRE(reader.feed(std::string_view(wire).substr(0, cut)));
+        int seen = 0;
+        auto drain = [&] {
+            for (status s; (s = reader.next(r)) == status::reply; ++seen) {
+                if (seen == 0) {
+                    REQUIRE(r.type == redis_reply::kind::array);
+                    REQUIRE(r.elements.size() == 2);
+                    CHECK(r.elements[0].integer == 1);
+                    CHECK(r.elements[1].text == "hello");
+                } else if (seen == 1) {
+                    CHECK(r.type == redis_reply::kind::status);
+                } else {
+                    CHECK(r.is_error());
+                    CHECK(r.text.starts_with("NOSCRIPT"));
+                }
+            }
+        };
+        drain();
+        REQUIRE(reader.feed(std::string_view(wire).substr(cut)));
+        drain();
+        CHECK(seen == 3);
+        CHECK(reader.next(r) == status::need_more);
+    }
+}
+
+TEST_CASE("a store's garbage or oversized reply breaks the reader, for good") {
+    SUBCASE("not the protocol") {
+        redis_reply_reader reader;
+        redis_reply r;
+        reader.feed("?what\r\n");
+        CHECK(reader.next(r) == status::broken);
+        CHECK_FALSE(reader.feed("+OK\r\n"));
+        reader.reset();
+        REQUIRE(reader.feed("+OK\r\n"));
+        CHECK(reader.next(r) == status::reply);
+    }
+    SUBCASE("a bulk string announced as a gigabyte is not buffered past the bound") {
+        redis_reply_reader reader(4096);
+        redis_reply r;
+        REQUIRE(reader.feed("$1000000000\r\n"));
+        const std::string chunk(1024, 'x');
+        int fed = 0;
+        while (reader.feed(chunk) && fed < 100) ++fed;
+        CHECK(fed < 5);
+        CHECK(reader.next(r) == status::broken);
+    }
+    SUBCASE("nesting deeper than the reader allows") {
+        redis_reply_reader reader;
+        redis_reply r;
+        std::string deep;
+        for (int i = 0; i < 64; ++i) deep += "*1\r\n";
+        reader.feed(deep + ":1\r\n");
+        CHECK(reader.next(r) == status::broken);
+    }
+}
+
+TEST_CASE("the acquire reply is read with its figures clamped") {
+    auto a = read_acquire_reply(integers({1, 3, 4, 2'500'000, 0, 0}));
+    REQUIRE(a);
+    CHECK(a->what == lease_answer::result::granted);
+    CHECK(a->held == 3);
+    CHECK(a->limit == 4);
+    CHECK(a->rate == doctest::Approx(2.5));
+    CHECK(a->lease == 0);
+
+    a = read_acquire_reply(integers({0, -5, -1, -7, LLONG_MAX, LLONG_MIN}));
+    REQUIRE(a);
+    CHECK(a->what == lease_answer::result::refused);
+    CHECK(a->held == 0);
+    CHECK(a->limit == 1);
+    CHECK(a->rate == 0);
+    CHECK(a->paused_for == std::chrono::hours(24 * 30));
+    CHECK(a->token_in == clock::duration::zero());
+    // A time point that far ahead does not overflow.
+    CHECK(clock::now() + a->paused_for > clock::now());
+
+    CHECK_FALSE(read_acquire_reply(integers({1, 1, 1, 1, 1})));
+    auto not_integers = integers({1, 1, 1, 1, 1, 1});
+    not_integers.elements[3].type = redis_reply::kind::string;
+    CHECK_FALSE(read_acquire_reply(not_integers));
+    redis_reply error;
+    error.type = redis_reply::kind::error;
+    CHECK_FALSE(read_acquire_reply(error));
+}
+
+TEST_CASE("the renew reply is read with its counts clamped") {
+    auto r = read_renew_reply(integers({2, 5}));
+    REQUIRE(r);
+    CHECK(r->lost == 2);
+    CHECK(r->held == 5);
+    r = read_renew_reply(integers({-1, LLONG_MAX}));
+    REQUIRE(r);
+    CHECK(r->lost == 0);
+    CHECK(r->held == 1'000'000'000);
+    CHECK_FALSE(read_renew_reply(integers({1})));
+}
