@@ -4,6 +4,7 @@
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/admin/hosts_view.hpp"
 #include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/admin/status_page.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -41,6 +42,15 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
     } else if (path == "/hosts") {
         res.set(http::field::content_type, "application/json");
         res.body() = render_hosts_json(view.gates, clock::now(), std::chrono::system_clock::now());
+        if (view.fleet_store) {
+            if (const char* state = view.fleet_store()) res.set("Politeproxy-Fleet-Store", state);
+        }
+    } else if (path == "/" || path == "/status.js") {
+        const bool page = path == "/";
+        res.set(http::field::content_type, page ? "text/html; charset=utf-8" : "text/javascript; charset=utf-8");
+        res.set("Content-Security-Policy", status_page_policy());
+        res.set("X-Content-Type-Options", "nosniff");
+        res.body() = page ? status_page_html() : status_page_script();
     } else if (path == "/healthz") {
         res.body() = "ok\n";
     } else if (path == "/readyz") {
@@ -49,7 +59,7 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
         res.body() = ready ? "ready\n" : "not ready\n";
     } else {
         res.result(http::status::not_found);
-        res.body() = "404 Not Found: try /metrics, /hosts, /healthz or /readyz\n";
+        res.body() = "404 Not Found: try /, /metrics, /hosts, /healthz or /readyz\n";
     }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();

@@ -179,8 +179,12 @@ int proxy_server::run() {
     }, asio::detached);
 
     asio::co_spawn(control,
-                   run_admin_listener(admin_acceptor, admin_view{gates, m, idle_origin_connections,
-                                                                 [&] { return !draining.load(); }}),
+                   run_admin_listener(admin_acceptor,
+                                      admin_view{gates, m, idle_origin_connections, [&] { return !draining.load(); },
+                                                 [&]() -> const char* {
+                                                     if (!fleet) return nullptr;
+                                                     return fleet->store_up() ? "up" : "down";
+                                                 }}),
                    asio::detached);
 
     // Each worker sweeps its own pool; the first also evicts idle gates.

@@ -16,10 +16,12 @@ struct admin_view {
     const politeproxy::metrics& metrics;
     std::function<std::size_t()> idle_origin_connections;
     std::function<bool()> ready;  ///< listening and configured
+    std::function<const char*()> fleet_store;  ///< "up" or "down"; null without a fleet
 };
 
 /// Serves GET /metrics (Prometheus text format), /hosts (JSON, see hosts_view.hpp),
-/// /healthz and /readyz until the acceptor is closed.
+/// /healthz, /readyz and the status page (/ and /status.js, see status_page.hpp) until
+/// the acceptor is closed.
 task<void> run_admin_listener(tcp_acceptor& acceptor, admin_view view);
 
 }  // namespace politeproxy

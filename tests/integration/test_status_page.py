@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""The admin listener's live status page (`/` and `/status.js`), rendered by headless
+Chromium (Debian's `chromium`) against a running proxy under load:
+  - busy.test: 6 slow requests at concurrency 2 (2 in flight, 4 waiting) is the first row,
+    with those counts; plain.test (one request, done) is listed after it;
+  - paused.test, paused 30 s by a 429 with Retry-After, is drawn as paused, with its
+    last change "throttled";
+  - an override reason that looks like markup is shown as text, never as an element;
+  - the page is served with a Content-Security-Policy that allows only its own script.
+A screenshot of the page is written beside the binary (status-page.png), and its path
+printed. Without chromium the test says so and is skipped (exit 0): scripts/install-deps.sh
+installs it."""
+import html
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+BUSY, PLAIN, PAUSED, ODD = "busy.test", "plain.test", "paused.test", "odd.test"
+ODD_REASON = '<img src=x onerror="document.title=1"> documented limit'
+CHROMIUM = shutil.which("chromium")
+
+
+def chromium(workdir, *args, timeout=60):
+    """Runs headless Chromium in a process group of its own, killed whole on timeout."""
+    cmd = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-proxy-server",
+           "--no-first-run", "--disable-extensions", "--user-data-dir=" + os.path.join(workdir, "chromium"),
+           "--virtual-time-budget=4000", "--window-size=1280,720", *args]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise H.TestFailure("chromium did not finish within %ds: %s" % (timeout, " ".join(cmd)))
+    H.check(p.returncode == 0, "chromium exited %d: %s" % (p.returncode, err.decode(errors="replace")[-2000:]))
+    return out.decode(errors="replace")
+
+
+def rows(dom):
+    """The table rows the script drew: [(host, class, [cell texts])]."""
+    body = re.search(r'<tbody id="hosts">(.*?)</tbody>', dom, re.S)
+    H.check(body is not None, "the page has no hosts table body: %r" % dom[:2000])
+    out = []
+    for m in re.finditer(r'<tr([^>]*)>(.*?)</tr>', body.group(1), re.S):
+        attrs, inner = m.group(1), m.group(2)
+        host = re.search(r'data-host="([^"]*)"', attrs)
+        cls = re.search(r'class="([^"]*)"', attrs)
+        cells = [html.unescape(re.sub(r"<[^>]*>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", inner, re.S)]
+        out.append((html.unescape(host.group(1)) if host else None, cls.group(1) if cls else "", cells, inner))
+    return out
+
+
+def test(t):
+    if not CHROMIUM:
+        print("SKIP status page: no chromium on PATH (scripts/install-deps.sh installs Debian's chromium)", flush=True)
+        return
+    origin = t.origin()
+    proxy = t.proxy(H.base_config(
+        concurrency=2, rate=100, burst=100,
+        backoff={"initial": "1s", "max": "60s", "jitter": 0},
+        hosts={ODD: {"concurrency": 1, "reason": ODD_REASON}}))
+
+    status, headers, body = proxy.admin_get("/")
+    hdr = dict((k.lower(), v) for k, v in headers)
+    H.check(status == 200 and "text/html" in hdr.get("content-type", ""), "GET / answered %d %r" % (status, hdr))
+    csp = hdr.get("content-security-policy", "")
+    H.check("script-src 'self'" in csp and "default-src 'none'" in csp, "GET /: Content-Security-Policy %r" % csp)
+    status, headers, script = proxy.admin_get("/status.js")
+    H.check(status == 200 and b"fetch('/hosts'" in script, "GET /status.js answered %d" % status)
+
+    for host in (PLAIN, ODD):
+        r = H.request(proxy, "http://%s:%d/one" % (host, origin.port))
+        H.check(r.error is None and r.status == 200, "%s: %r" % (host, r))
+    r = H.request(proxy, "http://%s:%d/p?status=429&retry_after=30" % (PAUSED, origin.port))
+    H.check(r.error is None and r.status == 429, "%s: %r" % (PAUSED, r))
+    bg = H.Background(proxy, ["http://%s:%d/slow?delay=15&i=%d" % (BUSY, origin.port, i) for i in range(6)],
+                      timeout=40)
+    H.check(H.wait_until(lambda: (proxy.hosts().get(BUSY) or {}).get("waiting") == 4, 5.0),
+            "6 requests to %s at concurrency 2 never had 4 waiting: %s" % (BUSY, proxy.hosts().get(BUSY)))
+
+    dom = chromium(t.workdir, "--dump-dom", proxy.admin_url + "/")
+    drawn = rows(dom)
+    H.log("rows drawn: %s" % [(h, c, cells) for h, c, cells, _ in drawn])
+    H.check(drawn and drawn[0][0] == BUSY,
+            "the first row should be %s (4 waiting): %s" % (BUSY, [(h, cells) for h, _, cells, _ in drawn]))
+    by_host = {h: (cls, cells, inner) for h, cls, cells, inner in drawn}
+    for host in (BUSY, PLAIN, PAUSED, ODD):
+        H.check(host in by_host, "the page shows no row for %s: %s" % (host, sorted(by_host)))
+    cls, cells, _ = by_host[BUSY]
+    H.check(cells[:3] == [BUSY, "4", "2"] and cls == "waiting",
+            "%s row: waiting 4, in flight 2 expected, drawn %s (class %r)" % (BUSY, cells, cls))
+    cls, cells, _ = by_host[PAUSED]
+    H.check(cls == "paused" and cells[6].endswith(" s") and "throttled" in cells[7],
+            "%s row: drawn as paused with last change 'throttled' expected: %s (class %r)" % (PAUSED, cells, cls))
+    pause_left = float(cells[6].split()[0])
+    H.check(15 <= pause_left <= 30.5, "%s row: pause %s, expected up to 30 s" % (PAUSED, cells[6]))
+    cls, cells, inner = by_host[ODD]
+    H.check(cells[-1] == ODD_REASON and "<img" not in inner,
+            "%s row: the override reason must be text, not markup: %r" % (ODD, inner))
+    H.check("fleet store" in dom and ">off<" in dom, "the summary should say the fleet store is off")
+
+    shot = os.path.join(os.path.dirname(os.path.abspath(t.binary)), "status-page.png")
+    chromium(t.workdir, "--screenshot=" + shot, "--hide-scrollbars", proxy.admin_url + "/")
+    with open(shot, "rb") as f:
+        png = f.read()
+    H.check(png.startswith(b"\x89PNG") and len(png) > 5000, "the screenshot %s is not a PNG of the page" % shot)
+    print("screenshot: %s (%d bytes)" % (shot, len(png)), flush=True)
+    # The slow requests are not waited for: stopping the proxy answers them.
+
+
+if __name__ == "__main__":
+    H.main(test, timeout=100)
