@@ -28,6 +28,39 @@ redis_reply copy_of(const redisReply& r) {
 
 void free_reader(redisReader* r) { redisReaderFree(r); }
 
+// hiredis 0.14 allocates an array's element table as soon as it reads `*N`: a store
+// announcing a billion elements would make it allocate gigabytes. Its object functions
+// can refuse (a null object is "out of memory" to the reader, which then fails): the
+// reader here uses hiredis' own functions, with arrays bounded.
+constexpr int most_elements = 1024;
+
+const redisReplyObjectFunctions& hiredis_functions() {
+    static const redisReplyObjectFunctions functions = [] {
+        redisReader* r = redisReaderCreate();  // its functions are static in hiredis
+        if (!r) throw std::bad_alloc();
+        const redisReplyObjectFunctions copy = *r->fn;
+        redisReaderFree(r);
+        return copy;
+    }();
+    return functions;
+}
+
+void* bounded_array(const redisReadTask* task, int elements) {
+    if (elements < 0 || elements > most_elements) return nullptr;
+    return hiredis_functions().createArray(task, elements);
+}
+
+redisReader* bounded_reader() {
+    static redisReplyObjectFunctions functions = [] {
+        redisReplyObjectFunctions f = hiredis_functions();
+        f.createArray = &bounded_array;
+        return f;
+    }();
+    redisReader* r = redisReaderCreateWithFunctions(&functions);
+    if (!r) throw std::bad_alloc();
+    return r;
+}
+
 template <class Range>
 std::string format_command(const Range& args) {
     constexpr std::size_t most = 32;  // every command the proxy sends has fewer arguments
@@ -55,9 +88,7 @@ std::string redis_command(std::initializer_list<std::string_view> args) { return
 std::string redis_command(const std::vector<std::string_view>& args) { return format_command(args); }
 
 redis_reply_reader::redis_reply_reader(std::size_t max_unparsed)
-    : max_unparsed_(max_unparsed), reader_(redisReaderCreate(), &free_reader) {
-    if (!reader_) throw std::bad_alloc();
-}
+    : max_unparsed_(max_unparsed), reader_(bounded_reader(), &free_reader) {}
 
 redis_reply_reader::~redis_reply_reader() = default;
 
@@ -83,8 +114,7 @@ redis_reply_reader::status redis_reply_reader::next(redis_reply& out) {
 }
 
 void redis_reply_reader::reset() {
-    reader_.reset(redisReaderCreate());
-    if (!reader_) throw std::bad_alloc();
+    reader_.reset(bounded_reader());
     broken_ = false;
 }
 

@@ -737,6 +737,13 @@ class TestContext:
         self.stores.append(store)
         return store.start()
 
+    def prometheus(self, targets):
+        """A Prometheus of this test's own (see prometheus_server.py) scraping `targets`, started."""
+        from prometheus_server import PrometheusServer
+        prom = PrometheusServer(self.workdir, targets)
+        self.stores.append(prom)  # every helper server with a stop(), stopped at cleanup
+        return prom.start()
+
     def cert(self):
         if self._cert is None:
             self._cert = make_cert(self.workdir, "tls.test")

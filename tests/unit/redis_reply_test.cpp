@@ -82,6 +82,21 @@ TEST_CASE("a store's garbage or oversized reply breaks the reader, for good") {
         CHECK(fed < 5);
         CHECK(reader.next(r) == status::broken);
     }
+    SUBCASE("an array announced with a billion elements is refused before any allocation") {
+        redis_reply_reader reader;
+        redis_reply r;
+        reader.feed("*1000000000\r\n");
+        CHECK(reader.next(r) == status::broken);
+        redis_reply_reader negative;
+        negative.feed("*-7\r\n");
+        CHECK(negative.next(r) == status::broken);
+        redis_reply_reader fine;
+        fine.feed("*-1\r\n*0\r\n");
+        CHECK(fine.next(r) == status::reply);
+        CHECK(r.type == redis_reply::kind::nil);
+        CHECK(fine.next(r) == status::reply);
+        CHECK((r.type == redis_reply::kind::array && r.elements.empty()));
+    }
     SUBCASE("nesting deeper than the reader allows") {
         redis_reply_reader reader;
         redis_reply r;

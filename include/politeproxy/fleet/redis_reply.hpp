@@ -29,9 +29,10 @@ std::string redis_command(std::initializer_list<std::string_view> args);
 std::string redis_command(const std::vector<std::string_view>& args);
 
 /// Reads replies from the bytes a store sends. The store is not trusted to be sane:
-/// anything unparseable, nesting deeper than hiredis allows, or more than `max_unparsed`
-/// bytes buffered without a whole reply (a bulk string announced as a gigabyte) makes
-/// the reader broken, and the connection is dropped. hiredis 0.14 has no bound of its own.
+/// anything unparseable, nesting deeper than hiredis allows, an array of more than 1024
+/// elements, or more than `max_unparsed` bytes buffered without a whole reply (a bulk
+/// string announced as a gigabyte) makes the reader broken, and the connection is
+/// dropped. hiredis 0.14 has none of these bounds but the nesting.
 class redis_reply_reader {
 public:
     static constexpr std::size_t default_max_unparsed = 1 << 20;

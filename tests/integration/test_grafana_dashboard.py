@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""conf/grafana/politeproxy.json against a real Prometheus (Debian's `prometheus`) that
+scrapes a running proxy (with a fleet store, so the fleet panels have data) every second:
+  - the file is a Grafana dashboard: a uid, a title, the `host` variable over
+    label_values(politeproxy_host_in_flight, host), panels on grid positions, and every
+    query through the ${DS_PROMETHEUS} data source with a refId;
+  - every query (with $host = .* and $__rate_interval = 15s) returns at least one series
+    with a number, while traffic runs: several hosts, one answering 429 (throttled share,
+    a limit collapse, a pause), one with requests waiting, and one with a full queue
+    (a rejection).
+Without prometheus or redis-server the test says so and is skipped (exit 0):
+scripts/install-deps.sh installs both."""
+import json
+import math
+import os
+import shutil
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+from fleet_common import fleet_config  # noqa: E402
+
+DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "conf", "grafana", "politeproxy.json")
+RATE_INTERVAL = "15s"
+
+
+def queries(dash):
+    """(panel title, refId, expr) of every query, checked for shape on the way."""
+    H.check(dash.get("uid") and dash.get("title"), "the dashboard has no uid or title")
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    H.check("host" in variables and "label_values(politeproxy_host_in_flight, host)" in json.dumps(variables["host"]),
+            "the dashboard has no host variable over politeproxy_host_in_flight: %s" % list(variables))
+    H.check(variables.get("DS_PROMETHEUS", {}).get("type") == "datasource", "no DS_PROMETHEUS data source variable")
+    out = []
+    for p in dash["panels"]:
+        H.check({"x", "y", "w", "h"} <= set(p.get("gridPos", {})), "panel %r has no grid position" % p.get("title"))
+        if p["type"] == "row":
+            continue
+        H.check(p.get("datasource", {}).get("uid") == "${DS_PROMETHEUS}", "panel %r: data source %r"
+                % (p["title"], p.get("datasource")))
+        H.check(p.get("targets"), "panel %r has no query" % p["title"])
+        for t in p["targets"]:
+            H.check(t.get("refId") and t.get("expr"), "panel %r: a target without refId or expr: %r" % (p["title"], t))
+            out.append((p["title"], t["refId"], t["expr"]))
+    return out
+
+
+def has_number(result):
+    for series in result:
+        v = float(series["value"][1])
+        if not math.isnan(v) and not math.isinf(v):
+            return True
+    return False
+
+
+def test(t):
+    for tool in ("prometheus", "redis-server"):
+        if not shutil.which(tool):
+            print("SKIP grafana dashboard: no %s on PATH (scripts/install-deps.sh installs it)" % tool, flush=True)
+            return
+    with open(DASHBOARD) as f:
+        dash = json.load(f)
+    exprs = queries(dash)
+    H.log("%d queries in %d panels" % (len(exprs), len(dash["panels"])))
+
+    origin = t.origin()
+    store = t.redis()
+    cfg = fleet_config(store, concurrency=2, rate=50,
+                       defaults={"queue": {"max_waiting": 2, "max_wait": "20s"},
+                                 "backoff": {"initial": "1s", "max": "2s", "jitter": 0}})
+    cfg["defaults"]["adaptive"] = {"enabled": True}  # limit changes: a 429 collapses the limit
+    proxy = t.proxy(cfg)
+    prom = t.prometheus(["127.0.0.1:%d" % proxy.admin_port])
+
+    stop = threading.Event()
+
+    def traffic():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            urls = ["http://h%d.test:%d/ok?i=%d" % (n, origin.port, i) for n in range(4)]
+            urls.append("http://throttled.test:%d/t?status=429&retry_after=1&i=%d" % (origin.port, i))
+            H.concurrent(proxy, urls, timeout=20)
+            stop.wait(0.3)
+
+    loop = threading.Thread(target=traffic, daemon=True)
+    loop.start()
+    # Two slow requests hold the slots of full.test, two wait, the fifth is refused (queue full).
+    bg = H.Background(proxy, ["http://full.test:%d/slow?delay=30&i=%d" % (origin.port, i) for i in range(4)], timeout=40)
+    H.check(H.wait_until(lambda: (proxy.hosts().get("full.test") or {}).get("waiting") == 2, 5.0),
+            "full.test never had 2 requests waiting: %s" % proxy.hosts().get("full.test"))
+    r = H.request(proxy, "http://full.test:%d/refused" % origin.port)
+    H.check(r.status == 503, "a fifth request to full.test (queue of 2 full) should get 503: %r" % r)
+
+    prom.wait_for_scrapes(8)
+    time.sleep(2)
+    empty = []
+    try:
+        for title, ref, expr in exprs:
+            q = expr.replace("$host", ".*").replace("$__rate_interval", RATE_INTERVAL)
+            result = prom.query(q)
+            H.log("%-28s %s: %d series%s" % (title, ref, len(result), "" if has_number(result) else " (no number)"))
+            if not has_number(result):
+                empty.append("%s (%s): %s -> %s" % (title, ref, q, result))
+    finally:
+        stop.set()
+        loop.join(30)
+    H.check(not empty, "%d dashboard queries return no data against a scraped proxy:\n  %s"
+            % (len(empty), "\n  ".join(empty)))
+    del bg  # the slow requests are answered when the proxy stops
+
+
+if __name__ == "__main__":
+    H.main(test, timeout=100)
