@@ -1,5 +1,6 @@
 #include "politeproxy/admin/metrics.hpp"
 
+#include "politeproxy/admin/host_series.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/http2/server_session.hpp"
 
@@ -70,6 +71,7 @@ void add_sample(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetri
 
 struct metrics::impl {
     prometheus::Registry registry;
+    host_series series;  ///< who has per-host series of their own
     prometheus::Family<prometheus::Counter>& rejected_family =
         prometheus::BuildCounter().Name(std::string(prefix) + "rejected_total")
             .Help("Requests the proxy refused or answered itself, by reason").Register(registry);
@@ -187,6 +189,8 @@ void metrics::enable_fleet() {
                                  .Register(r).Add({});
 }
 
+void metrics::host_evicted(const std::string& key, const host_counts& final) { impl_->series.evicted(key, final); }
+
 void metrics::fleet_store(bool up) {
     if (impl_->fleet_up) impl_->fleet_up->Set(up ? 1 : 0);
 }
@@ -233,50 +237,30 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
                                        MetricType::Gauge);
     constexpr const char* directions[limit_change_count] = {"up", "down", "collapse"};
 
-    // Busiest hosts first: past metrics.max_host_series the rest are summed as "_other".
-    auto hosts = gates.snapshot(clock::now());
-    std::sort(hosts.begin(), hosts.end(), [](const host_snapshot& a, const host_snapshot& b) {
-        return a.in_flight + a.waiting > b.in_flight + b.waiting;
-    });
-    const std::size_t named = std::min(hosts.size(), cfg->max_host_series);
-    host_snapshot other;
-    other.key = "_other";
-    for (std::size_t i = 0; i < hosts.size(); ++i) {
-        const host_snapshot& h = hosts[i];
-        if (i >= named) {
-            other.in_flight += h.in_flight;
-            other.waiting += h.waiting;
-            for (std::size_t o = 0; o < outcome_count; ++o) other.outcomes[o] += h.outcomes[o];
-            for (std::size_t d = 0; d < limit_change_count; ++d) other.limit_changes[d] += h.limit_changes[d];
-            other.would_have_waited += h.would_have_waited;
-            continue;
-        }
+    // Past metrics.max_host_series the rest are summed as "_other" (host_series: who keeps a name).
+    const auto hosts = gates.snapshot(clock::now());
+    const auto picked = impl_->series.pick(hosts, cfg->max_host_series);
+    auto add_host = [&](const host_snapshot& h, bool gauges_of_gate) {
         add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));
         add_sample(waiting, {{"host", h.key}}, static_cast<double>(h.waiting));
-        add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
-        if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));
-        add_sample(rate, {{"host", h.key}}, h.rate);
-        if (h.fleet_in_flight) add_sample(fleet_in_flight, {{"host", h.key}}, static_cast<double>(*h.fleet_in_flight));
-        add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
+        if (gauges_of_gate) {
+            add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
+            if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));
+            add_sample(rate, {{"host", h.key}}, h.rate);
+            if (h.fleet_in_flight) add_sample(fleet_in_flight, {{"host", h.key}}, static_cast<double>(*h.fleet_in_flight));
+            add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
+        }
         for (std::size_t d = 0; d < limit_change_count; ++d)
             add_sample(changes, {{"host", h.key}, {"direction", directions[d]}}, static_cast<double>(h.limit_changes[d]));
-        if (!h.enforce) add_sample(would_wait, {{"host", h.key}}, static_cast<double>(h.would_have_waited));
+        if (!h.enforce || (!gauges_of_gate && h.would_have_waited > 0))
+            add_sample(would_wait, {{"host", h.key}}, static_cast<double>(h.would_have_waited));
         for (std::size_t o = 0; o < outcome_count; ++o)
             add_sample(requests, {{"host", h.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
                        static_cast<double>(h.outcomes[o]));
-    }
-    if (named < hosts.size()) {
-        add_sample(in_flight, {{"host", other.key}}, static_cast<double>(other.in_flight));
-        add_sample(waiting, {{"host", other.key}}, static_cast<double>(other.waiting));
-        for (std::size_t o = 0; o < outcome_count; ++o)
-            add_sample(requests, {{"host", other.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
-                       static_cast<double>(other.outcomes[o]));
-        for (std::size_t d = 0; d < limit_change_count; ++d)
-            add_sample(changes, {{"host", other.key}, {"direction", directions[d]}},
-                       static_cast<double>(other.limit_changes[d]));
-        if (other.would_have_waited > 0)
-            add_sample(would_wait, {{"host", other.key}}, static_cast<double>(other.would_have_waited));
-    }
+    };
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+        if (picked.named[i]) add_host(hosts[i], true);
+    if (picked.has_other) add_host(picked.other, false);
 
     auto tracked = host_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
     add_sample(tracked, {}, static_cast<double>(hosts.size()));

@@ -528,13 +528,22 @@ void host_gates::close() {
     poke(wake);
 }
 
-std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_for) {
+host_counts& host_counts::operator+=(const host_counts& o) {
+    for (std::size_t i = 0; i < outcomes.size(); ++i) outcomes[i] += o.outcomes[i];
+    for (std::size_t i = 0; i < limit_changes.size(); ++i) limit_changes[i] += o.limit_changes[i];
+    would_have_waited += o.would_have_waited;
+    return *this;
+}
+
+std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
     std::size_t evicted = 0;
     for (auto& s : shards_) {
         std::lock_guard lock(s.mutex);
         evicted += std::erase_if(s.entries, [&](const auto& kv) {
             const host_entry& e = *kv.second;
-            return now - e.last_used >= idle_for && e.g.idle(now) && e.health.paused_until() <= now;
+            if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) return false;
+            if (on_evicted) on_evicted(kv.first, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
+            return true;
         });
     }
     return evicted;

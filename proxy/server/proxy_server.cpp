@@ -200,7 +200,11 @@ int proxy_server::run() {
                 pool->sweep(now);
                 if (evicts) gates.tick(now);
                 // Give freed gate memory back to the system, not only to the heap.
-                if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl) > 0) ::malloc_trim(0);
+                if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl,
+                                              [&m](const std::string& key, const host_counts& final) {
+                                                  m.host_evicted(key, final);
+                                              }) > 0)
+                    ::malloc_trim(0);
             }
         }, asio::detached);
     }

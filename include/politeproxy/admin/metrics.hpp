@@ -16,6 +16,7 @@ enum class guard;
 }
 
 class host_gates;
+struct host_counts;
 
 enum class connection_side { client, origin };
 enum class connection_protocol { http1, http2, tunnel };
@@ -59,6 +60,10 @@ public:
     void fleet_leases_lost(std::size_t n);
     /// fleet_degraded_seconds_total: time spent without the store (local_share or fail_closed).
     void fleet_degraded(clock::duration d);
+
+    /// A host's gate was evicted with these counts (they stay in host="_other" when the
+    /// host had no series of its own: see host_series).
+    void host_evicted(const std::string& key, const host_counts& final);
 
     /// The Prometheus text exposition of everything, per-host series from `gates`;
     /// `idle_origin_connections` (pooled) count as open upstream connections.

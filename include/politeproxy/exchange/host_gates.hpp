@@ -11,6 +11,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -81,6 +82,18 @@ struct host_snapshot {
     std::array<std::uint64_t, limit_change_count> limit_changes{};
 };
 
+/// What a host has counted so far: the counters of its series.
+struct host_counts {
+    std::array<std::uint64_t, outcome_count> outcomes{};
+    std::array<std::uint64_t, limit_change_count> limit_changes{};
+    std::uint64_t would_have_waited = 0;
+
+    static host_counts of(const host_snapshot& h) { return {h.outcomes, h.limit_changes, h.would_have_waited}; }
+    host_counts& operator+=(const host_counts& o);
+    bool operator==(const host_counts&) const = default;
+};
+
+
 namespace fleet {
 struct lease_answer;
 }
@@ -147,8 +160,10 @@ public:
     /// Shutdown: parked requests leave with errc::shutting_down, new ones are refused.
     void close();
 
-    /// Forgets gates idle (see gate::idle) for at least `idle_for`. Returns how many.
-    std::size_t evict_idle(clock::time_point now, clock::duration idle_for);
+    /// Forgets gates idle (see gate::idle) for at least `idle_for`, telling `on_evicted`
+    /// (under the gate's lock) each one's final counts. Returns how many.
+    using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
+    std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted = {});
 
     /// The origin of `key` speaks HTTP/2 and takes at most `streams` at once (its
     /// SETTINGS_MAX_CONCURRENT_STREAMS; 0 holds every new request in the queue); nullopt
