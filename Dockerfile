@@ -25,10 +25,17 @@ RUN apt-get update -qq \
       libyaml-cpp0.7 libboost-url1.81.0 libprometheus-cpp-core1.0 libssl3 libnghttp2-14 libhiredis0.14 \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --no-create-home --shell /usr/sbin/nologin politeproxy
+ && useradd --system --no-create-home --shell /usr/sbin/nologin politeproxy \
+ && install -d -o politeproxy -g politeproxy -m 0700 /var/lib/politeproxy/ca
 COPY --from=build /src/build/politeproxy /usr/local/bin/politeproxy
 # Listens on the container's interfaces and admits private-range clients; see the file.
 COPY conf/politeproxy.docker.yaml /etc/politeproxy/politeproxy.yaml
 USER politeproxy
 EXPOSE 3128 9464
+# tls.mode intercept: the CA lives here (a volume; `politeproxy --gen-ca /var/lib/politeproxy/ca`
+# writes ca.pem and ca.key, mode 0600, as this user). conf/compose/ shows it shared by a fleet.
+# Ready = listening, configured and not draining: /readyz on the admin listener (bash's
+# /dev/tcp: no HTTP client in the image). With --admin-listen elsewhere, override this.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' >&3 && head -c 12 <&3 | grep -q ' 200'"]
 ENTRYPOINT ["/usr/local/bin/politeproxy", "--config", "/etc/politeproxy/politeproxy.yaml"]
