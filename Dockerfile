@@ -8,7 +8,7 @@ FROM debian:12 AS build
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       g++ cmake ninja-build pkg-config libboost1.81-dev libboost-url1.81-dev libyaml-cpp-dev \
-      prometheus-cpp-dev doctest-dev libssl-dev libnghttp2-dev libhiredis-dev \
+      prometheus-cpp-dev doctest-dev libssl-dev libnghttp2-dev libhiredis-dev libcrypt-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

@@ -100,6 +100,10 @@ int main(int argc, char** argv) {
         }
         *target = *parsed;
     }
+    if (const auto open = open_proxy_error(*cfg)) {
+        std::fprintf(stderr, "politeproxy: %s\n", open->c_str());
+        return 1;
+    }
     logger log(level);
     for (const auto& o : cfg->hosts)
         if (o.expired(utc_today()))

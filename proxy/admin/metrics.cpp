@@ -25,7 +25,7 @@ constexpr errc rejection_reasons[] = {
     errc::queue_full,          errc::queue_timeout,      errc::shutting_down,      errc::bad_host,
     errc::bad_request,         errc::header_too_large,   errc::unsupported_scheme,
     errc::origin_form_request, errc::client_denied,      errc::destination_denied,
-    errc::connect_port_denied, errc::loop_detected,      errc::fleet_unavailable,
+    errc::connect_port_denied, errc::loop_detected,      errc::fleet_unavailable,  errc::proxy_auth_required,
 };
 
 const char* reason_label(errc e) {
@@ -39,6 +39,7 @@ const char* reason_label(errc e) {
     case errc::unsupported_scheme: return "unsupported_scheme";
     case errc::origin_form_request: return "origin_form";
     case errc::client_denied: return "client_denied";
+    case errc::proxy_auth_required: return "auth_required";
     case errc::destination_denied: return "destination_denied";
     case errc::connect_port_denied: return "connect_port_denied";
     case errc::loop_detected: return "loop_detected";
@@ -72,6 +73,9 @@ void add_sample(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetri
 struct metrics::impl {
     prometheus::Registry registry;
     host_series series;  ///< who has per-host series of their own
+    prometheus::Family<prometheus::Counter>& user_requests =
+        prometheus::BuildCounter().Name(std::string(prefix) + "user_requests_total")
+            .Help("Requests admitted under each proxy user (metrics.per_user)").Register(registry);
     prometheus::Family<prometheus::Counter>& rejected_family =
         prometheus::BuildCounter().Name(std::string(prefix) + "rejected_total")
             .Help("Requests the proxy refused or answered itself, by reason").Register(registry);
@@ -187,6 +191,11 @@ void metrics::enable_fleet() {
     impl_->fleet_degraded = &prometheus::BuildCounter().Name(std::string(prefix) + "fleet_degraded_seconds_total")
                                  .Help("Seconds spent without the fleet store (local_share or fail_closed)")
                                  .Register(r).Add({});
+}
+
+void metrics::user_request(const std::string& user) {
+    // One series per user of security.users_file: bounded by the file.
+    impl_->user_requests.Add({{"user", user}}).Increment();
 }
 
 void metrics::host_evicted(const std::string& key, const host_counts& final) { impl_->series.evicted(key, final); }

@@ -24,6 +24,7 @@ public:
         case errc::unsupported_scheme: return "unsupported scheme";
         case errc::origin_form_request: return "origin-form request sent to a proxy";
         case errc::client_denied: return "client address not allowed";
+        case errc::proxy_auth_required: return "proxy authentication required";
         case errc::destination_denied: return "destination address denied";
         case errc::connect_port_denied: return "CONNECT port not allowed";
         case errc::loop_detected: return "forwarding loop detected";

@@ -70,6 +70,23 @@ bool tls_config::intercepts(std::string_view host) const {
                         [&](const std::string& pattern) { return host_matches(pattern, host); });
 }
 
+std::optional<std::string> open_proxy_error(const config& c) {
+    if (c.security.users) return std::nullopt;
+    const auto address = parse_ip(c.listen.host);
+    const ip_network loopback4 = *parse_network("127.0.0.0/8");
+    const ip_network loopback6 = *parse_network("::1/128");
+    if (address && (loopback4.contains(*address) || loopback6.contains(*address))) return std::nullopt;
+    for (const auto& n : c.security.allow_clients) {
+        const bool inside = (loopback4.contains(n.base) && n.prefix >= loopback4.prefix) ||
+                            (loopback6.contains(n.base) && n.prefix >= loopback6.prefix);
+        if (!inside)
+            return "listen " + c.listen.host + " is not loopback and security.allow_clients admits more than loopback, "
+                   "with no security.users_file: that is an open proxy. Set security.users_file (htpasswd, bcrypt), "
+                   "or narrow allow_clients or listen";
+    }
+    return std::nullopt;
+}
+
 bool config::connect_port_allowed(std::uint16_t port) const {
     const auto& ports = security.connect_ports;
     return std::find(ports.begin(), ports.end(), port) != ports.end();

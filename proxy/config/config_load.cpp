@@ -1,4 +1,5 @@
 #include "politeproxy/config/config_load.hpp"
+#include "politeproxy/policy/proxy_users.hpp"
 #include "politeproxy/tls/certificate_authority.hpp"
 
 #include "politeproxy/base/duration.hpp"
@@ -240,7 +241,8 @@ public:
         }
         if (const auto m = root["metrics"]; m && !m.IsNull()) {
             expect_map(m, "metrics");
-            only_keys(m, "metrics", {"max_host_series"});
+            only_keys(m, "metrics", {"max_host_series", "per_user"});
+            if (m["per_user"]) c.per_user_metrics = boolean(m["per_user"], "metrics.per_user");
             if (m["max_host_series"]) c.max_host_series = count(m["max_host_series"], "metrics.max_host_series", 1);
         }
         if (const auto l = root["limits"]; l && !l.IsNull()) {
@@ -258,6 +260,8 @@ public:
         }
         security(root["security"], c);
         tls(root["tls"], c);
+        if (const auto open = open_proxy_error(c))
+            fail(root["security"] ? root["security"] : root["listen"] ? root["listen"] : root, *open);
         return c;
     }
 
@@ -292,8 +296,18 @@ public:
         if (s["allow_clients"]) c.security.allow_clients = networks(s["allow_clients"], "security.allow_clients");
         if (s["deny_destinations"]) c.security.destinations.deny = networks(s["deny_destinations"], "security.deny_destinations");
         if (s["allow_destinations"]) c.security.destinations.allow = networks(s["allow_destinations"], "security.allow_destinations");
-        if (s["users_file"] && !s["users_file"].IsNull())
-            fail(s["users_file"], "security.users_file (proxy authentication) is not supported yet");
+        if (const auto u = s["users_file"]; u && !u.IsNull()) {
+            c.security.users_file = text(u, "security.users_file");
+            std::ifstream in(c.security.users_file);
+            if (!in) fail(u, "security.users_file: cannot open " + c.security.users_file);
+            std::ostringstream file;
+            file << in.rdbuf();
+            auto users = proxy_users::parse(file.str());
+            if (auto* e = std::get_if<proxy_users::load_error>(&users))
+                fail(u, "security.users_file " + c.security.users_file +
+                            (e->line ? ":" + std::to_string(e->line) : std::string()) + ": " + e->message);
+            c.security.users = std::make_shared<const proxy_users>(std::get<proxy_users>(std::move(users)));
+        }
         if (const auto p = s["connect_ports"]) {
             if (!p.IsSequence()) fail(p, "security.connect_ports must be a list");
             c.security.connect_ports.clear();

@@ -34,6 +34,7 @@ answer_kind kind_of(errc why) {
     case errc::fleet_unavailable: return {http::status::service_unavailable, "proxy_internal_error"};
     case errc::client_denied:
     case errc::connect_port_denied: return {http::status::forbidden, "http_request_denied"};
+    case errc::proxy_auth_required: return {http::status::proxy_authentication_required, "http_request_denied"};
     case errc::destination_denied: return {http::status::forbidden, "destination_ip_prohibited"};
     case errc::header_too_large: return {http::status::request_header_fields_too_large, "http_request_error"};
     case errc::request_line_too_long: return {http::status::uri_too_long, "http_request_error"};
@@ -88,6 +89,7 @@ answer make_answer(errc why, std::string_view details, bool keep_alive,
     res.body() = std::to_string(static_cast<unsigned>(kind.status)) + " " +
                  std::string(http::obsolete_reason(kind.status)) + ": " + std::string(details) + "\n";
     if (why == errc::method_not_allowed) res.set(http::field::allow, forwarded_methods);
+    if (why == errc::proxy_auth_required) res.set(http::field::proxy_authenticate, "Basic realm=\"politeproxy\"");
     res.keep_alive(keep_alive);
     res.prepare_payload();
     return res;

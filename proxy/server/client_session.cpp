@@ -5,6 +5,7 @@
 #include "politeproxy/http1/answers.hpp"
 #include "politeproxy/http1/forward.hpp"
 #include "politeproxy/server/h2_connection.hpp"
+#include "politeproxy/server/proxy_auth.hpp"
 #include "politeproxy/server/tunnel.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/admin/metrics.hpp"
@@ -144,6 +145,12 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             co_await send_answer(ctx, client, errc::client_denied, details, {});
         } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
             co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
+        } else if (!in_tls && !proxy_authorized(ctx, *cfg, header.get()[http::field::proxy_authorization])) {
+            // Inside intercepted TLS the CONNECT was authorized. A body stays unread: then close.
+            const auto credentials = header.get()[http::field::proxy_authorization];
+            keep = co_await send_answer(ctx, client, errc::proxy_auth_required, proxy_auth_details(credentials),
+                                        {header.get().keep_alive() && !verdict.has_body(),
+                                         header.get().method() == http::verb::head});
         } else if (verdict.answer_options) {  // a body it had stays unread: then close
             keep = co_await send_options_answer(ctx, client, header.get().keep_alive() && !verdict.has_body());
         } else if (header.get().method() == http::verb::connect) {

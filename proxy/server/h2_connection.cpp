@@ -9,6 +9,7 @@
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/forward_to_origin.hpp"
 #include "politeproxy/http1/hop_by_hop.hpp"
+#include "politeproxy/server/proxy_auth.hpp"
 #include "politeproxy/http1/request_head.hpp"
 #include "politeproxy/http2/server_session.hpp"
 #include "politeproxy/net/send_all.hpp"
@@ -284,6 +285,15 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
     if (!allowed_) {
         co_await down.answer(errc::client_denied, "client is not in security.allow_clients");
         co_return;
+    }
+    if (!in_tls_) {  // inside intercepted TLS the CONNECT was authorized
+        std::string_view credentials;
+        for (const auto& f : head.fields)
+            if (f.name == "proxy-authorization") credentials = f.value;
+        if (!proxy_authorized(ctx_, *cfg, credentials)) {
+            co_await down.answer(errc::proxy_auth_required, proxy_auth_details(credentials));
+            co_return;
+        }
     }
     if (head.method == "CONNECT") {
         co_await down.answer(errc::bad_request, "CONNECT over HTTP/2 is not supported");

@@ -280,6 +280,11 @@ void proxy_server::reload(host_gates& gates, metrics& m) {
     loaded->listen = running->listen;
     loaded->admin_listen = running->admin_listen;
     loaded->workers = running->workers;
+    if (const auto open = open_proxy_error(*loaded)) {
+        m.config_reload(false);
+        log_.write(log_level::error, "config", "reload rejected, keeping the running config: " + *open);
+        return;
+    }
     if (loaded->fleet != running->fleet)
         log_.write(log_level::warn, "config", "fleet changed: that applies at restart, the running fleet settings stay until then");
     loaded->fleet = running->fleet;

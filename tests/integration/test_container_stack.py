@@ -89,6 +89,7 @@ def check_compose(t):
         mounts = s["volumes"]
         H.check("politeproxy-ca:/var/lib/politeproxy/ca:ro" in mounts, "%s does not mount the CA volume read-only" % name)
         H.check(any(m.startswith("./politeproxy-fleet.yaml:") for m in mounts), "%s does not run the fleet config" % name)
+        H.check("./users.htpasswd:/etc/politeproxy/users.htpasswd:ro" in mounts, "%s has no proxy users" % name)
         H.check(s["depends_on"]["ca"]["condition"] == "service_completed_successfully",
                 "%s must wait for the ca service" % name)
     ports = [p for s in services.values() for p in s.get("ports", [])]
@@ -101,9 +102,15 @@ def check_compose(t):
     # The fleet config, with a CA of this test's own in place of the volume's.
     cert, key = t.gen_ca()
     with open(os.path.join(COMPOSE, "politeproxy-fleet.yaml")) as f:
-        text = f.read().replace("/var/lib/politeproxy/ca/ca.pem", cert).replace("/var/lib/politeproxy/ca/ca.key", key)
+        text = (f.read().replace("/var/lib/politeproxy/ca/ca.pem", cert).replace("/var/lib/politeproxy/ca/ca.key", key)
+                .replace("/etc/politeproxy/users.htpasswd", os.path.join(COMPOSE, "users.htpasswd")))
     code, out, err, _, _ = t.check_config(text, name="fleet")
     H.check(code == 0, "conf/compose/politeproxy-fleet.yaml fails --check-config: %s %s" % (out, err))
+    # The image's own config: listening beyond loopback, it needs the users file it names.
+    with open(os.path.join(REPO, "conf", "politeproxy.docker.yaml")) as f:
+        text = f.read().replace("/etc/politeproxy/users.htpasswd", os.path.join(COMPOSE, "users.htpasswd"))
+    code, out, err, _, _ = t.check_config(text, name="docker")
+    H.check(code == 0, "conf/politeproxy.docker.yaml fails --check-config: %s %s" % (out, err))
     if shutil.which("promtool"):
         r = subprocess.run(["promtool", "check", "config", os.path.join(COMPOSE, "prometheus.yml")],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)

@@ -61,6 +61,9 @@ public:
     /// fleet_degraded_seconds_total: time spent without the store (local_share or fail_closed).
     void fleet_degraded(clock::duration d);
 
+    /// user_requests_total{user}: a request admitted under this proxy user (metrics.per_user).
+    void user_request(const std::string& user);
+
     /// A host's gate was evicted with these counts (they stay in host="_other" when the
     /// host had no series of its own: see host_series).
     void host_evicted(const std::string& key, const host_counts& final);

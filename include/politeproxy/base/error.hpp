@@ -39,6 +39,8 @@ enum class errc {
     origin_form_request,
     /// The client's address is not in security.allow_clients.
     client_denied,
+    /// security.users_file is set and the request's Proxy-Authorization is missing or wrong.
+    proxy_auth_required,
     /// The destination address is denied by security.deny_destinations.
     destination_denied,
     /// CONNECT to a port not in security.connect_ports.

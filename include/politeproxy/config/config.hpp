@@ -6,12 +6,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace politeproxy {
+
+class proxy_users;
 
 using namespace std::chrono_literals;
 
@@ -101,6 +104,8 @@ address_filter default_destinations();
 
 struct security_config {
     std::vector<ip_network> allow_clients = default_allow_clients();
+    std::string users_file;                           ///< empty: no proxy authentication
+    std::shared_ptr<const proxy_users> users;         ///< loaded from users_file (checked at load)
     std::vector<std::uint16_t> connect_ports{443};
     address_filter destinations = default_destinations();
 };
@@ -153,6 +158,7 @@ struct config {
     std::vector<host_override> hosts;
     std::vector<resolve_entry> resolve;
     std::size_t max_host_series = 10000;
+    bool per_user_metrics = false;  ///< metrics.per_user: user_requests_total{user} (with security.users_file)
     limits_config limits;
     security_config security;
     tls_config tls;
@@ -170,6 +176,11 @@ struct config {
 
     bool connect_port_allowed(std::uint16_t port) const;
 };
+
+/// Why this config would be an open proxy, if it would: `listen` is not a loopback
+/// address, security.allow_clients admits more than loopback, and no security.users_file
+/// asks for credentials. The loader refuses such a file; main checks again after --listen.
+std::optional<std::string> open_proxy_error(const config& c);
 
 /// Today's date (UTC), the granularity of `expires`.
 std::chrono::sys_days utc_today();
