@@ -10,7 +10,8 @@ packages=(
   haproxy  # test_hostile_input.py: the HTTP/1.1 differential (skipped without it)
   python3-httpx python3-aiohttp python3-scrapy  # test_intercept_clients.py: real crawlers through interception
   python3-cryptography  # test_origin_certificates.py: expired and misnamed origin certificates
-  chromium  # test_status_page.py: the admin status page rendered headless
+  chromium libnss3-tools  # test_status_page.py, test_client_recipes.py: headless Chromium (certutil: its CA store)
+  wget golang-go  # test_client_recipes.py: the README's client recipes
   python3-h2  # test_h2c.py, test_h2_origin.py, test_h2_abuse.py: an HTTP/2 client and origin
   redis-server python3-redis  # the fleet store: tests start their own on loopback (tests/integration/test_fleet_*.py)
 )
