@@ -73,12 +73,31 @@ int main(int argc, char** argv) {
                     ca_dir.c_str(), ca_dir.c_str());
         return 0;
     }
+    // --listen / --admin-listen over the file, then the rule that needs the final
+    // addresses: no open proxy. 0 = go on; else the exit status.
+    const auto apply_flags = [&](config& cfg) -> int {
+        for (auto [flag, target] : {std::pair{&listen, &cfg.listen}, std::pair{&admin_listen, &cfg.admin_listen}}) {
+            if (flag->empty()) continue;
+            auto parsed = parse_listen_address(*flag);
+            if (!parsed) {
+                std::fprintf(stderr, "politeproxy: %s\n", parsed.error().c_str());
+                return 2;
+            }
+            *target = *parsed;
+        }
+        if (const auto open = open_proxy_error(cfg)) {
+            std::fprintf(stderr, "politeproxy: %s: %s\n", cfg.source.c_str(), open->c_str());
+            return 1;
+        }
+        return 0;
+    };
     if (!check_path.empty()) {
         auto cfg = load_config_file(check_path);
         if (!cfg) {
             std::fprintf(stderr, "politeproxy: %s\n", cfg.error().c_str());
             return 1;
         }
+        if (const int status = apply_flags(*cfg)) return status;
         std::cout << describe(*cfg, utc_today());
         return 0;
     }
@@ -91,19 +110,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "politeproxy: %s\n", cfg.error().c_str());
         return 1;
     }
-    for (auto [flag, target] : {std::pair{&listen, &cfg->listen}, std::pair{&admin_listen, &cfg->admin_listen}}) {
-        if (flag->empty()) continue;
-        auto parsed = parse_listen_address(*flag);
-        if (!parsed) {
-            std::fprintf(stderr, "politeproxy: %s\n", parsed.error().c_str());
-            return 2;
-        }
-        *target = *parsed;
-    }
-    if (const auto open = open_proxy_error(*cfg)) {
-        std::fprintf(stderr, "politeproxy: %s\n", open->c_str());
-        return 1;
-    }
+    if (const int status = apply_flags(*cfg)) return status;
     logger log(level);
     for (const auto& o : cfg->hosts)
         if (o.expired(utc_today()))

@@ -75,7 +75,7 @@ struct metrics::impl {
     host_series series;  ///< who has per-host series of their own
     prometheus::Family<prometheus::Counter>& user_requests =
         prometheus::BuildCounter().Name(std::string(prefix) + "user_requests_total")
-            .Help("Requests admitted under each proxy user (metrics.per_user)").Register(registry);
+            .Help("Requests authenticated at the edge under each proxy user (a CONNECT counts once)").Register(registry);
     prometheus::Family<prometheus::Counter>& rejected_family =
         prometheus::BuildCounter().Name(std::string(prefix) + "rejected_total")
             .Help("Requests the proxy refused or answered itself, by reason").Register(registry);

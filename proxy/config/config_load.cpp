@@ -213,8 +213,12 @@ public:
             policy(d, c.defaults, "defaults");
             for (const char* only_for_hosts : {"reason", "expires"})
                 if (d[only_for_hosts]) fail(d[only_for_hosts], std::string("defaults: '") + only_for_hosts + "' is only valid under hosts");
-            if (d["key"] && text(d["key"], "defaults.key") != "host")
-                fail(d["key"], "defaults.key: only 'host' works; 'domain' and 'ip' keys are not supported yet");
+            if (d["key"]) {
+                const std::string kind = text(d["key"], "defaults.key");
+                if (kind == "domain") c.key = config::key_kind::domain;
+                else if (kind == "ip") fail(d["key"], "defaults.key: 'ip' is not supported yet (host or domain)");
+                else if (kind != "host") fail(d["key"], "defaults.key: '" + kind + "' is not host, domain or ip");
+            }
         }
         if (const auto n = root["groups"]; n && !n.IsNull())
             fail(n, "groups is not supported yet: remove the section");
@@ -260,8 +264,8 @@ public:
         }
         security(root["security"], c);
         tls(root["tls"], c);
-        if (const auto open = open_proxy_error(c))
-            fail(root["security"] ? root["security"] : root["listen"] ? root["listen"] : root, *open);
+        if (c.per_user_metrics && !c.security.users)
+            fail(root["metrics"]["per_user"], "metrics.per_user needs security.users_file (users to count)");
         return c;
     }
 

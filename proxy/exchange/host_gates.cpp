@@ -1,4 +1,5 @@
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/policy/public_suffixes.hpp"
 
 #include "politeproxy/base/error.hpp"
 #include "politeproxy/fleet/fleet_client.hpp"
@@ -107,6 +108,15 @@ host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, cons
 
 host_gates::host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed) : config_(std::move(cfg)) {
     for (auto& s : shards_) s.random.seed(static_cast<std::minstd_rand::result_type>(seed++));
+}
+
+host_gates::~host_gates() = default;
+
+const std::string& host_gates::gate_key(const config& cfg, const std::string& host_key, std::string& storage) const {
+    if (cfg.key == config::key_kind::host) return host_key;
+    std::call_once(suffixes_loaded_, [this] { suffixes_ = std::make_unique<public_suffixes>(); });
+    storage = suffixes_->registrable_domain(host_key);
+    return storage;
 }
 
 std::shared_ptr<const config> host_gates::current_config() const {

@@ -32,7 +32,7 @@ void free_reader(redisReader* r) { redisReaderFree(r); }
 // announcing a billion elements would make it allocate gigabytes. Its object functions
 // can refuse (a null object is "out of memory" to the reader, which then fails): the
 // reader here uses hiredis' own functions, with arrays bounded.
-constexpr int most_elements = 1024;
+constexpr int most_elements = 64;  // the scripts answer 6 at most
 
 const redisReplyObjectFunctions& hiredis_functions() {
     static const redisReplyObjectFunctions functions = [] {
@@ -87,16 +87,17 @@ std::string redis_command(std::initializer_list<std::string_view> args) { return
 
 std::string redis_command(const std::vector<std::string_view>& args) { return format_command(args); }
 
-redis_reply_reader::redis_reply_reader(std::size_t max_unparsed)
-    : max_unparsed_(max_unparsed), reader_(bounded_reader(), &free_reader) {}
+redis_reply_reader::redis_reply_reader(std::size_t max_reply)
+    : max_reply_(max_reply), reader_(bounded_reader(), &free_reader) {}
 
 redis_reply_reader::~redis_reply_reader() = default;
 
 bool redis_reply_reader::feed(std::string_view bytes) {
     if (broken_) return false;
-    if (redisReaderFeed(reader_.get(), bytes.data(), bytes.size()) != REDIS_OK) broken_ = true;
-    // hiredis keeps what it has not parsed yet between buf + pos and buf + len.
-    else if (reader_->len - reader_->pos > max_unparsed_) broken_ = true;
+    // Bytes of replies not yet whole: what hiredis has parsed into objects so far counts
+    // too (a deep array of large strings), not only the tail it still buffers.
+    pending_ += bytes.size();
+    if (redisReaderFeed(reader_.get(), bytes.data(), bytes.size()) != REDIS_OK || pending_ > max_reply_) broken_ = true;
     return !broken_;
 }
 
@@ -110,12 +111,14 @@ redis_reply_reader::status redis_reply_reader::next(redis_reply& out) {
     if (!r) return status::need_more;
     out = copy_of(*static_cast<redisReply*>(r));
     freeReplyObject(r);
+    pending_ = reader_->len - reader_->pos;  // what follows belongs to the next replies
     return status::reply;
 }
 
 void redis_reply_reader::reset() {
     reader_.reset(bounded_reader());
     broken_ = false;
+    pending_ = 0;
 }
 
 }  // namespace politeproxy::fleet

@@ -164,8 +164,8 @@ std::optional<std::string> proxy_users::check(std::string_view value) const {
     if (colon == std::string::npos) return std::nullopt;
     std::string user = decoded->substr(0, colon);
     const std::string password = decoded->substr(colon + 1);
+    if (password.find('\0') != std::string::npos) return std::nullopt;
     const auto it = impl_->users.find(user);
-    if (it == impl_->users.end() || password.find('\0') != std::string::npos) return std::nullopt;
 
     const std::string key = impl_->digest(user, password);
     {
@@ -173,7 +173,10 @@ std::optional<std::string> proxy_users::check(std::string_view value) const {
         if (impl_->right.contains(key)) return user;
         if (impl_->wrong.contains(key)) return std::nullopt;
     }
-    const bool ok = verify(it->second, password);  // milliseconds for bcrypt: once per credential
+    // Milliseconds for bcrypt, once per credential. An unknown user costs the same (a
+    // known user's hash is computed and ignored), so timing does not tell names apart.
+    const bool known = it != impl_->users.end();
+    const bool ok = verify(known ? it->second : impl_->users.begin()->second, password) && known;
     std::lock_guard lock(impl_->mutex);
     auto& memory = ok ? impl_->right : impl_->wrong;
     if (memory.size() >= remembered) memory.clear();

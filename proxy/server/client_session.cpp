@@ -146,10 +146,12 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
             co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
         } else if (!in_tls && !proxy_authorized(ctx, *cfg, header.get()[http::field::proxy_authorization])) {
-            // Inside intercepted TLS the CONNECT was authorized. A body stays unread: then close.
+            // Inside intercepted TLS the CONNECT was authorized. Without credentials the
+            // connection stays for the retry with them (curl's way); wrong ones close it,
+            // so each guess costs a connection. A body stays unread: then close too.
             const auto credentials = header.get()[http::field::proxy_authorization];
             keep = co_await send_answer(ctx, client, errc::proxy_auth_required, proxy_auth_details(credentials),
-                                        {header.get().keep_alive() && !verdict.has_body(),
+                                        {credentials.empty() && header.get().keep_alive() && !verdict.has_body(),
                                          header.get().method() == http::verb::head});
         } else if (verdict.answer_options) {  // a body it had stays unread: then close
             keep = co_await send_options_answer(ctx, client, header.get().keep_alive() && !verdict.has_body());

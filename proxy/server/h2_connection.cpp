@@ -35,6 +35,10 @@ namespace http = beast::http;
 
 namespace {
 
+// A field addressed to this proxy, never forwarded: the client's credentials for it
+// (nghttp2 lets it through: it is not connection-specific in HTTP/2's sense).
+bool for_the_proxy(std::string_view name) { return name == "proxy-authorization"; }
+
 constexpr std::size_t read_room = 16 * 1024;
 
 std::span<const std::uint8_t> bytes_of(std::string_view s) {
@@ -392,7 +396,7 @@ void h2_downstream::write_head(const origin_target& target, relay_buffers& scrat
     // separate fields in HTTP/2 and go as one to HTTP/1.1 (section 8.2.3).
     std::string cookies;
     for (const auto& f : head.fields) {
-        if (f.name == "host" || f.name == "content-length" || f.name == "te") continue;
+        if (f.name == "host" || f.name == "content-length" || f.name == "te" || for_the_proxy(f.name)) continue;
         if (f.name == "cookie") {
             if (!cookies.empty()) cookies += "; ";
             cookies += f.value;
@@ -414,7 +418,7 @@ void h2_downstream::h2_fields(std::vector<http2::field>& out) const {
     // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
     // trailers; the length and TE are the proxy's to write.
     for (const auto& f : s_->head.fields)
-        if (f.name != "host" && f.name != "content-length" && f.name != "te") out.push_back(f);
+        if (f.name != "host" && f.name != "content-length" && f.name != "te" && !for_the_proxy(f.name)) out.push_back(f);
     if (body_.kind == body_kind::length) out.push_back({"content-length", std::to_string(body_.length)});
     out.push_back({"via", conn_->ctx().via});
 }

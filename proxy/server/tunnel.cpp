@@ -102,13 +102,15 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
         co_return target;
     }
     ctx.metrics.connect_served(connect_mode::tunneled);
-    permit slot = admit_at_once(ctx, key);
+    std::string domain_key;  // key: domain
+    const std::string& gate_key = ctx.gates.gate_key(cfg, key, domain_key);
+    permit slot = admit_at_once(ctx, gate_key);
     if (!slot) {
-        auto admitted = co_await admit(ctx, client, key, {});
+        auto admitted = co_await admit(ctx, client, gate_key, {});
         if (!admitted.granted) co_return std::nullopt;
         slot = std::move(admitted.granted);
     }
-    exchange trip(ctx.metrics, ctx.log, std::move(slot), key);  // the tunnel is one request
+    exchange trip(ctx.metrics, ctx.log, std::move(slot), gate_key);  // the tunnel is one request
     const host_policy& policy = trip.policy();
 
     timed_socket origin(co_await asio::this_coro::executor);

@@ -626,6 +626,22 @@ def overlap_peak(records):
     return peak
 
 
+def chromium(workdir, *args, timeout=60, env=None):
+    """Runs headless Chromium (Debian's `chromium`) with `args`, in a process group of its
+    own that is killed whole on timeout; its profile lives in `workdir`. Returns stdout."""
+    cmd = ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+           "--user-data-dir=" + os.path.join(workdir, "chromium"), *args]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env)
+    try:
+        out, err = p.communicate(timeout=timeout * SLOW)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise TestFailure("chromium did not finish within %ds: %s" % (timeout, " ".join(cmd)))
+    check(p.returncode == 0, "chromium exited %d: %s" % (p.returncode, err.decode(errors="replace")[-2000:]))
+    return out.decode(errors="replace")
+
+
 def free_port():
     """A loopback port with nothing listening: bind, read the number, close."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

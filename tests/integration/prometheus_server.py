@@ -9,7 +9,6 @@ test's directory, and dies with the test process (PR_SET_PDEATHSIG).
 
 import json
 import os
-import shutil
 import subprocess
 import time
 import urllib.parse
@@ -18,10 +17,6 @@ import urllib.request
 import yaml
 
 from harness import TestFailure, _pdeathsig, free_port, log, SLOW
-
-
-def available():
-    return shutil.which("prometheus") is not None
 
 
 class PrometheusServer:

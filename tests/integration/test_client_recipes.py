@@ -157,9 +157,7 @@ def chromium(t, proxy, url, ca):
         os.makedirs(nssdb)
         run(t, ["certutil", "-d", "sql:" + nssdb, "-N", "--empty-password"])
         run(t, ["certutil", "-d", "sql:" + nssdb, "-A", "-t", "C,,", "-n", "politeproxy", "-i", ca])
-    out = run(t, ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                  "--user-data-dir=" + os.path.join(t.workdir, "chromium"), "--proxy-server=" + proxy,
-                  "--dump-dom", url], timeout=90)
+    out = H.chromium(t.workdir, "--proxy-server=" + proxy, "--dump-dom", url, timeout=90, env=clean_env(t))
     return 200, out, ""
 
 

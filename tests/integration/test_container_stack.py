@@ -146,13 +146,15 @@ def run_image(t, kind):
     H.check(r.returncode == 0, "the image does not build:\n%s" % r.stdout[-3000:])
     port, admin = H.free_port(), H.free_port()
     args = ["--listen", "127.0.0.1:%d" % port, "--admin-listen", "127.0.0.1:%d" % admin]
+    # The image's config names a users file the operator mounts (README: the image).
+    users = "%s:/etc/politeproxy/users.htpasswd:ro" % os.path.join(COMPOSE, "users.htpasswd")
     if kind == "docker":
-        cmd = ["docker", "run", "--rm", "--network", "host", IMAGE] + args
+        cmd = ["docker", "run", "--rm", "--network", "host", "-v", users, IMAGE] + args
     else:
         ctr = subprocess.run(["buildah", "from", "--pull-never", IMAGE], stdout=subprocess.PIPE, text=True,
                              check=True).stdout.strip()
-        cmd = ["buildah", "run", "--isolation", "chroot", ctr, "--", "/usr/local/bin/politeproxy", "--config",
-               "/etc/politeproxy/politeproxy.yaml"] + args
+        cmd = ["buildah", "run", "--isolation", "chroot", "-v", users, ctr, "--", "/usr/local/bin/politeproxy",
+               "--config", "/etc/politeproxy/politeproxy.yaml"] + args
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=H._pdeathsig)
     try:
         import urllib.request

@@ -13,6 +13,7 @@
     each user's requests in user_requests_total{user}."""
 import base64
 import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -101,7 +102,7 @@ def test(t):
                 "%s: Proxy-Status %r" % (what, r.header("Proxy-Status")))
 
     for user, password in (("crawler", "s3cret"), ("legacy", "legacy-pw")):
-        for _ in range(3):  # the second and third are remembered, not re-hashed
+        for _ in range(3):
             r = H.request(proxy, url, headers={"Proxy-Authorization": basic(user, password)})
             H.check(r.status == 200, "%s with the right password: %r" % (user, r))
         seen = [k.lower() for k, _ in r.json()["headers"]]
@@ -117,6 +118,15 @@ def test(t):
                      extra_headers="Proxy-Authorization: %s\r\n" % basic("crawler", "s3cret")))
     second = c.read_response()
     H.check(second.status == 200, "credentials on the same connection after a 407: %r" % second)
+    c.close()
+    # Wrong credentials close the connection: each guess costs a new one.
+    c = H.RawClient(proxy.port)
+    c.send(H.raw_get(proxy.port, HOST, origin.port, "/guess", connection="keep-alive",
+                     extra_headers="Proxy-Authorization: %s\r\n" % basic("crawler", "guess")))
+    guess = c.read_response()
+    refused += 1
+    H.check(guess.status == 407 and (guess.header("Connection") or "").lower() == "close",
+            "wrong credentials should get 407 and close: %r" % guess)
     c.close()
 
     # CONNECT: refused without credentials, a tunnel with them.
@@ -140,8 +150,12 @@ def test(t):
     authed = h.request(target, "/h2", headers=[("proxy-authorization", basic("crawler", "s3cret"))])
     H.check(h.pump(h.done([bare, authed])), "the h2c streams were not answered")
     refused += 1
-    H.check(h.responses[bare]["status"] == 407, "an h2c stream without credentials: %s" % h.responses[bare])
+    H.check(h.responses[bare]["status"] == 407 and
+            h.responses[bare]["headers"].get("proxy-authenticate") == 'Basic realm="politeproxy"',
+            "an h2c stream without credentials: %s" % h.responses[bare])
     H.check(h.responses[authed]["status"] == 200, "an h2c stream with credentials: %s" % h.responses[authed])
+    seen = [k.lower() for k, _ in json.loads(h.responses[authed]["body"])["headers"]]
+    H.check("proxy-authorization" not in seen, "the origin saw Proxy-Authorization from an h2c stream: %s" % seen)
     h.close()
 
     m = proxy.metrics()

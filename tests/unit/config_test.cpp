@@ -105,7 +105,8 @@ TEST_CASE("unknown keys and bad values are errors with file and line") {
 
 TEST_CASE("features that are not built yet are refused, not silently ignored") {
     CHECK(load_error("groups: { domain: { concurrency: 4 } }\n").find("not supported yet") != std::string::npos);
-    CHECK(load_error("defaults: { key: domain }\n").find("not supported yet") != std::string::npos);
+    CHECK(load_error("defaults: { key: ip }\n").find("not supported yet") != std::string::npos);
+    CHECK(load_error("defaults: { key: street }\n").find("not host, domain or ip") != std::string::npos);
 }
 
 TEST_CASE("fleet: the store's URL and the lease settings") {
@@ -208,4 +209,19 @@ hosts:
     CHECK(c.policy_for("other.test", today).upstream == upstream_protocol::automatic);
     CHECK(load_error("defaults: { upstream_protocol: h2 }\n").find("upstream_protocol must be auto, http1 or h2c") !=
           std::string::npos);
+}
+
+TEST_CASE("an open proxy is named: beyond loopback, clients beyond loopback, no users") {
+    auto cfg = load_config_text("listen: 0.0.0.0:3128\nsecurity: { allow_clients: [10.0.0.0/8] }\n", "t.yaml");
+    REQUIRE(cfg.has_value());
+    CHECK(open_proxy_error(*cfg));
+    cfg->listen = {"127.0.0.1", 3128};  // what --listen 127.0.0.1:3128 does
+    CHECK_FALSE(open_proxy_error(*cfg));
+    auto narrow = load_config_text("listen: 0.0.0.0:3128\nsecurity: { allow_clients: [127.0.0.0/16, \"::1/128\"] }\n", "t.yaml");
+    REQUIRE(narrow.has_value());
+    CHECK_FALSE(open_proxy_error(*narrow));  // only loopback clients
+    auto wide = load_config_text("listen: 0.0.0.0:3128\nsecurity: { allow_clients: [127.0.0.0/7] }\n", "t.yaml");
+    REQUIRE(wide.has_value());
+    CHECK(open_proxy_error(*wide));  // /7 reaches past loopback
+    CHECK(load_error("metrics: { per_user: true }\n").find("needs security.users_file") != std::string::npos);
 }

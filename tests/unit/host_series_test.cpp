@@ -83,6 +83,26 @@ TEST_CASE("a host evicted without a series of its own stays counted in _other") 
     CHECK(total(p.other) == 9);
 }
 
+TEST_CASE("a host evicted between the snapshot and the pick is not counted twice") {
+    host_series s;
+    std::vector<host_snapshot> hosts{host("a.test", 10), host("b.test", 4), host("c.test", 50)};
+    auto p = s.pick(hosts, 1);
+    REQUIRE(named(hosts, p) == std::vector<std::string>{"c.test"});
+    CHECK(total(p.other) == 14);
+    // The next scrape's snapshot still has b and c; both are evicted before the pick.
+    s.evicted("b.test", host_counts::of(host("b.test", 5)));
+    s.evicted("c.test", host_counts::of(host("c.test", 60)));
+    hosts[1].outcomes[0] = 5;
+    hosts[2].outcomes[0] = 60;
+    p = s.pick(hosts, 1);
+    CHECK(named(hosts, p) == std::vector<std::string>{"a.test"});  // c's place, and b is not in _other twice
+    const auto raced = total(p.other);
+    CHECK(raced == 10 + 5);  // a's count carried on its promotion, b's final count carried at eviction
+    hosts.erase(hosts.begin() + 1, hosts.end());
+    p = s.pick(hosts, 1);
+    CHECK(total(p.other) == raced);  // never back
+}
+
 TEST_CASE("over many scrapes with evictions and growth, _other never goes back and names never flap") {
     std::mt19937 random(7);
     host_series s;

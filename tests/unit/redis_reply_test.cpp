@@ -87,6 +87,9 @@ TEST_CASE("a store's garbage or oversized reply breaks the reader, for good") {
         redis_reply r;
         reader.feed("*1000000000\r\n");
         CHECK(reader.next(r) == status::broken);
+        reader.reset();
+        reader.feed("*65\r\n");
+        CHECK(reader.next(r) == status::broken);
         redis_reply_reader negative;
         negative.feed("*-7\r\n");
         CHECK(negative.next(r) == status::broken);
@@ -96,6 +99,24 @@ TEST_CASE("a store's garbage or oversized reply breaks the reader, for good") {
         CHECK(r.type == redis_reply::kind::nil);
         CHECK(fine.next(r) == status::reply);
         CHECK((r.type == redis_reply::kind::array && r.elements.empty()));
+    }
+    SUBCASE("nested arrays of strings, each small, are bounded as one reply") {
+        redis_reply_reader reader(8192);
+        redis_reply r;
+        REQUIRE(reader.feed("*64\r\n"));
+        const std::string element = "$1000\r\n" + std::string(1000, 'x') + "\r\n";
+        int fed = 0;
+        while (fed < 64 && reader.feed(element)) ++fed;
+        CHECK(fed < 10);
+        CHECK(reader.next(r) == status::broken);
+    }
+    SUBCASE("many small replies in a row are not one big one") {
+        redis_reply_reader reader(64);
+        redis_reply r;
+        for (int i = 0; i < 1000; ++i) {
+            REQUIRE(reader.feed(":12345\r\n"));
+            REQUIRE(reader.next(r) == status::reply);
+        }
     }
     SUBCASE("nesting deeper than the reader allows") {
         redis_reply_reader reader;

@@ -22,6 +22,11 @@ namespace politeproxy {
 /// reset: what leaves "_other" stays counted in it: a host promoted to a series of its
 /// own leaves its count there, and so does a host evicted while unnamed (evicted()).
 ///
+/// A snapshot is taken before pick() runs, so a host may be evicted in between: it is in
+/// the snapshot, and evicted() has already dealt with it (counted it in "_other", or ended
+/// its series). pick() leaves every host evicted since the last pick out of that scrape
+/// (a host created again under the same key meanwhile is counted from the next scrape).
+///
 /// Locking. One mutex; pick() and evicted() may come from different threads. Never call
 /// pick() while holding a gate's lock (evicted() is called under one).
 class host_series {
@@ -42,6 +47,7 @@ private:
     std::unordered_set<std::string> named_;
     std::unordered_set<std::string> in_other_;  ///< the unnamed hosts of the last scrape
     host_counts carried_;                       ///< counts of hosts that left "_other"
+    std::unordered_set<std::string> evicted_since_pick_;
 };
 
 }  // namespace politeproxy

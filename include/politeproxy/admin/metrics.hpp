@@ -61,7 +61,8 @@ public:
     /// fleet_degraded_seconds_total: time spent without the store (local_share or fail_closed).
     void fleet_degraded(clock::duration d);
 
-    /// user_requests_total{user}: a request admitted under this proxy user (metrics.per_user).
+    /// user_requests_total{user}: a request authenticated under this proxy user at the
+    /// edge (metrics.per_user): a CONNECT counts once for everything inside it.
     void user_request(const std::string& user);
 
     /// A host's gate was evicted with these counts (they stay in host="_other" when the

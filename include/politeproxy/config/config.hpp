@@ -157,6 +157,10 @@ struct config {
     host_policy defaults;
     std::vector<host_override> hosts;
     std::vector<resolve_entry> resolve;
+    /// defaults.key: what one gate is for. `domain`: every host of one registrable domain
+    /// (Public Suffix List) shares one gate, named by the domain.
+    enum class key_kind : std::uint8_t { host, domain };
+    key_kind key = key_kind::host;
     std::size_t max_host_series = 10000;
     bool per_user_metrics = false;  ///< metrics.per_user: user_requests_total{user} (with security.users_file)
     limits_config limits;
@@ -179,7 +183,8 @@ struct config {
 
 /// Why this config would be an open proxy, if it would: `listen` is not a loopback
 /// address, security.allow_clients admits more than loopback, and no security.users_file
-/// asks for credentials. The loader refuses such a file; main checks again after --listen.
+/// asks for credentials. Checked on the final addresses: after --listen (main, for a run
+/// and for --check-config) and at each reload (with the running listen).
 std::optional<std::string> open_proxy_error(const config& c);
 
 /// Today's date (UTC), the granularity of `expires`.

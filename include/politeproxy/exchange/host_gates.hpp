@@ -98,6 +98,8 @@ namespace fleet {
 struct lease_answer;
 }
 
+class public_suffixes;
+
 struct acquire_result {
     permit granted;                ///< empty unless ec is clear
     boost::system::error_code ec;  ///< errc::queue_full, queue_timeout, cancelled or shutting_down
@@ -134,6 +136,7 @@ struct acquire_result {
 class host_gates {
 public:
     explicit host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed = std::random_device{}());
+    ~host_gates();
     host_gates(const host_gates&) = delete;
     host_gates& operator=(const host_gates&) = delete;
 
@@ -156,6 +159,11 @@ public:
     /// keeping their in-flight counts and parked requests.
     void set_config(std::shared_ptr<const config> cfg);
     std::shared_ptr<const config> current_config() const;
+
+    /// The gate key of a request for `host_key` under `cfg`: the host key itself, or with
+    /// `key: domain` its registrable domain (the Public Suffix List, loaded on first use).
+    /// `storage` holds a computed key; the result refers to it or to `host_key`.
+    const std::string& gate_key(const config& cfg, const std::string& host_key, std::string& storage) const;
 
     /// Shutdown: parked requests leave with errc::shutting_down, new ones are refused.
     void close();
@@ -225,6 +233,8 @@ private:
     void cancel(host_entry& entry, gate::waiter& w);
 
     mutable std::mutex config_mutex_;
+    mutable std::once_flag suffixes_loaded_;
+    mutable std::unique_ptr<public_suffixes> suffixes_;  ///< key: domain
     std::shared_ptr<const config> config_;
     bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)
     std::array<shard, shard_count> shards_;

@@ -29,15 +29,15 @@ std::string redis_command(std::initializer_list<std::string_view> args);
 std::string redis_command(const std::vector<std::string_view>& args);
 
 /// Reads replies from the bytes a store sends. The store is not trusted to be sane:
-/// anything unparseable, nesting deeper than hiredis allows, an array of more than 1024
-/// elements, or more than `max_unparsed` bytes buffered without a whole reply (a bulk
-/// string announced as a gigabyte) makes the reader broken, and the connection is
-/// dropped. hiredis 0.14 has none of these bounds but the nesting.
+/// anything unparseable, nesting deeper than hiredis allows, an array of more than 64
+/// elements, or one reply larger than `max_reply` bytes (a bulk string announced as a
+/// gigabyte, or nested arrays of large strings) makes the reader broken, and the
+/// connection is dropped. hiredis 0.14 has none of these bounds but the nesting.
 class redis_reply_reader {
 public:
-    static constexpr std::size_t default_max_unparsed = 1 << 20;
+    static constexpr std::size_t default_max_reply = 1 << 20;
 
-    explicit redis_reply_reader(std::size_t max_unparsed = default_max_unparsed);
+    explicit redis_reply_reader(std::size_t max_reply = default_max_reply);
     ~redis_reply_reader();
     redis_reply_reader(const redis_reply_reader&) = delete;
     redis_reply_reader& operator=(const redis_reply_reader&) = delete;
@@ -52,7 +52,8 @@ public:
     void reset();
 
 private:
-    std::size_t max_unparsed_;
+    std::size_t max_reply_;
+    std::size_t pending_ = 0;  ///< bytes fed since the last whole reply
     std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
     bool broken_ = false;
 };

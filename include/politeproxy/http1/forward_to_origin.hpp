@@ -85,7 +85,9 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     if (auto denied = check_known_destination(cfg, target.key, target.address))
         co_return co_await down.answer(denied->why, denied->details);
 
-    const std::string& key = target.key;
+    // The gate's key (the host, or its registrable domain); the origin is still target.key.
+    std::string domain_key;
+    const std::string& key = ctx.gates.gate_key(cfg, target.key, domain_key);
     permit slot = admit_at_once(ctx, key);
     if (!slot) {
         auto admitted = co_await down.admit(key);
@@ -118,7 +120,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             const auto ex = co_await asio::this_coro::executor;
             const auto opening = ctx.h2_origins.opening(pool_key, may_h2, !target.tls, ex);
             origin.emplace(ex);
-            if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, key, target.port,
+            if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, target.key, target.port,
                                                        policy.timeouts.connect)) {
                 trip.connect_failed(failure->why);
                 co_return co_await down.answer(failure->why, failure->details);
@@ -126,7 +128,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             bool speaks_h2 = may_h2 && !target.tls;
             if (target.tls) {  // nothing goes to an origin whose certificate did not verify
                 origin->expires_after(policy.timeouts.connect);
-                const auto hs = co_await tls::session::connect(*origin, *ctx.origin_tls, key, may_h2);
+                const auto hs = co_await tls::session::connect(*origin, *ctx.origin_tls, target.key, may_h2);
                 origin->expires_never();
                 if (hs.ec) {
                     const errc why = hs.ec == beast::error::timeout ? errc::origin_connect_timeout

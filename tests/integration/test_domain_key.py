@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""defaults.key: domain: every host of one registrable domain (Public Suffix List,
+libpsl) shares one gate. 12 slow requests spread over 6 subdomains of site.test, at
+concurrency 2: the origin, counting all of them together, never has more than 2 at once
+(with `key: host` it would have 12), and has 2; another domain keeps its own 2 in the
+same run. /hosts and /metrics name the gate by the domain. A CONNECT to a subdomain takes
+the domain's slot too."""
+import os
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+SUBDOMAINS = ["a%d.site.test" % i for i in range(6)]
+OTHER = ["www.other.test", "api.other.test"]
+
+
+def test(t):
+    origin = t.origin()
+    cfg = H.base_config(concurrency=2, rate=1000, burst=1000, key="domain", tls_port=origin.port)
+    proxy = t.proxy(cfg)
+    urls = ["http://%s:%d/d?delay=0.4&i=%d" % (h, origin.port, i) for i, h in enumerate(SUBDOMAINS * 2)]
+    urls += ["http://%s:%d/d?delay=0.4&i=%d" % (h, origin.port, i) for i, h in enumerate(OTHER * 2)]
+    results = H.concurrent(proxy, urls, timeout=30)
+    bad = [r for r in results if r.error or r.status != 200]
+    H.check(not bad, "%d requests failed: %s" % (len(bad), bad[:3]))
+
+    site = [r for h in SUBDOMAINS for r in origin.host(h)["requests"]]
+    other = [r for h in OTHER for r in origin.host(h)["requests"]]
+    H.check(len(site) == 12 and len(other) == 4, "the origin saw %d site.test and %d other.test requests"
+            % (len(site), len(other)))
+    H.check(H.overlap_peak(site) == 2, "site.test's 6 subdomains had %d requests at the origin at once, bound 2"
+            % H.overlap_peak(site))
+    H.check(H.overlap_peak(other) == 2, "other.test had %d at once, bound 2" % H.overlap_peak(other))
+    hosts = proxy.hosts()
+    H.check("site.test" in hosts and "other.test" in hosts and not any(h in hosts for h in SUBDOMAINS),
+            "/hosts should name the gates by domain: %s" % sorted(hosts))
+    m = proxy.metrics()
+    H.check(H.mget(m, "politeproxy_requests_total", host="site.test", outcome="ok") == 12,
+            "requests_total{host=site.test,outcome=ok} should count all 12")
+
+    # A tunnel to a subdomain holds the domain's slot while open.
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+    target = "a0.site.test:%d" % origin.port
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
+    head = s.recv(4096).decode(errors="replace")
+    H.check(head.startswith("HTTP/1.1 200"), "CONNECT to a subdomain: %r" % head[:200])
+    H.check(H.wait_until(lambda: proxy.hosts().get("site.test", {}).get("in_flight") == 1, 3.0),
+            "the tunnel to a0.site.test does not hold a slot of site.test: %s" % proxy.hosts().get("site.test"))
+    s.close()
+
+
+if __name__ == "__main__":
+    H.main(test, timeout=60)
