@@ -18,7 +18,10 @@ for kind in "${kinds[@]}"; do
   esac
   dir="build-$kind"
   logs="$PWD/$dir/sanitizer-logs"
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -D$option=ON >/dev/null
+  # -O1 with line tables only (-g1): what sanitizer reports need, and a third less to
+  # compile than -O2 -g on this Boost-heavy code.
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+    -D$option=ON >/dev/null
   cmake --build "$dir" -j 2
   rm -rf "$logs" && mkdir -p "$logs"
   export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0"
@@ -26,7 +29,9 @@ for kind in "${kinds[@]}"; do
   export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1"
   # Sanitized binaries run slower: the per-test limits of ctest (tests/integration's
   # CMakeLists.txt) and of the harness stretch by the same factor.
-  if ! POLITEPROXY_SLOW=3 ctest --test-dir "$dir" --output-on-failure --timeout 180; then status=1; fi
+  # Tests labelled `external` check the proxy against other programs (Chromium, Prometheus,
+  # the client recipes, the container files): they run in the plain build only.
+  if ! POLITEPROXY_SLOW=3 ctest --test-dir "$dir" --output-on-failure --timeout 180 -LE external; then status=1; fi
   if compgen -G "$logs/*" >/dev/null; then
     echo "== $kind: sanitizer reports ==" >&2
     for f in "$logs"/*; do echo "--- $f" >&2; head -60 "$f" >&2; done
