@@ -145,7 +145,8 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             co_await send_answer(ctx, client, errc::client_denied, details, {});
         } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
             co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
-        } else if (!in_tls && !proxy_authorized(ctx, *cfg, header.get()[http::field::proxy_authorization])) {
+        } else if (!in_tls && cfg->security.users &&
+                   !proxy_authorized(ctx, *cfg, header.get()[http::field::proxy_authorization])) {
             // Inside intercepted TLS the CONNECT was authorized. Without credentials the
             // connection stays for the retry with them (curl's way); wrong ones close it,
             // so each guess costs a connection. A body stays unread: then close too.

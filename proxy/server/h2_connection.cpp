@@ -290,7 +290,7 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         co_await down.answer(errc::client_denied, "client is not in security.allow_clients");
         co_return;
     }
-    if (!in_tls_) {  // inside intercepted TLS the CONNECT was authorized
+    if (!in_tls_ && cfg->security.users) {  // inside intercepted TLS the CONNECT was authorized
         std::string_view credentials;
         for (const auto& f : head.fields)
             if (f.name == "proxy-authorization") credentials = f.value;

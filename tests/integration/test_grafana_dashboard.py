@@ -88,17 +88,20 @@ def test(t):
             i += 1
             urls = ["http://h%d.test:%d/ok?i=%d" % (n, origin.port, i) for n in range(4)]
             urls.append("http://throttled.test:%d/t?status=429&retry_after=1&i=%d" % (origin.port, i))
+            # full.test's queue is full from the start: each of these is refused (a rejection).
+            urls.append("http://full.test:%d/refused?i=%d" % (origin.port, i))
             H.concurrent(proxy, urls, timeout=20)
             stop.wait(0.3)
 
-    loop = threading.Thread(target=traffic, daemon=True)
-    loop.start()
-    # Two slow requests hold the slots of full.test, two wait, the fifth is refused (queue full).
+    # Two slow requests hold the slots of full.test and two wait: its queue (2) is full,
+    # and every further request to it is refused while the traffic runs.
     bg = H.Background(proxy, ["http://full.test:%d/slow?delay=30&i=%d" % (origin.port, i) for i in range(4)], timeout=40)
     H.check(H.wait_until(lambda: (proxy.hosts().get("full.test") or {}).get("waiting") == 2, 5.0),
             "full.test never had 2 requests waiting: %s" % proxy.hosts().get("full.test"))
     r = H.request(proxy, "http://full.test:%d/refused" % origin.port)
     H.check(r.status == 503, "a fifth request to full.test (queue of 2 full) should get 503: %r" % r)
+    loop = threading.Thread(target=traffic, daemon=True)
+    loop.start()
 
     prom.wait_for_scrapes(8)
     time.sleep(2)
