@@ -18,12 +18,12 @@ host_series::picked host_series::pick(const std::vector<host_snapshot>& hosts, s
     out.other.key = "_other";
 
     // Named hosts that are gone were evicted (evicted() already forgot them): their
-    // series end. Hosts evicted since the last pick are left out even when the snapshot
+    // series end. Hosts evicted since begin_scrape() are left out even when the snapshot
     // still has them (it was taken first): evicted() already counted them.
     std::unordered_set<std::string> still_named;
     std::vector<std::size_t> unnamed;
     for (std::size_t i = 0; i < hosts.size(); ++i) {
-        if (evicted_since_pick_.contains(hosts[i].key)) continue;
+        if (evicted_in_scrape_.contains(hosts[i].key)) continue;
         if (named_.contains(hosts[i].key) && still_named.size() < cap) {
             still_named.insert(hosts[i].key);
             out.named[i] = true;
@@ -32,7 +32,8 @@ host_series::picked host_series::pick(const std::vector<host_snapshot>& hosts, s
         }
     }
     named_ = std::move(still_named);
-    evicted_since_pick_.clear();
+    evicted_in_scrape_.clear();
+    scraping_ = false;
 
     // Free places to the busiest of the rest.
     if (named_.size() < cap && !unnamed.empty()) {
@@ -73,9 +74,15 @@ host_series::picked host_series::pick(const std::vector<host_snapshot>& hosts, s
     return out;
 }
 
+void host_series::begin_scrape() {
+    std::lock_guard lock(mutex_);
+    scraping_ = true;
+    evicted_in_scrape_.clear();
+}
+
 void host_series::evicted(const std::string& key, const host_counts& final) {
     std::lock_guard lock(mutex_);
-    evicted_since_pick_.insert(key);
+    if (scraping_) evicted_in_scrape_.insert(key);
     if (named_.erase(key) > 0) return;  // its series ends with it
     in_other_.erase(key);
     carried_ += final;  // unnamed (last scrape or since): its count stays in "_other"

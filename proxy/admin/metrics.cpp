@@ -247,6 +247,7 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
     constexpr const char* directions[limit_change_count] = {"up", "down", "collapse"};
 
     // Past metrics.max_host_series the rest are summed as "_other" (host_series: who keeps a name).
+    impl_->series.begin_scrape();
     const auto hosts = gates.snapshot(clock::now());
     const auto picked = impl_->series.pick(hosts, cfg->max_host_series);
     auto add_host = [&](const host_snapshot& h, bool gauges_of_gate) {

@@ -90,6 +90,7 @@ TEST_CASE("a host evicted between the snapshot and the pick is not counted twice
     REQUIRE(named(hosts, p) == std::vector<std::string>{"c.test"});
     CHECK(total(p.other) == 14);
     // The next scrape's snapshot still has b and c; both are evicted before the pick.
+    s.begin_scrape();
     s.evicted("b.test", host_counts::of(host("b.test", 5)));
     s.evicted("c.test", host_counts::of(host("c.test", 60)));
     hosts[1].outcomes[0] = 5;

@@ -22,10 +22,12 @@ namespace politeproxy {
 /// reset: what leaves "_other" stays counted in it: a host promoted to a series of its
 /// own leaves its count there, and so does a host evicted while unnamed (evicted()).
 ///
-/// A snapshot is taken before pick() runs, so a host may be evicted in between: it is in
-/// the snapshot, and evicted() has already dealt with it (counted it in "_other", or ended
-/// its series). pick() leaves every host evicted since the last pick out of that scrape
-/// (a host created again under the same key meanwhile is counted from the next scrape).
+/// A scrape is begin_scrape(), the gates' snapshot, then pick(): a host may be evicted
+/// between the snapshot and the pick: it is in the snapshot, and evicted() has already
+/// dealt with it (counted it in "_other", or ended its series). pick() leaves every host
+/// evicted since begin_scrape() out of that scrape (one created again under the same key
+/// meanwhile is counted from the next scrape). Evictions outside a scrape are not
+/// remembered by key, so memory stays bounded by the hosts with state.
 ///
 /// Locking. One mutex; pick() and evicted() may come from different threads. Never call
 /// pick() while holding a gate's lock (evicted() is called under one).
@@ -37,6 +39,8 @@ public:
         host_snapshot other;      ///< key "_other": the sums (gauges of unnamed hosts, counters carried too)
     };
 
+    /// Before the gates' snapshot of a scrape.
+    void begin_scrape();
     /// One scrape: `hosts` is the gates' snapshot, `cap` metrics.max_host_series.
     picked pick(const std::vector<host_snapshot>& hosts, std::size_t cap);
     /// A host's gate was evicted, with these final counts.
@@ -47,7 +51,8 @@ private:
     std::unordered_set<std::string> named_;
     std::unordered_set<std::string> in_other_;  ///< the unnamed hosts of the last scrape
     host_counts carried_;                       ///< counts of hosts that left "_other"
-    std::unordered_set<std::string> evicted_since_pick_;
+    bool scraping_ = false;                       ///< between begin_scrape() and pick()
+    std::unordered_set<std::string> evicted_in_scrape_;
 };
 
 }  // namespace politeproxy
