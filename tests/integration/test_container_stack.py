@@ -28,6 +28,9 @@ import harness as H  # noqa: E402
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 COMPOSE = os.path.join(REPO, "conf", "compose")
 IMAGE = "politeproxy-test"
+# buildah on this project's build machine stores images with the vfs driver
+# (../shared/tools/container-base.sh): the same here unless the caller chose one.
+BUILDAH_ENV = dict(os.environ, STORAGE_DRIVER=os.environ.get("STORAGE_DRIVER", "vfs"))
 
 
 def dockerfile():
@@ -131,7 +134,7 @@ def engine():
         why = "no docker"
     if shutil.which("buildah"):
         r = subprocess.run(["buildah", "images", "--format", "{{.Name}}:{{.Tag}}"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True, timeout=60)
+                           stderr=subprocess.DEVNULL, text=True, timeout=60, env=BUILDAH_ENV)
         if "docker.io/library/debian:12-slim" in r.stdout.split():
             return "buildah", "buildah with the debian:12 base images"
         return None, why + "; buildah has no debian:12-slim base image (no registry: ../shared/tools/container-base.sh builds one)"
@@ -140,22 +143,33 @@ def engine():
 
 def run_image(t, kind):
     build = {"docker": ["docker", "build", "-t", IMAGE, REPO],
-             "buildah": ["buildah", "bud", "--isolation", "chroot", "--pull-never", "-t", IMAGE, REPO]}[kind]
+             # --format docker: the OCI format has no HEALTHCHECK
+             "buildah": ["buildah", "bud", "--isolation", "chroot", "--pull-never", "--format", "docker", "-t", IMAGE,
+                         REPO]}[kind]
     H.log("building the image: %s" % " ".join(build))
-    r = subprocess.run(build, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3000)
+    r = subprocess.run(build, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3000, env=BUILDAH_ENV)
     H.check(r.returncode == 0, "the image does not build:\n%s" % r.stdout[-3000:])
+    inspect = (["docker", "image", "inspect", IMAGE] if kind == "docker"
+               else ["buildah", "inspect", "--type", "image", IMAGE])
+    info = json.loads(subprocess.run(inspect, stdout=subprocess.PIPE, text=True, check=True, env=BUILDAH_ENV).stdout)
+    config = info[0]["Config"] if kind == "docker" else info["Docker"]["config"]
+    H.check((config.get("Healthcheck") or {}).get("Test", [None])[1:] == healthcheck_command(dockerfile()),
+            "the image carries no HEALTHCHECK, or another one: %s" % config.get("Healthcheck"))
+    H.check(config.get("User") == "politeproxy", "the image runs as %r, not politeproxy" % config.get("User"))
     port, admin = H.free_port(), H.free_port()
     args = ["--listen", "127.0.0.1:%d" % port, "--admin-listen", "127.0.0.1:%d" % admin]
     # The image's config names a users file the operator mounts (README: the image).
     users = "%s:/etc/politeproxy/users.htpasswd:ro" % os.path.join(COMPOSE, "users.htpasswd")
+    ctr = None
     if kind == "docker":
         cmd = ["docker", "run", "--rm", "--network", "host", "-v", users, IMAGE] + args
     else:
         ctr = subprocess.run(["buildah", "from", "--pull-never", IMAGE], stdout=subprocess.PIPE, text=True,
-                             check=True).stdout.strip()
+                             check=True, env=BUILDAH_ENV).stdout.strip()
         cmd = ["buildah", "run", "--isolation", "chroot", "-v", users, ctr, "--", "/usr/local/bin/politeproxy",
                "--config", "/etc/politeproxy/politeproxy.yaml"] + args
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=H._pdeathsig)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=H._pdeathsig,
+                         env=BUILDAH_ENV)
     try:
         import urllib.request
 
@@ -173,6 +187,8 @@ def run_image(t, kind):
             p.wait(20)
         except subprocess.TimeoutExpired:
             p.kill()
+        if ctr:
+            subprocess.run(["buildah", "rm", ctr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=BUILDAH_ENV)
 
 
 def test(t):
