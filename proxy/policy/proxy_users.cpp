@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <stdexcept>
 
 namespace politeproxy {
@@ -56,8 +57,16 @@ bool complete_hash(std::string_view h) {
     const std::size_t digest = h.starts_with("$5$") ? 43 : 86;
     std::string_view rest = h.substr(3);
     if (rest.starts_with("rounds=")) {
+        // libcrypt clamps rounds outside [1000, 999999999] and writes the clamped value:
+        // such an entry could never match.
         const auto end = rest.find('$');
         if (end == std::string_view::npos) return false;
+        const auto digits = rest.substr(7, end - 7);
+        unsigned long rounds = 0;
+        const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rounds);
+        if (digits.empty() || ec != std::errc{} || p != digits.data() + digits.size() || rounds < 1000 ||
+            rounds > 999999999)
+            return false;
         rest.remove_prefix(end + 1);
     }
     const auto salt_end = rest.find('$');
@@ -111,6 +120,7 @@ struct proxy_users::impl {
         unsigned int size = 0;
         HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
              message.size(), out, &size);
+        OPENSSL_cleanse(message.data(), message.size());
         return std::string(reinterpret_cast<const char*>(out), size);
     }
 };
@@ -158,12 +168,18 @@ std::optional<std::string> proxy_users::check(std::string_view value) const {
     value.remove_prefix(basic.size());
     while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
     while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
-    const auto decoded = base64_decode(value);
+    auto decoded = base64_decode(value);
     if (!decoded) return std::nullopt;
+    // The credentials leave no copy behind in freed memory.
+    struct wipe {
+        std::string& s;
+        ~wipe() { OPENSSL_cleanse(s.data(), s.size()); }
+    } wipe_decoded{*decoded};
     const auto colon = decoded->find(':');
     if (colon == std::string::npos) return std::nullopt;
     std::string user = decoded->substr(0, colon);
-    const std::string password = decoded->substr(colon + 1);
+    std::string password = decoded->substr(colon + 1);
+    wipe wipe_password{password};
     if (password.find('\0') != std::string::npos) return std::nullopt;
     const auto it = impl_->users.find(user);
 

@@ -70,6 +70,9 @@ TEST_CASE("bcrypt, SHA-crypt and {SHA} entries load; weak or unknown ones are er
     struct crypt_data data {};
     CHECK(load("b:" + std::string(crypt_rn("pw", setting, &data, sizeof data)) + "\n")
               .check(basic("b", "pw")) == "b");
+    // rounds libcrypt would clamp: the entry could never match.
+    CHECK(error_of("c:$6$rounds=10$saltsalt$" + std::string(86, 'a') + "\n").line == 1);
+    CHECK(error_of("c:$5$rounds=x$saltsalt$" + std::string(43, 'a') + "\n").line == 1);
     CHECK(error_of("# only comments\n\n").line == 0);
 }
 
