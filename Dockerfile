@@ -1,9 +1,11 @@
 # politeproxy: build on Debian 12, run as a non-root user on a slim Debian 12.
 #   docker build -t politeproxy .
-#   docker run -p 3128:3128 -p 9464:9464 politeproxy
+#   docker run -v $PWD/users.htpasswd:/etc/politeproxy/users.htpasswd:ro -p 3128:3128 -p 9464:9464 politeproxy
 # The baked-in config (conf/politeproxy.docker.yaml) listens on 0.0.0.0 inside the
-# container; override the addresses with --listen / --admin-listen (appended to the
-# entrypoint), or mount your own file at /etc/politeproxy/politeproxy.yaml.
+# container for private-range clients, so it needs proxy users (the proxy refuses to be
+# an open proxy): mount an htpasswd file (htpasswd -B -c users.htpasswd NAME). Override
+# the addresses with --listen / --admin-listen (appended to the entrypoint), or mount
+# your own file at /etc/politeproxy/politeproxy.yaml.
 FROM debian:12 AS build
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
