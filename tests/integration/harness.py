@@ -626,6 +626,15 @@ def overlap_peak(records):
     return peak
 
 
+def promtool_check(text):
+    """`promtool check metrics` on a /metrics text: fails the test with promtool's words."""
+    r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=20)
+    out = r.stdout.decode("utf-8", "replace")
+    log("promtool exit %d %s" % (r.returncode, out.strip()))
+    check(r.returncode == 0, "promtool check metrics failed:\n%s" % out)
+
+
 def chromium(workdir, *args, timeout=60, env=None):
     """Runs headless Chromium (Debian's `chromium`) with `args`, in a process group of its
     own that is killed whole on timeout; its profile lives in `workdir`. Returns stdout."""

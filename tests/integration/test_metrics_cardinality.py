@@ -10,7 +10,6 @@
 Uncapped, the same scrape would carry ten times the per-host series."""
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -54,14 +53,7 @@ def test(t):
     send(proxy, ["http://q%d.test:%d/q" % (q, origin.port) for q in range(QUIET)])
 
     text, _ = scrape(proxy)
-    path = os.path.join(t.workdir, "metrics.txt")
-    with open(path, "w") as f:
-        f.write(text)
-    with open(path) as f:
-        r = subprocess.run(["promtool", "check", "metrics"], stdin=f, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=20)
-    out = r.stdout.decode("utf-8", "replace")
-    H.check(r.returncode == 0, "promtool check metrics failed:\n%s" % out)
+    H.promtool_check(text)
     m = H.parse_metrics(text)
     H.check(H.mget(m, "politeproxy_hosts_tracked") == QUIET + BUSY,
             "hosts_tracked %s, expected %d" % (H.mget(m, "politeproxy_hosts_tracked"), QUIET + BUSY))

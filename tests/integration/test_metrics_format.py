@@ -3,7 +3,6 @@
 `promtool check metrics`, carries every family SPEC.md lists for the core, and shows
 host_override_info for the active override only."""
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,15 +29,7 @@ def test(t):
     H.check(any(r.status == 503 for r in results), "expected some 503 from the full queue: %s"
             % H.summarize(results))
     text = proxy.metrics_text()
-    path = os.path.join(t.workdir, "metrics.txt")
-    with open(path, "w") as f:
-        f.write(text)
-    with open(path) as f:
-        r = subprocess.run(["promtool", "check", "metrics"], stdin=f, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=20)
-    out = r.stdout.decode("utf-8", "replace")
-    H.log("promtool exit %d %s" % (r.returncode, out.strip()))
-    H.check(r.returncode == 0, "promtool check metrics failed:\n%s" % out)
+    H.promtool_check(text)
 
     m = H.parse_metrics(text)
     names = {n for (n, _) in m}
