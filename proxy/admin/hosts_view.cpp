@@ -103,6 +103,16 @@ std::string render_hosts_json(const host_gates& gates, clock::time_point now,
             append_number(out, std::chrono::duration<double>(h.since_last_change).count());
             out += "}";
         }
+        out += ", \"domain_group\": ";
+        if (h.domain_group) {
+            out += "{\"key\": ";
+            append_json_string(out, h.domain_group->key);
+            out += ", \"in_flight\": " + std::to_string(h.domain_group->in_flight) +
+                   ", \"waiting\": " + std::to_string(h.domain_group->waiting) +
+                   ", \"limit\": " + std::to_string(h.domain_group->limit) + "}";
+        } else {
+            out += "null";
+        }
         out += std::string(", \"enforce\": ") + (h.enforce ? "true" : "false") + "}";
     }
     out += hosts.empty() ? "]\n" : "\n]\n";

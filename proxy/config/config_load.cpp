@@ -220,8 +220,20 @@ public:
                 else if (kind != "host") fail(d["key"], "defaults.key: '" + kind + "' is not host, domain or ip");
             }
         }
-        if (const auto n = root["groups"]; n && !n.IsNull())
-            fail(n, "groups is not supported yet: remove the section");
+        if (const auto n = root["groups"]; n && !n.IsNull()) {
+            expect_map(n, "groups");
+            only_keys(n, "groups", {"domain", "ip"});
+            for (auto [name, cap] : {std::pair{"domain", &c.groups.domain}, std::pair{"ip", &c.groups.ip}}) {
+                const auto g = n[name];
+                if (!g || g.IsNull()) continue;
+                const std::string where = std::string("groups.") + name;
+                expect_map(g, where);
+                only_keys(g, where, {"concurrency"});
+                if (!g["concurrency"]) fail(g, where + ": 'concurrency' is required");
+                *cap = count(g["concurrency"], where + ".concurrency", 1);
+            }
+            if (c.groups.ip) fail(n["ip"], "groups.ip is not supported yet (groups.domain is)");
+        }
         fleet(root["fleet"], c);
 
         if (const auto h = root["hosts"]; h && !h.IsNull()) {

@@ -9,6 +9,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <functional>
 
@@ -21,13 +22,21 @@ std::size_t shard_of(const std::string& key, std::size_t count) {
     return std::hash<std::string>{}(key) % count;
 }
 
-// A parked request: the gate's intrusive node plus the timer its coroutine sleeps on.
-struct async_waiter : gate::waiter, std::enable_shared_from_this<async_waiter> {
+// A parked request: the gate's intrusive node, its node in a group's queue, the group
+// slots it holds, and the timer its coroutine sleeps on.
+struct async_waiter : gate::waiter, group_gate::waiter, std::enable_shared_from_this<async_waiter> {
     explicit async_waiter(executor ex) : timer(std::move(ex)) {}
+    gate::waiter& host_node() { return *this; }
+    group_gate::waiter& group_node() { return *this; }
     steady_timer timer;
+    group_ladder groups;
 };
 
 using wake_list = std::vector<std::shared_ptr<async_waiter>>;
+
+void add_woken(const std::vector<group_gate::waiter*>& granted, wake_list& wake) {
+    for (group_gate::waiter* w : granted) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
+}
 
 // Runs the gate under the caller's lock and keeps the waiters it woke alive until
 // the caller, after unlocking, pokes them.
@@ -112,11 +121,41 @@ host_gates::host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed) : 
 
 host_gates::~host_gates() = default;
 
+const public_suffixes& host_gates::suffixes() const {
+    std::call_once(suffixes_loaded_, [this] { suffixes_ = std::make_unique<public_suffixes>(); });
+    return *suffixes_;
+}
+
 const std::string& host_gates::gate_key(const config& cfg, const std::string& host_key, std::string& storage) const {
     if (cfg.key == config::key_kind::host) return host_key;
-    std::call_once(suffixes_loaded_, [this] { suffixes_ = std::make_unique<public_suffixes>(); });
-    storage = suffixes_->registrable_domain(host_key);
+    storage = suffixes().registrable_domain(host_key);
     return storage;
+}
+
+void host_gates::join_domain_group(const config& cfg, host_entry& e) {
+    e.domain_group = nullptr;
+    e.domain_group_key.clear();
+    if (!cfg.groups.domain || !e.policy->enforce) return;
+    e.domain_group_key = suffixes().registrable_domain(e.key);
+    std::lock_guard lock(groups_.mutex());
+    e.domain_group = groups_.find_or_create(cfg.groups, group_gates::level::domain, e.domain_group_key);
+}
+
+void host_gates::choose_groups(const host_entry& e, group_ladder& ladder) const {
+    ladder.set_levels(e.domain_group, nullptr);
+}
+
+void host_gates::leave_groups(group_ladder& ladder, group_gate::waiter& node) {
+    if (ladder.empty()) return;
+    std::vector<group_gate::waiter*> granted;
+    {
+        std::lock_guard lock(groups_.mutex());  // a group's grant writes the node's state
+        if (!ladder.engaged(node)) return;
+        ladder.descend(node, granted);
+    }
+    wake_list wake;
+    add_woken(granted, wake);
+    poke(wake);
 }
 
 std::shared_ptr<const config> host_gates::current_config() const {
@@ -131,6 +170,7 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     const host_override* o = cfg->override_for(key, utc_today());
     std::shared_ptr<const host_policy> policy(cfg, o ? &o->policy : &cfg->defaults);
     auto entry = std::make_shared<host_entry>(key, std::move(policy), o, now);
+    join_domain_group(*cfg, *entry);
     entry->shard = static_cast<std::size_t>(&s - shards_.data());
     s.entries.emplace(key, entry);
     return entry;
@@ -145,10 +185,23 @@ permit host_gates::depart_at_once_locked(shard& s, const std::string& key, clock
         publish_locked(*entry, now);
     }
     // Requests already waiting for a lease go first.
-    if (!entry->fleet_line.empty() || !entry->g.try_depart(now)) return {};
+    if (!entry->fleet_line.empty()) return {};
+    group_ladder groups;
+    choose_groups(*entry, groups);
+    if (!groups.empty()) {
+        // Every slot (host, then groups) and the token at once, or nothing.
+        if (!entry->g.would_depart(now)) return {};
+        std::lock_guard lock(groups_.mutex());
+        if (!groups.try_take_all()) return {};
+    }
+    const bool departed = entry->g.try_depart(now);
+    assert(departed || groups.empty());
+    if (!departed) return {};
     auto policy = entry->policy;
     const auto epoch = entry->health.epoch();
-    return permit(this, std::move(entry), std::move(policy), {}, epoch);
+    permit p(this, std::move(entry), std::move(policy), {}, epoch);
+    p.groups_ = std::move(groups);
+    return p;
 }
 
 permit host_gates::try_acquire(const std::string& key) {
@@ -213,7 +266,8 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, clock::ti
         std::lock_guard lock(s.mutex);
         if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
         max_wait = entry->policy->queue.max_wait;
-        if (!entry->g.enqueue(*w)) {
+        choose_groups(*entry, w->groups);
+        if (!entry->g.enqueue(*w, !w->groups.empty())) {
             ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
             co_return acquire_result{{}, errc::queue_full, retry_after_hint(*entry, start)};
         }
@@ -227,14 +281,18 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, clock::ti
 
     for (;;) {
         clock::time_point wake_at;
+        gate::waiter_state state;
         const auto now = clock::now();
         {
             std::lock_guard lock(s.mutex);
-            if (w->state() == gate::waiter_state::departed) {
+            state = w->host_node().state();
+            if (state == gate::waiter_state::departed) {
                 guard.self = nullptr;
                 auto policy = entry->policy;
                 const auto epoch = entry->health.epoch();
-                co_return acquire_result{permit(this, std::move(entry), std::move(policy), now - start, epoch), {}, {}};
+                permit p(this, std::move(entry), std::move(policy), now - start, epoch);
+                p.groups_ = std::move(w->groups);
+                co_return acquire_result{std::move(p), {}, {}};
             }
             if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
             if (now >= deadline) {
@@ -242,6 +300,28 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, clock::ti
                 co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(*entry, now)};
             }
             wake_at = std::min(deadline, w->wake_at());
+        }
+        if (state == gate::waiter_state::awaiting_groups) {
+            // Holding the host slot: the group slots next, in order. Parked at a group,
+            // the group's grant pokes us.
+            bool all_held = false;
+            {
+                std::lock_guard lock(groups_.mutex());
+                all_held = w->groups.climb(w->group_node());
+            }
+            if (all_held) {
+                {
+                    std::lock_guard lock(s.mutex);
+                    if (w->host_node().state() == gate::waiter_state::awaiting_groups) {
+                        entry->g.groups_granted(*w);
+                        advance_locked(*entry, clock::now(), wake);
+                    }
+                }
+                poke(wake);
+                continue;
+            }
+        } else if (state == gate::waiter_state::queued) {
+            leave_groups(w->groups, w->group_node());  // the host took its slot back (a lowered limit)
         }
         w->timer.expires_at(wake_at);
         auto [ec] = co_await w->timer.async_wait(use_tuple);
@@ -390,6 +470,8 @@ void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) 
 }
 
 void host_gates::cancel(host_entry& entry, gate::waiter& w) {
+    auto& self = static_cast<async_waiter&>(w);
+    leave_groups(self.groups, self.group_node());  // the reverse order: groups, then the host
     wake_list wake;
     {
         std::lock_guard lock(shards_[entry.shard].mutex);
@@ -468,11 +550,22 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
         std::lock_guard lock(config_mutex_);
         config_ = cfg;
     }
+    {
+        std::vector<group_gate::waiter*> granted;
+        {
+            std::lock_guard lock(groups_.mutex());
+            groups_.set_caps(cfg->groups, granted);
+        }
+        wake_list wake;
+        add_woken(granted, wake);
+        poke(wake);
+    }
     const auto today = utc_today();
     for_each_entry_reapplying([&](host_entry& e, clock::time_point now) {
         const host_override* o = cfg->override_for(e.key, today);
         e.policy = std::shared_ptr<const host_policy>(cfg, o ? &o->policy : &cfg->defaults);
         e.override_entry = o;
+        join_domain_group(*cfg, e);  // requests parked already keep the groups they chose
         const auto limit = e.health.limit();
         const auto rate = e.health.rate();
         e.health.reconfigure(*e.policy, now);
@@ -556,6 +649,8 @@ std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_f
             return true;
         });
     }
+    std::lock_guard lock(groups_.mutex());
+    groups_.evict_idle();  // after the hosts: they refer to their domain's group
     return evicted;
 }
 
@@ -608,6 +703,11 @@ std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
             h.last_reason = e->health.last_reason();
             h.since_last_change = now - e->health.last_change();
             if (e->override_entry) h.override_reason = e->override_entry->reason;
+            if (e->domain_group) {
+                std::lock_guard group_lock(groups_.mutex());
+                const group_gate& g = *e->domain_group;
+                h.domain_group = host_snapshot::group_view{e->domain_group_key, g.in_flight(), g.waiting(), g.limit()};
+            }
             h.enforce = e->policy->enforce;
             h.would_have_waited = e->g.would_have_waited();
             h.outcomes = e->outcomes;
@@ -623,6 +723,7 @@ std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
 permit::permit(permit&& other) noexcept
     : owner_(std::exchange(other.owner_, nullptr)),
       lease_(std::exchange(other.lease_, 0)),
+      groups_(std::move(other.groups_)),
       entry_(std::move(other.entry_)),
       policy_(std::move(other.policy_)),
       queue_wait_(other.queue_wait_),
@@ -634,6 +735,7 @@ permit& permit::operator=(permit&& other) noexcept {
         reset();
         owner_ = std::exchange(other.owner_, nullptr);
         lease_ = std::exchange(other.lease_, 0);
+        groups_ = std::move(other.groups_);
         entry_ = std::move(other.entry_);
         policy_ = std::move(other.policy_);
         queue_wait_ = other.queue_wait_;
@@ -646,7 +748,10 @@ permit& permit::operator=(permit&& other) noexcept {
 permit::~permit() { reset(); }
 
 void permit::reset() {
-    if (entry_) owner_->release(*entry_, outcome_, std::exchange(lease_, 0));
+    if (!entry_) return;
+    group_gate::waiter not_parked;  // a permit holds its group slots, it waits at none
+    owner_->leave_groups(groups_, not_parked);
+    owner_->release(*entry_, outcome_, std::exchange(lease_, 0));
     entry_.reset();
     policy_.reset();
     owner_ = nullptr;

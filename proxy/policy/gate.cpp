@@ -11,6 +11,7 @@ gate::~gate() {
     // Owners cancel their waiters first; unlink defensively so a bug cannot leave
     // dangling hooks behind.
     slot_queue_.clear();
+    group_line_.clear();
     token_line_.clear();
 }
 
@@ -20,17 +21,21 @@ bool gate::try_depart(clock::time_point now) {
         ++in_flight_;
         return true;
     }
-    if (!slot_queue_.empty() || !token_line_.empty() || in_flight_ >= limits_.concurrency || now < paused_until_ ||
-        !bucket_.try_take(now))
-        return false;
+    if (!would_depart(now) || !bucket_.try_take(now)) return false;
     ++in_flight_;
     return true;
 }
 
-bool gate::enqueue(waiter& w) {
+bool gate::would_depart(clock::time_point now) const {
+    return slot_queue_.empty() && group_line_.empty() && token_line_.empty() && in_flight_ < limits_.concurrency &&
+           now >= paused_until_ && bucket_.wait_for_token(now) == clock::duration::zero();
+}
+
+bool gate::enqueue(waiter& w, bool needs_groups) {
     assert(w.state_ == waiter_state::idle);
     if (waiting() >= limits_.max_waiting) return false;
     w.state_ = waiter_state::queued;
+    w.needs_groups_ = needs_groups;
     w.wake_at_ = clock::time_point::max();
     slot_queue_.push_back(w);
     return true;
@@ -41,6 +46,9 @@ void gate::cancel(waiter& w) {
     case waiter_state::queued:
         slot_queue_.erase(slot_queue_.iterator_to(w));
         break;
+    case waiter_state::awaiting_groups:
+        group_line_.erase(group_line_.iterator_to(w));
+        break;
     case waiter_state::holding_slot:
         token_line_.erase(token_line_.iterator_to(w));
         break;
@@ -50,6 +58,14 @@ void gate::cancel(waiter& w) {
     }
     w.state_ = waiter_state::idle;
     w.wake_at_ = clock::time_point::max();
+}
+
+void gate::groups_granted(waiter& w) {
+    assert(w.state_ == waiter_state::awaiting_groups);
+    if (w.state_ != waiter_state::awaiting_groups) return;
+    group_line_.erase(group_line_.iterator_to(w));
+    w.state_ = waiter_state::holding_slot;
+    token_line_.push_back(w);
 }
 
 void gate::release() {
@@ -66,20 +82,19 @@ void gate::depart(waiter& w, std::vector<waiter*>& woken) {
 
 void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
     if (!limits_.enforce) return advance_observing(now, woken);
-    // A lowered limit takes back slots not yet used: the newest holders return to the
-    // front of the queue, keeping arrival order. Nothing that departed is touched.
-    while (!token_line_.empty() && in_flight_ + token_line_.size() > limits_.concurrency) {
-        waiter& w = token_line_.back();
-        token_line_.pop_back();
-        w.state_ = waiter_state::queued;
-        w.wake_at_ = clock::time_point::max();
-        slot_queue_.push_front(w);
-    }
-    while (!slot_queue_.empty() && in_flight_ + token_line_.size() < limits_.concurrency) {
+    take_back(woken);
+    while (!slot_queue_.empty() && slots_held() < limits_.concurrency) {
         waiter& w = slot_queue_.front();
         slot_queue_.pop_front();
-        w.state_ = waiter_state::holding_slot;
-        token_line_.push_back(w);
+        if (w.needs_groups_) {
+            w.state_ = waiter_state::awaiting_groups;
+            w.wake_at_ = clock::time_point::max();
+            group_line_.push_back(w);
+            woken.push_back(&w);  // its owner climbs the group ladder
+        } else {
+            w.state_ = waiter_state::holding_slot;
+            token_line_.push_back(w);
+        }
     }
     const bool paused = now < paused_until_;
     while (!paused && !token_line_.empty() && bucket_.try_take(now)) {
@@ -97,9 +112,25 @@ void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
     }
 }
 
+void gate::take_back(std::vector<waiter*>& woken) {
+    // Slots not yet used come back, newest holders first (the group line took them after
+    // the token line did), keeping arrival order in the queue. Nothing that departed is
+    // touched.
+    for (waiter_list* line : {&group_line_, &token_line_}) {
+        while (!line->empty() && slots_held() > limits_.concurrency) {
+            waiter& w = line->back();
+            line->pop_back();
+            w.state_ = waiter_state::queued;
+            w.wake_at_ = clock::time_point::max();
+            slot_queue_.push_front(w);
+            if (w.needs_groups_) woken.push_back(&w);  // its owner gives its group slots back
+        }
+    }
+}
+
 void gate::advance_observing(clock::time_point now, std::vector<waiter*>& woken) {
     // A limit lowered or a switch from enforcing may leave waiters parked: release them.
-    for (waiter_list* list : {&token_line_, &slot_queue_}) {
+    for (waiter_list* list : {&token_line_, &group_line_, &slot_queue_}) {
         while (!list->empty()) {
             waiter& w = list->front();
             list->pop_front();
@@ -116,7 +147,7 @@ void gate::set_limits(const gate_limits& limits, clock::time_point now) {
 }
 
 bool gate::idle(clock::time_point now) const {
-    return in_flight_ == 0 && slot_queue_.empty() && token_line_.empty() && bucket_.full(now);
+    return in_flight_ == 0 && waiting() == 0 && bucket_.full(now);
 }
 
 }  // namespace politeproxy

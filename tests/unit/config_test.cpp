@@ -104,9 +104,19 @@ TEST_CASE("unknown keys and bad values are errors with file and line") {
 }
 
 TEST_CASE("features that are not built yet are refused, not silently ignored") {
-    CHECK(load_error("groups: { domain: { concurrency: 4 } }\n").find("not supported yet") != std::string::npos);
+    CHECK(load_error("groups: { ip: { concurrency: 4 } }\n").find("not supported yet") != std::string::npos);
     CHECK(load_error("defaults: { key: ip }\n").find("not supported yet") != std::string::npos);
     CHECK(load_error("defaults: { key: street }\n").find("not host, domain or ip") != std::string::npos);
+}
+
+TEST_CASE("groups: a concurrency cap per level") {
+    const config c = load_ok("groups:\n  domain: { concurrency: 4 }\n");
+    CHECK(c.groups.domain == 4u);
+    CHECK_FALSE(c.groups.ip);
+    CHECK(load_error("groups: { domain: { concurrency: 0 } }\n").find("groups.domain.concurrency") != std::string::npos);
+    CHECK(load_error("groups: { domain: {} }\n").find("'concurrency' is required") != std::string::npos);
+    CHECK(load_error("groups: { domain: { rate: 1 } }\n").find("unknown key 'rate'") != std::string::npos);
+    CHECK(load_error("groups: { street: { concurrency: 1 } }\n").find("unknown key 'street'") != std::string::npos);
 }
 
 TEST_CASE("fleet: the store's URL and the lease settings") {

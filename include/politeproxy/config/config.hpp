@@ -161,6 +161,12 @@ struct config {
     /// (Public Suffix List) shares one gate, named by the domain.
     enum class key_kind : std::uint8_t { host, domain };
     key_kind key = key_kind::host;
+    /// groups: caps across hosts (SPEC.md), each a concurrency only; absent = no cap.
+    struct group_caps {
+        std::optional<std::size_t> domain;  ///< every host of one registrable domain together
+        std::optional<std::size_t> ip;      ///< every host connected to at one address together
+        bool operator==(const group_caps&) const = default;
+    } groups;
     std::size_t max_host_series = 10000;
     bool per_user_metrics = false;  ///< metrics.per_user: user_requests_total{user} (with security.users_file)
     limits_config limits;

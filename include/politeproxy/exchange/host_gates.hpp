@@ -2,6 +2,7 @@
 #include "politeproxy/policy/adaptive_limit.hpp"
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/config/config.hpp"
+#include "politeproxy/exchange/group_gates.hpp"
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/policy/outcome.hpp"
 #include "politeproxy/policy/permit.hpp"
@@ -46,6 +47,9 @@ struct host_entry {
     /// An HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS: the gate's limit never exceeds it.
     std::optional<std::size_t> stream_ceiling;
     bool h2 = false;  ///< its requests go over HTTP/2 (an origin session's SETTINGS came)
+    /// groups.domain: the gate of its registrable domain (null: no cap, or observe-only).
+    std::shared_ptr<group_gate> domain_group;
+    std::string domain_group_key;  ///< that domain
 
     // With a fleet store:
     std::optional<std::size_t> fleet_held;  ///< leases held fleet-wide at the store's last answer
@@ -67,6 +71,11 @@ struct host_snapshot {
     std::size_t configured_limit = 0;
     std::optional<std::size_t> stream_ceiling;
     bool h2 = false;  ///< the upstream protocol: HTTP/2, else HTTP/1.1
+    struct group_view {
+        std::string key;
+        std::size_t in_flight = 0, waiting = 0, limit = 0;
+    };
+    std::optional<group_view> domain_group;  ///< groups.domain: its domain's group, shared with other hosts
     double rate = 0;
     double configured_rate = 0;
     clock::duration paused_for{};  ///< remaining pause, zero when not paused
@@ -118,6 +127,11 @@ struct acquire_result {
 /// Health: a permit's `report()` feeds its host's adaptive_limit, whose limit, rate and
 /// pause the gate then enforces. An HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS caps
 /// that limit (`set_stream_ceiling`): the excess waits in the queue, in order.
+///
+/// Groups (`groups.domain`, `groups.ip`): a request of a host whose gate enforces takes
+/// its host slot, then its domain group's slot, then its address group's slot (parking in
+/// each group's FIFO queue holding only the slots before it), then its host token; the
+/// permit gives them back in reverse (group_ladder says why this cannot deadlock).
 ///
 /// Fleet (attach_fleet): after its local slot and token, a request also needs a lease
 /// from the fleet store. It waits for it in its host's fleet line, holding its local
@@ -231,6 +245,13 @@ private:
     void release(host_entry& entry, outcome how, std::uint64_t lease);
     void report(host_entry& entry, const health_signal& signal);
     void cancel(host_entry& entry, gate::waiter& w);
+    /// Gives back a request's group slots (and its place in a group queue), in reverse.
+    void leave_groups(group_ladder& ladder, group_gate::waiter& node);
+    /// The groups a request of `e` needs, in order.
+    void choose_groups(const host_entry& e, group_ladder& ladder) const;
+    /// groups.domain: `e` joins its registrable domain's gate, or none (under e's shard lock).
+    void join_domain_group(const config& cfg, host_entry& e);
+    const public_suffixes& suffixes() const;
 
     mutable std::mutex config_mutex_;
     mutable std::once_flag suffixes_loaded_;
@@ -238,6 +259,7 @@ private:
     std::shared_ptr<const config> config_;
     bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)
     std::array<shard, shard_count> shards_;
+    group_gates groups_;
     fleet::fleet_client* fleet_ = nullptr;  ///< set once, before any request
     std::atomic<bool> fleet_down_{false};
     std::atomic<clock::rep> fleet_down_since_{0};  ///< clock ticks

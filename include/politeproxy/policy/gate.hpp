@@ -35,6 +35,14 @@ struct gate_limits {
 /// While paused (`set_pause`), waiters still take free slots but no token is handed out
 /// until the pause ends; the token head is told to wake then.
 ///
+/// Groups: a waiter enqueued with `needs_groups` goes from the slot queue to the group
+/// line, holding its slot, and is woken to take its group slots (group_ladder); once it
+/// holds them, `groups_granted` moves it to the token line. A lowered limit takes slots
+/// back from the group line first, then from the token line; a grouped waiter taken back
+/// is woken, so that its owner gives its group slots back (host slot first, group slots
+/// after it: a request never holds a group slot without its host slot for longer than it
+/// takes to notice).
+///
 /// Observe-only (`enforce` false): every waiter departs at once, and the ones the limits
 /// would have parked are counted in `would_have_waited()`; the bucket is consumed as if
 /// enforced, so the count matches what enforcement would do.
@@ -45,7 +53,7 @@ struct gate_limits {
 /// Locking: none inside; the owner serialises every call (see host_gates).
 class gate {
 public:
-    enum class waiter_state : std::uint8_t { idle, queued, holding_slot, departed };
+    enum class waiter_state : std::uint8_t { idle, queued, awaiting_groups, holding_slot, departed };
 
     class waiter : public boost::intrusive::list_base_hook<> {
     public:
@@ -56,6 +64,7 @@ public:
     private:
         friend class gate;
         waiter_state state_ = waiter_state::idle;
+        bool needs_groups_ = false;
         clock::time_point wake_at_ = clock::time_point::max();
     };
 
@@ -68,9 +77,16 @@ public:
     /// parked ahead of it, a slot and a token are free, the host is not paused (and in
     /// observe-only mode, always). False: park it with enqueue().
     bool try_depart(clock::time_point now);
+    /// Whether try_depart() would succeed at `now` (an enforcing gate), changing nothing.
+    bool would_depart(clock::time_point now) const;
 
     /// Parks `w` at the back of the queue; false (and `w` untouched) when the queue is full.
-    bool enqueue(waiter& w);
+    /// With `needs_groups`, `w` stops in the group line after its slot (see above).
+    bool enqueue(waiter& w, bool needs_groups = false);
+
+    /// `w` (in the group line) holds its group slots: it joins the token line. Call
+    /// advance() afterwards.
+    void groups_granted(waiter& w);
 
     /// Takes a waiter that has not departed out of the gate, giving back its slot if it
     /// held one. Call advance() afterwards: the freed slot may admit the next waiter.
@@ -93,18 +109,23 @@ public:
     template <class F>
     void for_each_waiter(F&& f) {
         for (auto& w : token_line_) f(w);
+        for (auto& w : group_line_) f(w);
         for (auto& w : slot_queue_) f(w);
     }
 
     std::size_t limit() const { return limits_.concurrency; }
     const gate_limits& limits() const { return limits_; }
     std::size_t in_flight() const { return in_flight_; }
-    std::size_t waiting() const { return slot_queue_.size() + token_line_.size(); }
+    std::size_t waiting() const { return slot_queue_.size() + group_line_.size() + token_line_.size(); }
     /// Nothing in flight, nothing parked, bucket full: forgetting this gate changes nothing.
     bool idle(clock::time_point now) const;
 
 private:
     void depart(waiter& w, std::vector<waiter*>& woken);
+    std::size_t slots_held() const { return in_flight_ + group_line_.size() + token_line_.size(); }
+    /// A lowered limit: the newest slot holders that have not departed go back to the
+    /// front of the queue.
+    void take_back(std::vector<waiter*>& woken);
     void advance_observing(clock::time_point now, std::vector<waiter*>& woken);
 
     using waiter_list = boost::intrusive::list<waiter>;
@@ -115,6 +136,7 @@ private:
     clock::time_point paused_until_{};
     std::uint64_t would_have_waited_ = 0;
     waiter_list slot_queue_;
+    waiter_list group_line_;  ///< holding a slot, taking group slots
     waiter_list token_line_;
 };
 

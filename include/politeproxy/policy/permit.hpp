@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/policy/group_ladder.hpp"
 #include "politeproxy/policy/outcome.hpp"
 
 #include <cstdint>
@@ -13,8 +14,9 @@ struct host_entry;
 struct host_policy;
 struct health_signal;
 
-/// One granted slot of one host's gate. Move-only; the destructor gives the slot back
-/// and records how the request ended, so no path (success, error, timeout, client gone,
+/// One granted slot of one host's gate (and of its groups). Move-only; the destructor
+/// gives the slots back (group slots first: the reverse of taking them) and records how
+/// the request ended, so no path (success, error, timeout, client gone,
 /// exception) can leak it. An empty permit owns nothing.
 ///
 /// Thread safety: one owner at a time; release takes the gate's lock.
@@ -51,6 +53,7 @@ private:
 
     host_gates* owner_ = nullptr;
     std::uint64_t lease_ = 0;  ///< the fleet lease (0: none), given back with the slot
+    group_ladder groups_;      ///< the group slots held (groups.domain, groups.ip)
     std::shared_ptr<host_entry> entry_;
     std::shared_ptr<const host_policy> policy_;  ///< as it was at departure
     clock::duration queue_wait_{};
