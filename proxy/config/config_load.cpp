@@ -216,7 +216,7 @@ public:
             if (d["key"]) {
                 const std::string kind = text(d["key"], "defaults.key");
                 if (kind == "domain") c.key = config::key_kind::domain;
-                else if (kind == "ip") fail(d["key"], "defaults.key: 'ip' is not supported yet (host or domain)");
+                else if (kind == "ip") c.key = config::key_kind::ip;
                 else if (kind != "host") fail(d["key"], "defaults.key: '" + kind + "' is not host, domain or ip");
             }
         }
@@ -232,7 +232,6 @@ public:
                 if (!g["concurrency"]) fail(g, where + ": 'concurrency' is required");
                 *cap = count(g["concurrency"], where + ".concurrency", 1);
             }
-            if (c.groups.ip) fail(n["ip"], "groups.ip is not supported yet (groups.domain is)");
         }
         fleet(root["fleet"], c);
 

@@ -126,8 +126,10 @@ const public_suffixes& host_gates::suffixes() const {
     return *suffixes_;
 }
 
-const std::string& host_gates::gate_key(const config& cfg, const std::string& host_key, std::string& storage) const {
+const std::string& host_gates::gate_key(const config& cfg, const std::string& host_key, const std::string& address,
+                                         std::string& storage) const {
     if (cfg.key == config::key_kind::host) return host_key;
+    if (cfg.key == config::key_kind::ip) return address;
     storage = suffixes().registrable_domain(host_key);
     return storage;
 }
@@ -141,8 +143,16 @@ void host_gates::join_domain_group(const config& cfg, host_entry& e) {
     e.domain_group = groups_.find_or_create(cfg.groups, group_gates::level::domain, e.domain_group_key);
 }
 
-void host_gates::choose_groups(const host_entry& e, group_ladder& ladder) const {
-    ladder.set_levels(e.domain_group, nullptr);
+void host_gates::choose_groups(const host_entry& e, const std::string& address, group_ladder& ladder) {
+    std::shared_ptr<group_gate> ip;
+    if (!address.empty() && e.policy->enforce) {
+        const auto cfg = current_config();
+        if (cfg->groups.ip) {
+            std::lock_guard lock(groups_.mutex());
+            ip = groups_.find_or_create(cfg->groups, group_gates::level::ip, address);
+        }
+    }
+    ladder.set_levels(e.domain_group, std::move(ip));
 }
 
 void host_gates::leave_groups(group_ladder& ladder, group_gate::waiter& node) {
@@ -176,7 +186,8 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     return entry;
 }
 
-permit host_gates::depart_at_once_locked(shard& s, const std::string& key, clock::time_point now) {
+permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const std::string& address,
+                                         clock::time_point now) {
     if (closed_) return {};
     auto entry = find_or_create(s, key, now);
     entry->last_used = now;
@@ -187,7 +198,7 @@ permit host_gates::depart_at_once_locked(shard& s, const std::string& key, clock
     // Requests already waiting for a lease go first.
     if (!entry->fleet_line.empty()) return {};
     group_ladder groups;
-    choose_groups(*entry, groups);
+    choose_groups(*entry, address, groups);
     if (!groups.empty()) {
         // Every slot (host, then groups) and the token at once, or nothing.
         if (!entry->g.would_depart(now)) return {};
@@ -204,13 +215,13 @@ permit host_gates::depart_at_once_locked(shard& s, const std::string& key, clock
     return p;
 }
 
-permit host_gates::try_acquire(const std::string& key) {
+permit host_gates::try_acquire(const std::string& key, const std::string& address) {
     // With the store up every request needs a lease (acquire); without it, fail_closed
     // refuses in acquire, and local_share departs on the local gate alone.
     if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
     shard& s = shards_[shard_of(key, shard_count)];
     std::lock_guard lock(s.mutex);
-    permit p = depart_at_once_locked(s, key, clock::now());
+    permit p = depart_at_once_locked(s, key, address, clock::now());
     if (p && fleet_) {
         p.lease_ = fleet_->hold_unasserted(key);  // asserted in the store when it is back
         ++p.entry_->fleet_leased;
@@ -218,13 +229,13 @@ permit host_gates::try_acquire(const std::string& key) {
     return p;
 }
 
-task<acquire_result> host_gates::acquire(std::string key) {
-    if (permit p = try_acquire(key)) co_return acquire_result{std::move(p), {}, {}};
+task<acquire_result> host_gates::acquire(std::string key, std::string address) {
+    if (permit p = try_acquire(key, address)) co_return acquire_result{std::move(p), {}, {}};
     const auto start = clock::now();
     for (;;) {
         if (fleet_ && !fleet_needs_lease() && fleet_fails_closed())
             co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
-        auto local = co_await acquire_local(key, start);
+        auto local = co_await acquire_local(key, address, start);
         if (!local.granted || !fleet_) co_return local;
         if (!fleet_needs_lease()) {
             if (fleet_fails_closed()) co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
@@ -240,7 +251,8 @@ task<acquire_result> host_gates::acquire(std::string key) {
     }
 }
 
-task<acquire_result> host_gates::acquire_local(const std::string& key, clock::time_point start) {
+task<acquire_result> host_gates::acquire_local(const std::string& key, const std::string& address,
+                                               clock::time_point start) {
     shard& s = shards_[shard_of(key, shard_count)];
     std::shared_ptr<host_entry> entry;
     {
@@ -266,7 +278,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, clock::ti
         std::lock_guard lock(s.mutex);
         if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
         max_wait = entry->policy->queue.max_wait;
-        choose_groups(*entry, w->groups);
+        choose_groups(*entry, address, w->groups);
         if (!entry->g.enqueue(*w, !w->groups.empty())) {
             ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
             co_return acquire_result{{}, errc::queue_full, retry_after_hint(*entry, start)};
@@ -427,14 +439,14 @@ bool host_gates::note_answer_locked(host_entry& e, const fleet::lease_answer& an
     return true;
 }
 
-task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key) {
+task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, const std::string& address) {
     shard& s = shards_[shard_of(key, shard_count)];
     const auto start = clock::now();
     permit local;
     fleet::lease_terms terms;
     {
         std::lock_guard lock(s.mutex);
-        local = depart_at_once_locked(s, key, start);
+        local = depart_at_once_locked(s, key, address, start);
         if (!local) co_return acquire_result{};
         const host_entry& e = *local.entry_;
         terms = {e.health.limit(), e.health.rate(), e.policy->burst};

@@ -53,34 +53,35 @@ task<void> client_gone(tcp_socket& client) {
 
 }  // namespace
 
-task<acquire_result> park(host_gates& gates, std::string key, tcp_socket& client) {
+task<acquire_result> park(host_gates& gates, std::string key, std::string address, tcp_socket& client) {
     if (gates.fleet_needs_lease()) {  // most requests: one round trip to the store, no watch needed
-        auto quick = co_await gates.acquire_leased_at_once(key);
+        auto quick = co_await gates.acquire_leased_at_once(key, address);
         if (quick.granted) co_return quick;
     }
-    auto result = co_await (gates.acquire(std::move(key)) || client_gone(client));
+    auto result = co_await (gates.acquire(std::move(key), std::move(address)) || client_gone(client));
     if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
     co_return std::move(std::get<0>(result));
 }
 
-task<acquire_result> park(host_gates& gates, std::string key, event& gone) {
+task<acquire_result> park(host_gates& gates, std::string key, std::string address, event& gone) {
     if (gates.fleet_needs_lease()) {
-        auto quick = co_await gates.acquire_leased_at_once(key);
+        auto quick = co_await gates.acquire_leased_at_once(key, address);
         if (quick.granted) co_return quick;
     }
-    auto result = co_await (gates.acquire(std::move(key)) || gone.wait());
+    auto result = co_await (gates.acquire(std::move(key), std::move(address)) || gone.wait());
     if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
     co_return std::move(std::get<0>(result));
 }
 
-permit admit_at_once(proxy_context& ctx, const std::string& key) {
-    permit now = ctx.gates.try_acquire(key);
+permit admit_at_once(proxy_context& ctx, const std::string& key, const std::string& address) {
+    permit now = ctx.gates.try_acquire(key, address);
     if (now) ctx.metrics.queue_wait(clock::duration::zero());
     return now;
 }
 
-task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key, answer_mode mode) {
-    auto r = co_await park(ctx.gates, std::move(key), client.socket());
+task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key, std::string address,
+                      answer_mode mode) {
+    auto r = co_await park(ctx.gates, std::move(key), std::move(address), client.socket());
     if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer
     if (r.ec) {
         const auto why = static_cast<errc>(r.ec.value());

@@ -108,7 +108,9 @@ public:
         return send_answer(ctx_, client_, why, details, answer_mode{keep, keeping_.head});
     }
 
-    task<admission> admit(std::string key) { return politeproxy::admit(ctx_, client_, std::move(key), keeping_); }
+    task<admission> admit(std::string key, std::string address) {
+        return politeproxy::admit(ctx_, client_, std::move(key), std::move(address), keeping_);
+    }
 
     void write_head(const origin_target& target, relay_buffers& scratch) {
         if (expect_continue_) req_.erase(http::field::expect);  // answered here once the slot is held

@@ -29,14 +29,20 @@ std::optional<connect_failure> check_known_destination(const config& cfg, const 
     return connect_failure{errc::destination_denied, "destination " + (entry ? entry->address : key) + " is denied"};
 }
 
-task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resolver& resolver,
-                                                    timed_socket& stream, const std::string& key,
-                                                    std::uint16_t port, clock::duration timeout) {
-    const auto deadline = clock::now() + timeout;
+namespace {
+
+using endpoints_or_failure = std::variant<std::vector<tcp::endpoint>, connect_failure>;
+
+// The addresses of `key` the deny list permits (at least one), or why there are none.
+task<endpoints_or_failure> permitted_endpoints(const config& cfg, dns_resolver& resolver, const std::string& key,
+                                               std::uint16_t port, clock::time_point deadline,
+                                               const std::optional<asio::ip::address>& pinned) {
     std::vector<tcp::endpoint> candidates;
     boost::system::error_code ec;
     const std::string_view literal = cfg.static_address(key).value_or(key);
-    if (const auto address = asio::ip::make_address(literal, ec); !ec) {
+    if (pinned) {
+        candidates.emplace_back(*pinned, port);
+    } else if (const auto address = asio::ip::make_address(literal, ec); !ec) {
         candidates.emplace_back(address, port);
     } else {
         auto found = co_await resolver.resolve(key, port, deadline);
@@ -45,13 +51,37 @@ task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resol
         if (found.ec) co_return connect_failure{errc::dns_failure, "cannot resolve " + key};
         candidates = std::move(found.endpoints);
     }
-
     std::vector<tcp::endpoint> permitted;
     for (const auto& e : candidates)
         if (cfg.security.destinations.permitted(bytes_of(e.address()))) permitted.push_back(e);
     if (permitted.empty())
         co_return connect_failure{errc::destination_denied,
                                   "destination " + candidates.front().address().to_string() + " is denied"};
+    co_return permitted;
+}
+
+}  // namespace
+
+bool admission_needs_address(const config& cfg) { return cfg.key == config::key_kind::ip || cfg.groups.ip; }
+
+task<std::variant<pinned_address, connect_failure>> pin_origin_address(const config& cfg, dns_resolver& resolver,
+                                                                       const std::string& key, std::uint16_t port) {
+    const auto timeout = cfg.policy_for(key, utc_today()).timeouts.connect;
+    auto found = co_await permitted_endpoints(cfg, resolver, key, port, clock::now() + timeout, std::nullopt);
+    if (auto* failure = std::get_if<connect_failure>(&found)) co_return std::move(*failure);
+    const auto address = std::get<0>(found).front().address();
+    co_return pinned_address{address, address.to_string()};
+}
+
+task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resolver& resolver,
+                                                    timed_socket& stream, const std::string& key,
+                                                    std::uint16_t port, clock::duration timeout,
+                                                    const std::optional<asio::ip::address>& pinned) {
+    const auto deadline = clock::now() + timeout;
+    auto found = co_await permitted_endpoints(cfg, resolver, key, port, deadline, pinned);
+    if (auto* failure = std::get_if<connect_failure>(&found)) co_return std::move(*failure);
+    const auto& permitted = std::get<0>(found);
+    boost::system::error_code ec;
 
     stream.expires_at(deadline);
     auto [cec, endpoint] = co_await stream.async_connect(permitted, use_tuple);

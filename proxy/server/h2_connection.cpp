@@ -83,7 +83,7 @@ public:
     wire_allocator arena() { return arena_; }
 
     task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = std::nullopt);
-    task<admission> admit(std::string key);
+    task<admission> admit(std::string key, std::string address);
     void write_head(const origin_target& target, relay_buffers& scratch) const;
     bool wants_continue() const { return false; }
     task<bool> send_continue() { co_return true; }
@@ -367,9 +367,9 @@ task<bool> h2_downstream::answer(errc why, std::string_view details, std::option
     co_return false;
 }
 
-task<admission> h2_downstream::admit(std::string key) {
+task<admission> h2_downstream::admit(std::string key, std::string address) {
     proxy_context& ctx = conn_->ctx();
-    auto r = co_await park(ctx.gates, std::move(key), s_->gone);
+    auto r = co_await park(ctx.gates, std::move(key), std::move(address), s_->gone);
     if (r.ec == errc::cancelled) co_return admission{};  // the stream or its connection went away
     if (r.ec) {
         const auto why = static_cast<errc>(r.ec.value());

@@ -102,11 +102,20 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
         co_return target;
     }
     ctx.metrics.connect_served(connect_mode::tunneled);
+    pinned_address pinned;  // key: ip, groups.ip
+    if (admission_needs_address(cfg)) {
+        auto chosen = co_await pin_origin_address(cfg, ctx.resolver, key, port);
+        if (auto* failure = std::get_if<connect_failure>(&chosen)) {
+            co_await send_answer(ctx, client, failure->why, failure->details, {});
+            co_return std::nullopt;
+        }
+        pinned = std::move(std::get<0>(chosen));
+    }
     std::string domain_key;  // key: domain
-    const std::string& gate_key = ctx.gates.gate_key(cfg, key, domain_key);
-    permit slot = admit_at_once(ctx, gate_key);
+    const std::string& gate_key = ctx.gates.gate_key(cfg, key, pinned.text, domain_key);
+    permit slot = admit_at_once(ctx, gate_key, pinned.text);
     if (!slot) {
-        auto admitted = co_await admit(ctx, client, gate_key, {});
+        auto admitted = co_await admit(ctx, client, gate_key, pinned.text, {});
         if (!admitted.granted) co_return std::nullopt;
         slot = std::move(admitted.granted);
     }
@@ -114,7 +123,8 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     const host_policy& policy = trip.policy();
 
     timed_socket origin(co_await asio::this_coro::executor);
-    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect)) {
+    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect,
+                                               pinned.address)) {
         trip.connect_failed(failure->why);
         co_await send_answer(ctx, client, failure->why, failure->details, {});
         co_return std::nullopt;

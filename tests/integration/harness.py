@@ -746,13 +746,13 @@ class TestContext:
         self.stores = []
         self._cert = None
 
-    def origin(self, tls=False):
+    def origin(self, tls=False, address="127.0.0.1"):
         kw = {}
         if tls:
             kw["certfile"], kw["keyfile"] = self.cert()
-        o = Origin(tls=tls, verbose=self.verbose, **kw).start()
+        o = Origin(tls=tls, verbose=self.verbose, address=address, **kw).start()
         self.origins.append(o)
-        log("origin%s on 127.0.0.1:%d" % (" (TLS)" if tls else "", o.port))
+        log("origin%s on %s:%d" % (" (TLS)" if tls else "", address, o.port))
         return o
 
     def redis(self):

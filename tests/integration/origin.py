@@ -358,8 +358,9 @@ class _Server(ThreadingHTTPServer):
 class Origin:
     """A loopback origin running in a background thread."""
 
-    def __init__(self, tls=False, certfile=None, keyfile=None, verbose=False, port=0):
+    def __init__(self, tls=False, certfile=None, keyfile=None, verbose=False, port=0, address="127.0.0.1"):
         self.tls = tls
+        self.address = address
         self.requested_port = port
         self.certfile = certfile
         self.keyfile = keyfile
@@ -378,7 +379,7 @@ class Origin:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(self.certfile, self.keyfile)
             ctx.set_alpn_protocols(["http/1.1"])
-        self.server = _Server(("127.0.0.1", self.requested_port), ctx, self.verbose)
+        self.server = _Server((self.address, self.requested_port), ctx, self.verbose)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        kwargs={"poll_interval": 0.1},

@@ -158,8 +158,9 @@ struct config {
     std::vector<host_override> hosts;
     std::vector<resolve_entry> resolve;
     /// defaults.key: what one gate is for. `domain`: every host of one registrable domain
-    /// (Public Suffix List) shares one gate, named by the domain.
-    enum class key_kind : std::uint8_t { host, domain };
+    /// (Public Suffix List) shares one gate, named by the domain. `ip`: every host
+    /// connected to at one address shares one gate, named by the address.
+    enum class key_kind : std::uint8_t { host, domain, ip };
     key_kind key = key_kind::host;
     /// groups: caps across hosts (SPEC.md), each a concurrency only; absent = no cap.
     struct group_caps {

@@ -155,17 +155,18 @@ public:
     host_gates& operator=(const host_gates&) = delete;
 
     /// A permit at once if the request would not wait at all (nothing parked, a slot and
-    /// a token free, not paused); empty otherwise. Never parks.
-    permit try_acquire(const std::string& key);
+    /// a token free, not paused); empty otherwise. Never parks. `address` (groups.ip):
+    /// the address the request will connect to, its ip group; empty: none.
+    permit try_acquire(const std::string& key, const std::string& address = {});
 
     /// Parks until granted, the host's queue.max_wait passes, shutdown, or cancellation.
-    task<acquire_result> acquire(std::string key);
+    task<acquire_result> acquire(std::string key, std::string address = {});
 
     /// With a fleet store up, the common case without the parking machinery: a local
     /// slot and token at once (nothing parked ahead), then a lease in one round trip.
     /// Empty, without an error, when either would wait: then acquire(). Not cancellable
     /// (it takes at most fleet.timeout).
-    task<acquire_result> acquire_leased_at_once(const std::string& key);
+    task<acquire_result> acquire_leased_at_once(const std::string& key, const std::string& address = {});
     /// Every request needs a lease now (a fleet whose store is up).
     bool fleet_needs_lease() const;
 
@@ -174,10 +175,12 @@ public:
     void set_config(std::shared_ptr<const config> cfg);
     std::shared_ptr<const config> current_config() const;
 
-    /// The gate key of a request for `host_key` under `cfg`: the host key itself, or with
-    /// `key: domain` its registrable domain (the Public Suffix List, loaded on first use).
-    /// `storage` holds a computed key; the result refers to it or to `host_key`.
-    const std::string& gate_key(const config& cfg, const std::string& host_key, std::string& storage) const;
+    /// The gate key of a request for `host_key` under `cfg`: the host key itself, with
+    /// `key: domain` its registrable domain (the Public Suffix List, loaded on first use),
+    /// with `key: ip` the `address` it connects to. `storage` holds a computed key; the
+    /// result refers to it, to `host_key` or to `address`.
+    const std::string& gate_key(const config& cfg, const std::string& host_key, const std::string& address,
+                                std::string& storage) const;
 
     /// Shutdown: parked requests leave with errc::shutting_down, new ones are refused.
     void close();
@@ -223,8 +226,8 @@ private:
     std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
     /// Under s's lock: a permit when the key's gate lets a request leave now, with no
     /// request ahead of it (in the local queue or the fleet line); else an empty one.
-    permit depart_at_once_locked(shard& s, const std::string& key, clock::time_point now);
-    task<acquire_result> acquire_local(const std::string& key, clock::time_point start);
+    permit depart_at_once_locked(shard& s, const std::string& key, const std::string& address, clock::time_point now);
+    task<acquire_result> acquire_local(const std::string& key, const std::string& address, clock::time_point start);
     /// The fleet half of admission: `local` holds the slot and token; waits for a lease.
     task<acquire_result> lease(permit local, clock::time_point start);
     void leave_fleet_line(host_entry& entry, gate::waiter& w, bool granted);
@@ -247,8 +250,8 @@ private:
     void cancel(host_entry& entry, gate::waiter& w);
     /// Gives back a request's group slots (and its place in a group queue), in reverse.
     void leave_groups(group_ladder& ladder, group_gate::waiter& node);
-    /// The groups a request of `e` needs, in order.
-    void choose_groups(const host_entry& e, group_ladder& ladder) const;
+    /// The groups a request of `e` to `address` needs, in order (none when e observes only).
+    void choose_groups(const host_entry& e, const std::string& address, group_ladder& ladder);
     /// groups.domain: `e` joins its registrable domain's gate, or none (under e's shard lock).
     void join_domain_group(const config& cfg, host_entry& e);
     const public_suffixes& suffixes() const;

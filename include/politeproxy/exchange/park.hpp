@@ -27,12 +27,11 @@ struct proxy_context;
 /// With a fleet store, a request that would not wait locally first tries for its lease
 /// in one round trip without the watch (acquire_leased_at_once); it parks only if the
 /// fleet refuses.
-task<acquire_result> park(host_gates& gates, std::string key,
-                          tcp_socket& client);
+task<acquire_result> park(host_gates& gates, std::string key, std::string address, tcp_socket& client);
 
 /// The same for a request whose going away `gone` tells (an HTTP/2 stream the client
 /// reset, its connection closed): once set, the request leaves the queue.
-task<acquire_result> park(host_gates& gates, std::string key, event& gone);
+task<acquire_result> park(host_gates& gates, std::string key, std::string address, event& gone);
 
 /// What admit() decided.
 struct admission {
@@ -43,10 +42,12 @@ struct admission {
 /// A permit at once when the request would not wait at all (most do), without the
 /// parking machinery (the client watch costs a coroutine pair and epoll changes) or a
 /// coroutine frame; empty otherwise: then admit().
-permit admit_at_once(proxy_context& ctx, const std::string& key);
+/// `address` (groups.ip): the address the request connects to; empty: none.
+permit admit_at_once(proxy_context& ctx, const std::string& key, const std::string& address);
 
 /// park(), then answers a refusal (queue full, waited too long, shutting down) with
 /// 503 and Retry-After, as `mode` says (keep the connection open, a HEAD).
-task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key, answer_mode mode);
+task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key, std::string address,
+                      answer_mode mode);
 
 }  // namespace politeproxy

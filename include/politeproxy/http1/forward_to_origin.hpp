@@ -85,12 +85,21 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     if (auto denied = check_known_destination(cfg, target.key, target.address))
         co_return co_await down.answer(denied->why, denied->details);
 
-    // The gate's key (the host, or its registrable domain); the origin is still target.key.
+    // `key: ip` and `groups.ip` count by the address connected to: it is chosen now, and
+    // every connection of this request goes there.
+    pinned_address pinned;
+    if (admission_needs_address(cfg)) {
+        auto chosen = co_await pin_origin_address(cfg, ctx.resolver, target.key, target.port);
+        if (auto* failure = std::get_if<connect_failure>(&chosen))
+            co_return co_await down.answer(failure->why, failure->details);
+        pinned = std::move(std::get<0>(chosen));
+    }
+    // The gate's key (the host, its registrable domain or its address); the origin is still target.key.
     std::string domain_key;
-    const std::string& key = ctx.gates.gate_key(cfg, target.key, domain_key);
-    permit slot = admit_at_once(ctx, key);
+    const std::string& key = ctx.gates.gate_key(cfg, target.key, pinned.text, domain_key);
+    permit slot = admit_at_once(ctx, key, pinned.text);
     if (!slot) {
-        auto admitted = co_await down.admit(key);
+        auto admitted = co_await down.admit(key, pinned.text);
         if (!admitted.granted) co_return admitted.keep;
         slot = std::move(admitted.granted);
     }
@@ -100,6 +109,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     relay_buffers& scratch = *buffers;
     std::string& pool_key = scratch.pool_key;
     forwarding::pool_key_of(target, pool_key);
+    if (pinned.address) (pool_key += '@') += pinned.text;  // pooled connections go where they were admitted for
     const bool retryable = down.retryable();
     // HTTP/2 to the origin: over TLS when ALPN picks it (unless `http1`), over plain TCP
     // with prior knowledge when the host is `h2c`.
@@ -121,7 +131,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             const auto opening = ctx.h2_origins.opening(pool_key, may_h2, !target.tls, ex);
             origin.emplace(ex);
             if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, target.key, target.port,
-                                                       policy.timeouts.connect)) {
+                                                       policy.timeouts.connect, pinned.address)) {
                 trip.connect_failed(failure->why);
                 co_return co_await down.answer(failure->why, failure->details);
             }

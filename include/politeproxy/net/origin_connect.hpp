@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 namespace politeproxy {
 
@@ -24,10 +25,26 @@ struct connect_failure {
 
 /// Resolves the host `key` (static `resolve:` entries first, then DNS), drops every
 /// address that security.deny_destinations forbids, and connects `stream` to the first
-/// permitted one that answers. Name look-up and connect together are bounded by `timeout`.
+/// permitted one that answers; with `pinned`, to that address only (the deny list is
+/// checked again). Name look-up and connect together are bounded by `timeout`.
 task<std::optional<connect_failure>> connect_origin(
     const config& cfg, dns_resolver& resolver, timed_socket& stream, const std::string& key,
-    std::uint16_t port, clock::duration timeout);
+    std::uint16_t port, clock::duration timeout, const std::optional<boost::asio::ip::address>& pinned = {});
+
+/// The address a request will connect to, when it is chosen before admission.
+struct pinned_address {
+    std::optional<boost::asio::ip::address> address;  ///< empty: any of the host's addresses
+    std::string text;                                  ///< its text: the ip group's key; empty with it
+};
+
+/// Whether requests under `cfg` need their address before admission: `key: ip` and
+/// `groups.ip` count by the address connected to.
+bool admission_needs_address(const config& cfg);
+
+/// Chooses that address: the first of `key`'s addresses the deny list permits. The
+/// look-up is bounded by the host's timeouts.connect.
+task<std::variant<pinned_address, connect_failure>> pin_origin_address(const config& cfg, dns_resolver& resolver,
+                                                                       const std::string& key, std::uint16_t port);
 
 /// The deny list's answer for a host whose address is known without a look-up (it is
 /// an `address`, or `key` has a static `resolve:` entry): checked before the request

@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Counting by the address connected to. groups.ip: 4 hosts on one shared-hosting address
+(127.0.0.1) and 2 on another (127.0.0.2), host concurrency 2, ip group 3: each address's
+origin, counting its hosts together, never has more than 3 at once, and has 3; no host
+has more than 2. /hosts shows each host's gate under its own name. key: ip: the same hosts
+under concurrency 2 share one gate per address, named by the address, whichever way the
+address is spelled (a name, 127.0.0.1, 127.1, [::ffff:127.0.0.1])."""
+import os
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as H  # noqa: E402
+
+SHARED = ["w%d.shared.test" % i for i in range(4)]  # -> 127.0.0.1
+ELSEWHERE = ["x0.elsewhere.example", "x1.elsewhere.example"]  # -> 127.0.0.2
+
+
+def urls(origin, hosts, times, delay, tag):
+    return ["http://%s:%d/%s?delay=%s&i=%d" % (h, origin.port, tag, delay, i)
+            for i, h in enumerate(hosts * times)]
+
+
+def requests_at(origin, hosts):
+    return [r for h in hosts for r in origin.host(h)["requests"]]
+
+
+def config(**over):
+    cfg = H.base_config(concurrency=2, rate=1000, burst=1000, **over)
+    cfg["resolve"].update({"*.elsewhere.example": "127.0.0.2"})
+    return cfg
+
+
+def test(t):
+    one = t.origin()
+    two = t.origin(address="127.0.0.2")
+
+    # A. groups.ip: one cap per address, across the hosts on it.
+    cfg = config()
+    cfg["groups"] = {"ip": {"concurrency": 3}}
+    proxy = t.proxy(cfg, name="groups")
+    results = H.concurrent(proxy, urls(one, SHARED, 3, 0.4, "a") + urls(two, ELSEWHERE, 3, 0.4, "a"), timeout=30)
+    H.check(all(r.status == 200 for r in results), "groups.ip: %s" % H.summarize(results))
+    shared, elsewhere = requests_at(one, SHARED), requests_at(two, ELSEWHERE)
+    H.check(len(shared) == 12 and len(elsewhere) == 6, "the origins saw %d and %d requests" % (len(shared), len(elsewhere)))
+    H.check(H.overlap_peak(shared) == 3, "127.0.0.1's 4 hosts had %d at once, ip group 3" % H.overlap_peak(shared))
+    H.check(H.overlap_peak(elsewhere) == 3, "127.0.0.2's 2 hosts had %d at once, ip group 3"
+            % H.overlap_peak(elsewhere))
+    for o, hosts in ((one, SHARED), (two, ELSEWHERE)):
+        for h in hosts:
+            H.check(o.host(h)["peak"] <= 2, "%s had %d at once, host bound 2" % (h, o.host(h)["peak"]))
+    H.check(set(SHARED + ELSEWHERE) <= set(proxy.hosts()), "/hosts: %s" % sorted(proxy.hosts()))
+
+    # B. key: ip: one gate per address, however the address is spelled.
+    one.reset()
+    two.reset()
+    proxy = t.proxy(config(key="ip", tls_port=one.port), name="key-ip")
+    spellings = ["127.0.0.1", "127.1", "[::ffff:127.0.0.1]"]
+    batch = urls(one, SHARED + spellings, 2, 0.4, "b") + urls(two, ELSEWHERE, 2, 0.4, "b")
+    results = H.concurrent(proxy, batch, timeout=30)
+    H.check(all(r.status == 200 for r in results), "key: ip: %s" % H.summarize(results))
+    at_one = [r for st in one.stats().values() for r in st["requests"]]
+    H.check(len(at_one) == 14, "127.0.0.1's origin saw %d requests, sent 14" % len(at_one))
+    H.check(H.overlap_peak(at_one) == 2, "127.0.0.1 had %d at once under key: ip, bound 2" % H.overlap_peak(at_one))
+    H.check(H.overlap_peak(requests_at(two, ELSEWHERE)) == 2, "127.0.0.2 had %d at once, bound 2"
+            % H.overlap_peak(requests_at(two, ELSEWHERE)))
+    hosts = proxy.hosts()
+    H.check(sorted(hosts) == ["127.0.0.1", "127.0.0.2"], "/hosts should name the gates by address: %s" % sorted(hosts))
+    m = proxy.metrics()
+    H.check(H.mget(m, "politeproxy_requests_total", host="127.0.0.1", outcome="ok") == 14,
+            "requests_total{host=127.0.0.1,outcome=ok} should count all 14")
+
+    # A tunnel holds its address's slot while open.
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+    target = "w0.shared.test:%d" % one.port
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
+    head = s.recv(4096).decode(errors="replace")
+    H.check(head.startswith("HTTP/1.1 200"), "CONNECT under key: ip: %r" % head[:200])
+    H.check(H.wait_until(lambda: proxy.hosts().get("127.0.0.1", {}).get("in_flight") == 1, 3.0),
+            "the tunnel to w0.shared.test does not hold a slot of 127.0.0.1: %s" % proxy.hosts().get("127.0.0.1"))
+    s.close()
+
+
+if __name__ == "__main__":
+    H.main(test, timeout=90)
