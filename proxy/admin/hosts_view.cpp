@@ -79,6 +79,9 @@ std::string render_hosts_json(const host_gates& gates, clock::time_point now,
         append_number(out, h.rate);
         out += ", \"configured_rate\": ";
         append_number(out, h.configured_rate);
+        out += ", \"rate_source\": \"";
+        out += name_of(h.rate_from);
+        out += '"';
         out += ", \"paused_until\": ";
         if (h.paused_for > clock::duration::zero()) {
             out += '"' + rfc3339(wall_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(h.paused_for)) + '"';

@@ -230,6 +230,10 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
     auto waiting = host_family("host_waiting", "Requests parked for the host", MetricType::Gauge);
     auto limit = host_family("host_concurrency_limit", "The host's current concurrency limit", MetricType::Gauge);
     auto rate = host_family("host_rate_limit", "The host's token refill rate (tokens per second)", MetricType::Gauge);
+    auto rate_from = host_family("host_rate_source",
+                                 "1 for where the host's rate comes from: config, adaptive (health or the fleet's share) "
+                                 "or robots (its robots.txt Crawl-delay)",
+                                 MetricType::Gauge);
     auto ceiling = host_family("host_stream_ceiling",
                                "The host's HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS, a cap on its limit",
                                MetricType::Gauge);
@@ -257,6 +261,7 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
             add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
             if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));
             add_sample(rate, {{"host", h.key}}, h.rate);
+            add_sample(rate_from, {{"host", h.key}, {"source", std::string(name_of(h.rate_from))}}, 1);
             if (h.fleet_in_flight) add_sample(fleet_in_flight, {{"host", h.key}}, static_cast<double>(*h.fleet_in_flight));
             add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
         }
@@ -280,7 +285,7 @@ std::string metrics::render(const host_gates& gates, std::size_t idle_origin_con
     for (const auto& o : cfg->hosts)
         if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
 
-    for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &fleet_in_flight, &paused, &requests, &changes, &would_wait, &tracked,
+    for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &rate_from, &fleet_in_flight, &paused, &requests, &changes, &would_wait, &tracked,
                     &overrides})
         families.push_back(std::move(*f));
     std::ostringstream out;

@@ -202,7 +202,8 @@ public:
         if (root.IsNull()) return c;
         expect_map(root, "the configuration");
         only_keys(root, "the top level", {"listen", "admin_listen", "workers", "drain_timeout", "defaults",
-                                          "groups", "hosts", "fleet", "resolve", "metrics", "limits", "security", "tls"});
+                                          "groups", "hosts", "fleet", "robots", "resolve", "metrics", "limits",
+                                          "security", "tls"});
         if (root["listen"]) c.listen = address(root["listen"], "listen");
         if (root["admin_listen"]) c.admin_listen = address(root["admin_listen"], "admin_listen");
         if (root["workers"]) c.workers = static_cast<unsigned>(count(root["workers"], "workers", 0));
@@ -234,6 +235,7 @@ public:
             }
         }
         fleet(root["fleet"], c);
+        robots(root["robots"], c.robots);
 
         if (const auto h = root["hosts"]; h && !h.IsNull()) {
             expect_map(h, "hosts");
@@ -278,6 +280,22 @@ public:
         if (c.per_user_metrics && !c.security.users)
             fail(root["metrics"]["per_user"], "metrics.per_user needs security.users_file (users to count)");
         return c;
+    }
+
+    void robots(const YAML::Node& n, robots_config& r) const {
+        if (!n || n.IsNull()) return;
+        expect_map(n, "robots");
+        only_keys(n, "robots", {"crawl_delay", "max_delay", "cache_ttl"});
+        if (n["crawl_delay"]) {
+            const std::string mode = text(n["crawl_delay"], "robots.crawl_delay");
+            if (mode != "off" && mode != "honor") fail(n["crawl_delay"], "robots.crawl_delay: '" + mode + "' is not off or honor");
+            r.honor = mode == "honor";
+        }
+        for (auto [name, field] : {std::pair{"max_delay", &r.max_delay}, std::pair{"cache_ttl", &r.cache_ttl}}) {
+            if (!n[name]) continue;
+            *field = duration(n[name], std::string("robots.") + name);
+            if (*field <= clock::duration::zero()) fail(n[name], std::string("robots.") + name + " must be positive");
+        }
     }
 
     void fleet(const YAML::Node& f, config& c) const {

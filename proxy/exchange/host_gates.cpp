@@ -72,7 +72,8 @@ clock::duration retry_after_hint(const host_entry& e, clock::time_point now) {
         per_second = std::min(per_second, static_cast<double>(e.g.limit()) / std::chrono::duration<double>(*p95).count());
     const double seconds = std::ceil(static_cast<double>(e.g.waiting() + 1) / per_second);
     const auto drain = std::chrono::seconds(static_cast<long>(std::clamp(seconds, 1.0, 3600.0)));
-    const auto pause = e.g.paused_until() > now ? e.g.paused_until() - now : clock::duration::zero();
+    const auto paused_until = e.health.paused_until();  // not the gate's: a robots.txt hold is not a pause
+    const auto pause = paused_until > now ? paused_until - now : clock::duration::zero();
     return std::max<clock::duration>(drain, pause);
 }
 
@@ -81,7 +82,7 @@ clock::duration retry_after_hint(const host_entry& e, clock::time_point now) {
 void host_gates::apply_health(host_entry& e, clock::time_point now) const {
     const host_policy& p = *e.policy;
     std::size_t limit = std::min(e.health.limit(), e.stream_ceiling.value_or(e.health.limit()));
-    double rate = e.health.rate();
+    double rate = std::min(e.health.rate(), e.robots_rate.value_or(e.health.rate()));
     if (fleet_ && fleet_down_.load(std::memory_order_acquire)) {
         const auto& f = fleet_->config();
         const clock::time_point since{clock::duration(fleet_down_since_.load(std::memory_order_acquire))};
@@ -91,7 +92,16 @@ void host_gates::apply_health(host_entry& e, clock::time_point now) const {
         rate = fleet_share::rate(rate, f.expected_workers);
     }
     e.g.set_limits({limit, rate, p.burst, p.queue.max_waiting, p.enforce}, now);
-    e.g.set_pause(e.health.paused_until());
+    e.g.set_pause(e.robots_hold ? clock::time_point::max() : e.health.paused_until());
+}
+
+std::string_view name_of(rate_source s) {
+    switch (s) {
+    case rate_source::adaptive: return "adaptive";
+    case rate_source::robots: return "robots";
+    case rate_source::config: break;
+    }
+    return "config";
 }
 
 void host_gates::publish_locked(const host_entry& e, clock::time_point now) const {
@@ -115,7 +125,8 @@ host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, cons
       health(*policy, now),
       last_used(now) {}
 
-host_gates::host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed) : config_(std::move(cfg)) {
+host_gates::host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed)
+    : config_(std::move(cfg)), robots_(config_->robots.cache_ttl, config_->robots.max_delay) {
     for (auto& s : shards_) s.random.seed(static_cast<std::minstd_rand::result_type>(seed++));
 }
 
@@ -181,6 +192,11 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     std::shared_ptr<const host_policy> policy(cfg, o ? &o->policy : &cfg->defaults);
     auto entry = std::make_shared<host_entry>(key, std::move(policy), o, now);
     join_domain_group(*cfg, *entry);
+    if (cfg->robots.honor) {
+        std::lock_guard lock(robots_mutex_);
+        entry->robots_rate = robots_.rate_cap(key, now);  // read before this gate was last forgotten
+        if (entry->robots_rate) apply_health(*entry, now);
+    }
     entry->shard = static_cast<std::size_t>(&s - shards_.data());
     s.entries.emplace(key, entry);
     return entry;
@@ -563,6 +579,10 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
         config_ = cfg;
     }
     {
+        std::lock_guard lock(robots_mutex_);
+        robots_.configure(cfg->robots.cache_ttl, cfg->robots.max_delay);
+    }
+    {
         std::vector<group_gate::waiter*> granted;
         {
             std::lock_guard lock(groups_.mutex());
@@ -577,6 +597,7 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
         const host_override* o = cfg->override_for(e.key, today);
         e.policy = std::shared_ptr<const host_policy>(cfg, o ? &o->policy : &cfg->defaults);
         e.override_entry = o;
+        if (!cfg->robots.honor) e.robots_rate.reset();
         join_domain_group(*cfg, e);  // requests parked already keep the groups they chose
         const auto limit = e.health.limit();
         const auto rate = e.health.rate();
@@ -624,6 +645,48 @@ void host_gates::tick(clock::time_point now) {
     fleet_hold_pending_.store(false, std::memory_order_release);
     if (fleet_down_.load(std::memory_order_acquire))
         for_each_entry_reapplying([](host_entry&, clock::time_point) {});  // the hold is over: the share applies
+}
+
+bool host_gates::robots_due(const std::string& origin) {
+    std::lock_guard lock(robots_mutex_);
+    return robots_.on_request(origin, clock::now());
+}
+
+permit host_gates::robots_slot_at_once(const std::string& key, const std::string& address) {
+    if (fleet_) return {};
+    shard& s = shards_[shard_of(key, shard_count)];
+    std::lock_guard lock(s.mutex);
+    const auto now = clock::now();
+    permit p = depart_at_once_locked(s, key, address, now);
+    if (p) {
+        p.entry_->robots_hold = true;
+        apply_health(*p.entry_, now);
+    }
+    return p;
+}
+
+void host_gates::robots_done(const std::string& origin, const std::string& key, std::optional<double> delay,
+                             bool failed) {
+    const auto now = clock::now();
+    std::optional<double> cap;
+    {
+        std::lock_guard lock(robots_mutex_);
+        robots_.fetched(origin, key, delay, failed, now);
+        cap = robots_.rate_cap(key, now);
+    }
+    shard& s = shards_[shard_of(key, shard_count)];
+    wake_list wake;
+    {
+        std::lock_guard lock(s.mutex);
+        const auto it = s.entries.find(key);
+        if (it == s.entries.end()) return;
+        host_entry& e = *it->second;
+        e.robots_hold = false;
+        e.robots_rate = cap;
+        apply_health(e, now);
+        advance_locked(e, now, wake);
+    }
+    poke(wake);
 }
 
 void host_gates::close() {
@@ -708,7 +771,11 @@ std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
             h.h2 = e->h2;
             h.rate = e->g.limits().rate;
             h.configured_rate = e->policy->rate;
-            h.paused_for = e->g.paused_until() > now ? e->g.paused_until() - now : clock::duration::zero();
+            h.rate_from = e->robots_rate && *e->robots_rate < e->health.rate() ? rate_source::robots
+                          : h.rate < h.configured_rate                       ? rate_source::adaptive
+                                                                             : rate_source::config;
+            const auto paused_until = e->health.paused_until();  // a robots.txt hold is not a pause
+            h.paused_for = paused_until > now ? paused_until - now : clock::duration::zero();
             h.p95 = e->health.p95();
             h.baseline = e->health.baseline();
             h.epoch_latency = e->health.epoch_latency();

@@ -99,6 +99,7 @@ public:
     bool via_loop(std::string_view via) const { return via_contains(req_, via); }
     bool retryable() const { return !verdict_.has_body() && forwarding::idempotent(method_); }
     std::string_view method_string() const { return http::to_string(method_); }
+    std::string_view user_agent() const { return req_[http::field::user_agent]; }
     wire_allocator arena() { return req_.get_allocator(); }
 
     task<bool> answer(errc why, std::string_view details) {

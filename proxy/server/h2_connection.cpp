@@ -80,6 +80,11 @@ public:
         return body_.kind == body_kind::none && forwarding::idempotent(http::string_to_verb(s_->head.method));
     }
     std::string_view method_string() const { return s_->head.method; }
+    std::string_view user_agent() const {
+        for (const auto& f : s_->head.fields)
+            if (f.name == "user-agent") return f.value;
+        return {};
+    }
     wire_allocator arena() { return arena_; }
 
     task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = std::nullopt);

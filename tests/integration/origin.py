@@ -15,6 +15,7 @@ Query parameters choose the behaviour of an ordinary request:
   trailers=1           with chunked=1: the trailer section carries X-Checksum: sha256=abc
 A chunked request body's trailer fields are reported as "trailers" in the JSON answer.
   retry_after=<value>  adds a Retry-After header
+A GET /robots.txt for a host given one with set_robots() answers it (counted as usual).
 Any method is accepted.  A request body (Content-Length or chunked) is read fully; the
 response to POST/PUT/PATCH (or any request that carried a body) is JSON with the body's
 length and sha256.  Otherwise the body is a small JSON echo of the request.
@@ -99,6 +100,7 @@ class OriginState:
     def __init__(self):
         self.lock = threading.Lock()
         self.hosts = {}
+        self.robots = {}  # host -> (status, body, delay)
 
     def begin(self, host, method, target):
         now = time.monotonic()
@@ -261,6 +263,12 @@ class _Handler(BaseHTTPRequestHandler):
             q = {k: v[-1] for k, v in parse_qs(url.query).items()}
             body, had_body = self._read_body()
             rec["body_length"] = len(body) if had_body else None
+            robots = state.robots.get(host) if path == "/robots.txt" and self.command == "GET" else None
+            if robots:
+                status, out, delay = robots
+                time.sleep(delay)
+                self._send(status, out.encode(), "text/plain", [], before_write=lambda: state.end(hs, rec, status, None))
+                return
             delay = float(q.get("delay", "0") or 0)
             if delay > 0:
                 time.sleep(delay)
@@ -400,6 +408,10 @@ class Origin:
     # in-process access (same data as GET /_stats)
     def stats(self):
         return self.server.state.snapshot()
+
+    def set_robots(self, host, body, status=200, delay=0.0):
+        """GET /robots.txt for `host` answers `status` with `body` after `delay` seconds."""
+        self.server.state.robots[host] = (status, body, delay)
 
     def host(self, name):
         """Stats of one host, with zeros when the origin never saw it."""

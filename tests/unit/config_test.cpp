@@ -119,6 +119,18 @@ TEST_CASE("groups: a concurrency cap per level") {
     CHECK(load_error("groups: { street: { concurrency: 1 } }\n").find("unknown key 'street'") != std::string::npos);
 }
 
+TEST_CASE("robots: off by default, honor with its bounds") {
+    CHECK_FALSE(load_ok("").robots.honor);
+    CHECK_FALSE(load_ok("robots: { crawl_delay: off }\n").robots.honor);
+    const config c = load_ok("robots: { crawl_delay: honor, max_delay: 10s, cache_ttl: 1h }\n");
+    CHECK(c.robots.honor);
+    CHECK(c.robots.max_delay == std::chrono::seconds(10));
+    CHECK(c.robots.cache_ttl == std::chrono::hours(1));
+    CHECK(load_error("robots: { crawl_delay: maybe }\n").find("not off or honor") != std::string::npos);
+    CHECK(load_error("robots: { max_delay: 0s }\n").find("robots.max_delay must be positive") != std::string::npos);
+    CHECK(load_error("robots: { delay: 1s }\n").find("unknown key 'delay'") != std::string::npos);
+}
+
 TEST_CASE("fleet: the store's URL and the lease settings") {
     const config c = load_ok("fleet:\n  redis: redis://:s3cret@redis.internal:6380/2\n  lease_ttl: 10s\n"
                              "  expected_workers: 6\n  on_store_failure: fail_closed\n  timeout: 250ms\n");

@@ -10,7 +10,7 @@ class host_gates;
 
 /// The admin listener's /hosts document: a JSON array, one object per tracked host,
 /// busiest first: key, limit, configured_limit, in_flight, waiting, rate,
-/// configured_rate, paused_until (RFC 3339 UTC, or null), paused_seconds,
+/// configured_rate, rate_source (config, adaptive or robots), paused_until (RFC 3339 UTC, or null), paused_seconds,
 /// override_reason (or null), p95_seconds (or null), domain_group (groups.domain: the
 /// group's key, in_flight, waiting and limit across its hosts; or null), enforce.
 std::string render_hosts_json(const host_gates& gates, clock::time_point now,

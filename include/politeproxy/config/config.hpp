@@ -144,6 +144,15 @@ struct fleet_config {
     bool operator==(const fleet_config&) const = default;
 };
 
+/// robots: robots.txt Crawl-delay for every client (SPEC.md).
+struct robots_config {
+    bool honor = false;               ///< crawl_delay: honor (lowers a host's rate to 1/delay); off by default
+    clock::duration max_delay = 30s;  ///< longer delays are capped
+    clock::duration cache_ttl = 24h;  ///< robots.txt is fetched once per origin per ttl
+
+    bool operator==(const robots_config&) const = default;
+};
+
 /// Fills host, port, password and db of `out` from redis://[:password@]host[:port][/db]
 /// (an IPv6 host in brackets); the error text otherwise.
 std::optional<std::string> parse_redis_url(std::string_view url, fleet_config& out);
@@ -174,6 +183,7 @@ struct config {
     security_config security;
     tls_config tls;
     std::optional<fleet_config> fleet;  ///< absent: this process alone
+    robots_config robots;
 
     /// The override that applies to `key` on `today` (most specific match, unexpired),
     /// or nullptr for defaults.

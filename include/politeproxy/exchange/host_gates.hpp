@@ -6,6 +6,7 @@
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/policy/outcome.hpp"
 #include "politeproxy/policy/permit.hpp"
+#include "politeproxy/policy/robots_book.hpp"
 
 #include "politeproxy/base/executor.hpp"
 #include <boost/system/error_code.hpp>
@@ -50,6 +51,8 @@ struct host_entry {
     /// groups.domain: the gate of its registrable domain (null: no cap, or observe-only).
     std::shared_ptr<group_gate> domain_group;
     std::string domain_group_key;  ///< that domain
+    std::optional<double> robots_rate;  ///< robots.txt's Crawl-delay allows at most this rate
+    bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
 
     // With a fleet store:
     std::optional<std::size_t> fleet_held;  ///< leases held fleet-wide at the store's last answer
@@ -60,6 +63,11 @@ struct host_entry {
     /// only the first asks the store.
     std::deque<gate::waiter*> fleet_line;
 };
+
+/// Where a host's rate comes from: as configured, lowered by its health (or shared out by
+/// the fleet), or capped by its robots.txt Crawl-delay.
+enum class rate_source : std::uint8_t { config, adaptive, robots };
+std::string_view name_of(rate_source s);
 
 /// What one tracked host looks like to the metrics and status views.
 struct host_snapshot {
@@ -78,6 +86,7 @@ struct host_snapshot {
     std::optional<group_view> domain_group;  ///< groups.domain: its domain's group, shared with other hosts
     double rate = 0;
     double configured_rate = 0;
+    rate_source rate_from = rate_source::config;
     clock::duration paused_for{};  ///< remaining pause, zero when not paused
     std::optional<clock::duration> p95;
     std::optional<clock::duration> baseline;       ///< no-load latency
@@ -127,6 +136,12 @@ struct acquire_result {
 /// Health: a permit's `report()` feeds its host's adaptive_limit, whose limit, rate and
 /// pause the gate then enforces. An HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS caps
 /// that limit (`set_stream_ceiling`): the excess waits in the queue, in order.
+///
+/// robots.txt (robots.crawl_delay: honor): `robots_due` tells the first request of an
+/// origin to fetch its robots.txt; the fetch takes its slot at once when the gate is free
+/// (`robots_slot_at_once`) and the gate then hands out no token until `robots_done`, so
+/// the host's first requests wait for it; the Crawl-delay read caps the host's rate at
+/// 1/delay (never raising it) for cache_ttl, also across the gate's eviction.
 ///
 /// Groups (`groups.domain`, `groups.ip`): a request of a host whose gate enforces takes
 /// its host slot, then its domain group's slot, then its address group's slot (parking in
@@ -181,6 +196,17 @@ public:
     /// result refers to it, to `host_key` or to `address`.
     const std::string& gate_key(const config& cfg, const std::string& host_key, const std::string& address,
                                 std::string& storage) const;
+
+    /// robots.crawl_delay: honor. Whether this request for `origin` ("http://host:port")
+    /// must fetch its robots.txt first; it then calls robots_done whatever happens.
+    bool robots_due(const std::string& origin);
+    /// The fetch's slot and token at once, when the gate of `key` is free: the gate then
+    /// holds its other requests until robots_done. Empty: the fetch parks like any
+    /// request (acquire), without a hold (also with a fleet: its slot needs a lease).
+    permit robots_slot_at_once(const std::string& key, const std::string& address);
+    /// The fetch for `origin` (gate `key`) ended: `delay` is the Crawl-delay read, if any;
+    /// `failed`, no robots.txt could be read (the rate stays as it was). Ends the hold.
+    void robots_done(const std::string& origin, const std::string& key, std::optional<double> delay, bool failed);
 
     /// Shutdown: parked requests leave with errc::shutting_down, new ones are refused.
     void close();
@@ -263,6 +289,8 @@ private:
     bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)
     std::array<shard, shard_count> shards_;
     group_gates groups_;
+    std::mutex robots_mutex_;  ///< after a shard's mutex, never before it
+    robots_book robots_;
     fleet::fleet_client* fleet_ = nullptr;  ///< set once, before any request
     std::atomic<bool> fleet_down_{false};
     std::atomic<clock::rep> fleet_down_since_{0};  ///< clock ticks

@@ -13,10 +13,11 @@
 //   bool via_loop(std::string_view via) const      this proxy's Via entry came back
 //   bool retryable() const                         may be sent again on a new connection
 //   std::string_view method_string() const
+//   std::string_view user_agent() const            the client's User-Agent (robots.txt groups)
 //   wire_allocator arena()                         the request's arena (the response header's memory)
 //   task<bool> answer(errc, std::string_view details)    the proxy's own answer;
 //                                                  true: the client connection goes on
-//   task<admission> admit(std::string key)         parks at the gate (admit_at_once failed)
+//   task<admission> admit(std::string key, std::string address)   parks at the gate (admit_at_once failed)
 //   void write_head(const origin_target&, relay_buffers&)  the origin's request head, into scratch.head
 //   bool wants_continue() const; task<bool> send_continue()    100 Continue, once a connection is open
 //   task<relay_status> send_request(timed_socket& origin, relay_buffers&, clock::duration idle)
@@ -35,6 +36,7 @@
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/relay.hpp"
+#include "politeproxy/http1/robots_fetch.hpp"
 #include "politeproxy/http2/forward_over_h2.hpp"
 #include "politeproxy/http2/origin_session.hpp"
 #include "politeproxy/net/origin_connect.hpp"
@@ -97,6 +99,11 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     // The gate's key (the host, its registrable domain or its address); the origin is still target.key.
     std::string domain_key;
     const std::string& key = ctx.gates.gate_key(cfg, target.key, pinned.text, domain_key);
+    if (cfg.robots.honor) {  // the origin's robots.txt first, once per cache_ttl
+        std::string origin = robots_origin(target);
+        if (ctx.gates.robots_due(origin))
+            co_await fetch_robots(ctx, cfg, target, std::move(origin), key, pinned, std::string(down.user_agent()));
+    }
     permit slot = admit_at_once(ctx, key, pinned.text);
     if (!slot) {
         auto admitted = co_await down.admit(key, pinned.text);

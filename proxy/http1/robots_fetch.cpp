@@ -1,0 +1,121 @@
+#include "politeproxy/http1/robots_fetch.hpp"
+
+#include "politeproxy/config/config.hpp"
+#include "politeproxy/exchange/exchange.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/http1/origin_target.hpp"
+#include "politeproxy/net/origin_connect.hpp"
+#include "politeproxy/policy/robots_txt.hpp"
+#include "politeproxy/server/proxy_context.hpp"
+#include "politeproxy/tls/session.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <charconv>
+
+namespace politeproxy {
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+std::string robots_origin(const origin_target& target) {
+    std::string out = target.tls ? "https://" : "http://";
+    out += target.key;
+    out += ':';
+    char digits[8];
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, target.port).ptr);
+    return out;
+}
+
+namespace {
+
+// What the fetch learnt, told to the gates whatever way the coroutine ends.
+struct robots_report {
+    host_gates& gates;
+    const std::string& origin;
+    const std::string& gate_key;
+    std::optional<double> delay;
+    bool failed = true;
+    ~robots_report() { gates.robots_done(origin, gate_key, delay, failed); }
+};
+
+// A field value as it may go on the wire: no control characters (a client's User-Agent
+// has passed the request parser, but this line is written by hand).
+std::string field_safe(std::string_view v) {
+    std::string out;
+    for (char c : v.substr(0, 512))
+        if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) out += c;
+    return out;
+}
+
+}  // namespace
+
+task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_target& target, std::string origin,
+                        std::string gate_key, const pinned_address& pinned, std::string user_agent) {
+    robots_report report{ctx.gates, origin, gate_key};
+    permit slot = ctx.gates.robots_slot_at_once(gate_key, pinned.text);
+    if (!slot) {
+        auto parked = co_await ctx.gates.acquire(gate_key, pinned.text);
+        if (!parked.granted) co_return;
+        slot = std::move(parked.granted);
+    }
+    exchange trip(ctx.metrics, ctx.log, std::move(slot), gate_key);
+    const host_policy& policy = trip.policy();
+
+    timed_socket origin_socket(co_await asio::this_coro::executor);
+    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin_socket, target.key, target.port,
+                                               policy.timeouts.connect, pinned.address)) {
+        trip.connect_failed(failure->why);
+        co_return;
+    }
+    if (target.tls) {
+        origin_socket.expires_after(policy.timeouts.connect);
+        const auto hs = co_await tls::session::connect(origin_socket, *ctx.origin_tls, target.key, false);
+        if (hs.ec) {
+            trip.connect_failed(hs.verify_error.empty() ? errc::tls_protocol_error : errc::tls_certificate_error);
+            co_return;
+        }
+    }
+
+    std::string request = "GET /robots.txt HTTP/1.1\r\nHost: ";
+    target.append_host(request);
+    request += "\r\nUser-Agent: " + field_safe(user_agent) + "\r\nAccept: text/plain, */*;q=0.5\r\nConnection: close\r\n";
+    request += ctx.via_line;
+    request += "\r\n";
+    trip.request_sent();
+    origin_socket.expires_after(policy.timeouts.idle);
+    if (auto [ec, n] = co_await asio::async_write(origin_socket, asio::buffer(request), use_tuple); ec) {
+        trip.response_failed(errc::origin_closed);
+        co_return;
+    }
+
+    boost::beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(cfg.limits.response_header_bytes));
+    parser.body_limit(robots_txt_max_bytes);
+    origin_socket.expires_after(policy.timeouts.response_headers);
+    if (auto [ec, n] = co_await http::async_read_header(origin_socket, buffer, parser, use_tuple); ec) {
+        trip.response_failed(ec == boost::beast::error::timeout ? errc::origin_response_timeout
+                                                                : errc::origin_bad_response);
+        co_return;
+    }
+    const unsigned status = parser.get().result_int();
+    trip.response_arrived(status, parser.get()[http::field::retry_after], "GET", false);
+    origin_socket.expires_after(policy.timeouts.idle);
+    auto [ec, n] = co_await http::async_read(origin_socket, buffer, parser, use_tuple);
+    if (ec) {
+        trip.body_failed(ec == boost::beast::error::timeout);
+        co_return;
+    }
+    trip.origin_done();
+    if (status >= 400 && status < 500 && status != 429) {
+        report.failed = false;  // no robots.txt: nothing asked
+    } else if (status >= 200 && status < 300) {
+        report.failed = false;
+        report.delay = crawl_delay_for(parser.get().body(), user_agent);
+    }
+}
+
+}  // namespace politeproxy
