@@ -93,8 +93,10 @@ async function refresh() {
       cell(tr, String(h.waiting));
       cell(tr, String(h.in_flight));
       cell(tr, h.fleet_in_flight === null ? '-' : String(h.fleet_in_flight));
-      cell(tr, of(h.limit, h.configured_limit, 0) + (h.stream_ceiling !== null ? ' (streams ' + h.stream_ceiling + ')' : ''));
-      cell(tr, of(h.rate, h.configured_rate, 3));
+      const group = h.domain_group;
+      cell(tr, of(h.limit, h.configured_limit, 0) + (h.stream_ceiling !== null ? ' (streams ' + h.stream_ceiling + ')' : '') +
+               (group ? ' (' + group.key + ' ' + group.in_flight + '/' + group.limit + ')' : ''));
+      cell(tr, of(h.rate, h.configured_rate, 3) + (h.rate_source === 'robots' ? ' (robots.txt)' : ''));
       cell(tr, h.paused_seconds > 0 ? seconds(h.paused_seconds) : '-');
       cell(tr, h.last_change ? h.last_change.reason + ', ' + seconds(h.last_change.seconds_ago) + ' ago' : '-', 'key');
       cell(tr, seconds(h.p95_seconds));

@@ -13,6 +13,8 @@ D: capped.test asks an hour: max_delay (2 s) caps it, 0.5/s.
 E: broken.test answers 500, missing.test 404: both keep the configured rate, and
    robots.txt is not fetched again within the run (a failure retries after 10 minutes).
 F: with crawl_delay off (the default) no robots.txt is ever asked for.
+G: inside intercepted TLS the proxy reads https://tls.test/robots.txt over TLS itself, and
+   the requests after it keep the Crawl-delay (0.25 s: 4/s).
 """
 import os
 import sys
@@ -91,6 +93,25 @@ def test(t):
     origin.reset()
     get(plain, origin, "polite.test", 2, "f")
     H.check(not robots_requests(origin, "polite.test"), "robots.txt asked with crawl_delay off")
+
+    # G
+    ca_cert, ca_key = t.gen_ca()
+    tls_origin = t.origin(tls=True)  # its certificate names tls.test
+    origin_cert, _ = t.cert()
+    tls_origin.set_robots("tls.test", "User-agent: *\nCrawl-delay: 0.25\n")
+    cfg = H.base_config(tls_port=tls_origin.port, concurrency=4, rate=50, burst=1)
+    cfg["robots"] = {"crawl_delay": "honor"}
+    cfg["tls"] = {"mode": "intercept", "ca_cert": ca_cert, "ca_key": ca_key, "upstream_ca_file": origin_cert}
+    intercepting = t.proxy(cfg, name="intercept")
+    session = H.https_session(intercepting, ca_cert)
+    for i in range(3):
+        r = session.get("https://tls.test:%d/g?i=%d" % (tls_origin.port, i), timeout=20)
+        H.check(r.status_code == 200, "https://tls.test/g: %d" % r.status_code)
+    fetched = robots_requests(tls_origin, "tls.test")
+    H.check(len(fetched) == 1 and fetched[0]["start"] < min(r["start"] for r in others(tls_origin, "tls.test")),
+            "tls.test's robots.txt should be read once, first: %s" % tls_origin.host("tls.test")["requests"])
+    h = intercepting.hosts()["tls.test"]
+    H.check(h["rate"] == 4 and h["rate_source"] == "robots", "/hosts tls.test: %s" % h)
 
 
 if __name__ == "__main__":
