@@ -311,6 +311,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         clock::time_point wake_at;
         gate::waiter_state state;
         const auto now = clock::now();
+        std::optional<permit> granted;
         {
             std::lock_guard lock(s.mutex);
             state = w->host_node().state();
@@ -318,16 +319,22 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
                 guard.self = nullptr;
                 auto policy = entry->policy;
                 const auto epoch = entry->health.epoch();
-                permit p(this, std::move(entry), std::move(policy), now - start, epoch);
-                p.groups_ = std::move(w->groups);
-                co_return acquire_result{std::move(p), {}, {}};
+                granted.emplace(permit(this, std::move(entry), std::move(policy), now - start, epoch));
+                if (w->groups.complete()) granted->groups_ = std::move(w->groups);
+            } else {
+                if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+                if (now >= deadline) {
+                    ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
+                    co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(*entry, now)};
+                }
+                wake_at = std::min(deadline, w->wake_at());
             }
-            if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
-            if (now >= deadline) {
-                ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
-                co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(*entry, now)};
-            }
-            wake_at = std::min(deadline, w->wake_at());
+        }
+        if (granted) {
+            // Departed before it held every group slot (its host switched to observe-only):
+            // it gives back what it holds and leaves the group's queue.
+            leave_groups(w->groups, w->group_node());
+            co_return acquire_result{std::move(*granted), {}, {}};
         }
         if (state == gate::waiter_state::awaiting_groups) {
             // Holding the host slot: the group slots next, in order. Parked at a group,

@@ -210,3 +210,82 @@ TEST_CASE("an origin's stream ceiling caps the host's limit; the excess waits in
     held.clear();
     CHECK(gates.try_acquire(key));
 }
+
+TEST_CASE("groups: hosts of one domain on many threads never exceed the domain's cap; leavers leave it whole") {
+    auto cfg = make_config("defaults: { concurrency: 2, rate: 100000, burst: 100000, queue: { max_wait: 20ms } }\n"
+                           "groups: { domain: { concurrency: 3 } }\n");
+    host_gates gates(cfg);
+    host_counter domain;
+    std::atomic<int> granted{0}, refused{0};
+    std::vector<asio::io_context> loops(4);
+    for (std::size_t t = 0; t < loops.size(); ++t)
+        for (int i = 0; i < 40; ++i)
+            asio::co_spawn(loops[t], [&, t, i]() -> task<void> {
+                const std::string host = "h" + std::to_string((t + static_cast<std::size_t>(i)) % 6) + ".site.test";
+                auto r = co_await gates.acquire(host);
+                if (r.ec) {  // waited past max_wait: it must have left its host slot and the group's queue
+                    ++refused;
+                    co_return;
+                }
+                domain.enter();
+                co_await sleep_for(2ms);
+                domain.leave();
+                ++granted;
+            }, asio::detached);
+    run_threads(loops);
+    CHECK(granted + refused == 160);
+    CHECK(granted > 0);
+    CHECK(refused > 0);  // some left while parked at the group
+    CHECK(domain.peak <= 3);
+    CHECK(domain.peak == 3);
+    for (const auto& h : gates.snapshot(clock::now())) {
+        REQUIRE(h.domain_group);
+        CHECK(h.domain_group->key == "site.test");
+        CHECK(h.domain_group->in_flight == 0);
+        CHECK(h.domain_group->waiting == 0);
+        CHECK(h.in_flight == 0);
+        CHECK(h.waiting == 0);
+    }
+}
+
+TEST_CASE("groups: a request parked at its group when its host turns observe-only departs holding no group slot") {
+    const std::string groups = "groups: { domain: { concurrency: 1 } }\n";
+    host_gates gates(make_config("defaults: { concurrency: 1, rate: 100000, burst: 100000 }\n" + groups));
+    asio::io_context ioc(1);
+    auto group_of = [&](const std::string& host) {
+        for (const auto& h : gates.snapshot(clock::now()))
+            if (h.key == host && h.domain_group) return *h.domain_group;
+        return host_snapshot::group_view{};
+    };
+    std::atomic<bool> observed{false}, enforced{false};
+    asio::co_spawn(ioc, [&]() -> task<void> {
+        auto a = co_await gates.acquire("a.site.test");
+        REQUIRE_FALSE(a.ec);
+        permit b, c;
+        asio::co_spawn(ioc, [&]() -> task<void> { b = std::move((co_await gates.acquire("b.site.test")).granted); },
+                       asio::detached);
+        asio::co_spawn(ioc, [&]() -> task<void> { c = std::move((co_await gates.acquire("c.site.test")).granted); },
+                       asio::detached);
+        co_await sleep_for(20ms);
+        CHECK(group_of("c.site.test").waiting == 2);
+        // Every host but c.site.test now only observes: b departs at once, without the group.
+        gates.set_config(make_config("defaults: { concurrency: 1, rate: 100000, burst: 100000, enforce: false }\n"
+                                     "hosts: { c.site.test: { enforce: true } }\n" + groups));
+        co_await sleep_for(20ms);
+        observed = static_cast<bool>(b);
+        CHECK_FALSE(c);
+        CHECK(group_of("c.site.test").in_flight == 1);  // a's
+        CHECK(group_of("c.site.test").waiting == 1);    // c's
+        a.granted.reset();
+        co_await sleep_for(20ms);
+        enforced = static_cast<bool>(c);
+        CHECK(group_of("c.site.test").in_flight == 1);  // c's
+        b.reset();
+        c.reset();
+        CHECK(group_of("c.site.test").in_flight == 0);
+        CHECK(group_of("c.site.test").waiting == 0);
+    }, asio::detached);
+    ioc.run();
+    CHECK(observed);
+    CHECK(enforced);
+}
