@@ -213,21 +213,25 @@ permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const
     }
     // Requests already waiting for a lease go first.
     if (!entry->fleet_line.empty()) return {};
-    group_ladder groups;
-    choose_groups(*entry, address, groups);
-    if (!groups.empty()) {
+    std::unique_ptr<group_ladder> groups;  // most requests have none: nothing to allocate
+    if (entry->domain_group || !address.empty()) {
+        groups = std::make_unique<group_ladder>();
+        choose_groups(*entry, address, *groups);
+        if (groups->empty()) groups.reset();
+    }
+    if (groups) {
         // Every slot (host, then groups) and the token at once, or nothing.
         if (!entry->g.would_depart(now)) return {};
         std::lock_guard lock(groups_.mutex());
-        if (!groups.try_take_all()) return {};
+        if (!groups->try_take_all()) return {};
     }
     const bool departed = entry->g.try_depart(now);
-    assert(departed || groups.empty());
+    assert(departed || !groups);
     if (!departed) return {};
     auto policy = entry->policy;
     const auto epoch = entry->health.epoch();
     permit p(this, std::move(entry), std::move(policy), {}, epoch);
-    p.groups_ = std::move(groups);
+    p.group_slots_ = std::move(groups);
     return p;
 }
 
@@ -320,7 +324,8 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
                 auto policy = entry->policy;
                 const auto epoch = entry->health.epoch();
                 granted.emplace(permit(this, std::move(entry), std::move(policy), now - start, epoch));
-                if (w->groups.complete()) granted->groups_ = std::move(w->groups);
+                if (w->groups.complete() && !w->groups.empty())
+                    granted->group_slots_ = std::make_unique<group_ladder>(std::move(w->groups));
             } else {
                 if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
                 if (now >= deadline) {
@@ -809,7 +814,7 @@ std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
 permit::permit(permit&& other) noexcept
     : owner_(std::exchange(other.owner_, nullptr)),
       lease_(std::exchange(other.lease_, 0)),
-      groups_(std::move(other.groups_)),
+      group_slots_(std::move(other.group_slots_)),
       entry_(std::move(other.entry_)),
       policy_(std::move(other.policy_)),
       queue_wait_(other.queue_wait_),
@@ -821,7 +826,7 @@ permit& permit::operator=(permit&& other) noexcept {
         reset();
         owner_ = std::exchange(other.owner_, nullptr);
         lease_ = std::exchange(other.lease_, 0);
-        groups_ = std::move(other.groups_);
+        group_slots_ = std::move(other.group_slots_);
         entry_ = std::move(other.entry_);
         policy_ = std::move(other.policy_);
         queue_wait_ = other.queue_wait_;
@@ -835,8 +840,11 @@ permit::~permit() { reset(); }
 
 void permit::reset() {
     if (!entry_) return;
-    group_gate::waiter not_parked;  // a permit holds its group slots, it waits at none
-    owner_->leave_groups(groups_, not_parked);
+    if (group_slots_) {
+        group_gate::waiter not_parked;  // a permit holds its group slots, it waits at none
+        owner_->leave_groups(*group_slots_, not_parked);
+        group_slots_.reset();
+    }
     owner_->release(*entry_, outcome_, std::exchange(lease_, 0));
     entry_.reset();
     policy_.reset();

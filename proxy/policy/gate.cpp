@@ -21,7 +21,9 @@ bool gate::try_depart(clock::time_point now) {
         ++in_flight_;
         return true;
     }
-    if (!would_depart(now) || !bucket_.try_take(now)) return false;
+    if (!slot_queue_.empty() || !group_line_.empty() || !token_line_.empty() || in_flight_ >= limits_.concurrency ||
+        now < paused_until_ || !bucket_.try_take(now))
+        return false;
     ++in_flight_;
     return true;
 }

@@ -5,12 +5,11 @@
 
 namespace politeproxy {
 
-group_ladder& group_ladder::operator=(group_ladder&& other) noexcept {
+void group_ladder::take(group_ladder& other) noexcept {
     assert(held_ == 0);
-    levels_ = std::exchange(other.levels_, {});
+    for (std::size_t i = 0; i < max_levels; ++i) levels_[i] = std::move(other.levels_[i]);
     count_ = std::exchange(other.count_, 0);
     held_ = std::exchange(other.held_, 0);
-    return *this;
 }
 
 void group_ladder::set_levels(std::shared_ptr<group_gate> domain, std::shared_ptr<group_gate> ip) {

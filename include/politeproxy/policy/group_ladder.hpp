@@ -25,8 +25,11 @@ public:
 
     group_ladder() = default;
     /// The slots move with it; the source holds nothing after.
-    group_ladder(group_ladder&& other) noexcept { *this = std::move(other); }
-    group_ladder& operator=(group_ladder&& other) noexcept;
+    group_ladder(group_ladder&& other) noexcept { take(other); }
+    group_ladder& operator=(group_ladder&& other) noexcept {
+        take(other);
+        return *this;
+    }
 
     /// The levels, in order; null entries are skipped. Only before anything is held.
     void set_levels(std::shared_ptr<group_gate> domain, std::shared_ptr<group_gate> ip);
@@ -50,6 +53,8 @@ public:
     std::size_t levels() const { return count_; }
 
 private:
+    void take(group_ladder& other) noexcept;
+
     std::array<std::shared_ptr<group_gate>, max_levels> levels_{};
     std::size_t count_ = 0;
     std::size_t held_ = 0;

@@ -53,7 +53,7 @@ private:
 
     host_gates* owner_ = nullptr;
     std::uint64_t lease_ = 0;  ///< the fleet lease (0: none), given back with the slot
-    group_ladder groups_;      ///< the group slots held (groups.domain, groups.ip)
+    std::unique_ptr<group_ladder> group_slots_;  ///< groups.domain, groups.ip: the slots held; null: none
     std::shared_ptr<host_entry> entry_;
     std::shared_ptr<const host_policy> policy_;  ///< as it was at departure
     clock::duration queue_wait_{};
