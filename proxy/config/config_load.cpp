@@ -233,6 +233,11 @@ public:
                 if (!g["concurrency"]) fail(g, where + ": 'concurrency' is required");
                 *cap = count(g["concurrency"], where + ".concurrency", 1);
             }
+            // A domain group is found from the host name; an ip group under key: ip is the gate itself.
+            if (c.groups.domain && c.key != config::key_kind::host)
+                fail(n["domain"], "groups.domain needs defaults.key: host (with key: domain the gate is the domain already)");
+            if (c.groups.ip && c.key == config::key_kind::ip)
+                fail(n["ip"], "groups.ip with defaults.key: ip is the gate itself: use defaults.concurrency");
         }
         fleet(root["fleet"], c);
         robots(root["robots"], c.robots);

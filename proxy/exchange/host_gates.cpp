@@ -169,13 +169,13 @@ void host_gates::choose_groups(const host_entry& e, const std::string& address, 
 void host_gates::leave_groups(group_ladder& ladder, group_gate::waiter& node) {
     if (ladder.empty()) return;
     std::vector<group_gate::waiter*> granted;
+    wake_list wake;
     {
         std::lock_guard lock(groups_.mutex());  // a group's grant writes the node's state
         if (!ladder.engaged(node)) return;
         ladder.descend(node, granted);
+        add_woken(granted, wake);  // under the lock: a granted waiter that gives up needs it to go away
     }
-    wake_list wake;
-    add_woken(granted, wake);
     poke(wake);
 }
 
@@ -596,12 +596,12 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
     }
     {
         std::vector<group_gate::waiter*> granted;
+        wake_list wake;
         {
             std::lock_guard lock(groups_.mutex());
             groups_.set_caps(cfg->groups, granted);
+            add_woken(granted, wake);  // under the lock, as in leave_groups
         }
-        wake_list wake;
-        add_woken(granted, wake);
         poke(wake);
     }
     const auto today = utc_today();
@@ -678,7 +678,7 @@ permit host_gates::robots_slot_at_once(const std::string& key, const std::string
 }
 
 void host_gates::robots_done(const std::string& origin, const std::string& key, std::optional<double> delay,
-                             bool failed) {
+                             bool failed, bool held) {
     const auto now = clock::now();
     std::optional<double> cap;
     {
@@ -693,7 +693,7 @@ void host_gates::robots_done(const std::string& origin, const std::string& key, 
         const auto it = s.entries.find(key);
         if (it == s.entries.end()) return;
         host_entry& e = *it->second;
-        e.robots_hold = false;
+        if (held) e.robots_hold = false;  // only the fetch that set the hold lifts it
         e.robots_rate = cap;
         apply_health(e, now);
         advance_locked(e, now, wake);

@@ -38,8 +38,12 @@ struct robots_report {
     const std::string& gate_key;
     std::optional<double> delay;
     bool failed = true;
-    ~robots_report() { gates.robots_done(origin, gate_key, delay, failed); }
+    bool held = false;  ///< the gate holds the host's other requests for this fetch
+    ~robots_report() { gates.robots_done(origin, gate_key, delay, failed, held); }
 };
+
+// The longest a robots.txt fetch may take (the host's first requests wait for it).
+constexpr auto robots_fetch_timeout = std::chrono::seconds(10);
 
 // A field value as it may go on the wire: no control characters (a client's User-Agent
 // has passed the request parser, but this line is written by hand).
@@ -56,6 +60,7 @@ task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_targ
                         std::string gate_key, const pinned_address& pinned, std::string user_agent) {
     robots_report report{ctx.gates, origin, gate_key};
     permit slot = ctx.gates.robots_slot_at_once(gate_key, pinned.text);
+    report.held = static_cast<bool>(slot);
     if (!slot) {
         auto parked = co_await ctx.gates.acquire(gate_key, pinned.text);
         if (!parked.granted) co_return;
@@ -63,15 +68,20 @@ task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_targ
     }
     exchange trip(ctx.metrics, ctx.log, std::move(slot), gate_key);
     const host_policy& policy = trip.policy();
+    // The host's first requests wait for this: the whole fetch is bounded, whatever the
+    // host's own (longer) timeouts say.
+    const auto deadline = clock::now() + robots_fetch_timeout;
+    const auto within = [&](clock::duration phase) { return std::min(clock::now() + phase, deadline); };
+    const std::string agent = field_safe(user_agent);
 
     timed_socket origin_socket(co_await asio::this_coro::executor);
     if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin_socket, target.key, target.port,
-                                               policy.timeouts.connect, pinned.address)) {
+                                               within(policy.timeouts.connect) - clock::now(), pinned.address)) {
         trip.connect_failed(failure->why);
         co_return;
     }
     if (target.tls) {
-        origin_socket.expires_after(policy.timeouts.connect);
+        origin_socket.expires_at(within(policy.timeouts.connect));
         const auto hs = co_await tls::session::connect(origin_socket, *ctx.origin_tls, target.key, false);
         if (hs.ec) {
             trip.connect_failed(hs.verify_error.empty() ? errc::tls_protocol_error : errc::tls_certificate_error);
@@ -81,11 +91,11 @@ task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_targ
 
     std::string request = "GET /robots.txt HTTP/1.1\r\nHost: ";
     target.append_host(request);
-    request += "\r\nUser-Agent: " + field_safe(user_agent) + "\r\nAccept: text/plain, */*;q=0.5\r\nConnection: close\r\n";
+    request += "\r\nUser-Agent: " + agent + "\r\nAccept: text/plain, */*;q=0.5\r\nConnection: close\r\n";
     request += ctx.via_line;
     request += "\r\n";
     trip.request_sent();
-    origin_socket.expires_after(policy.timeouts.idle);
+    origin_socket.expires_at(within(policy.timeouts.idle));
     if (auto [ec, n] = co_await asio::async_write(origin_socket, asio::buffer(request), use_tuple); ec) {
         trip.response_failed(errc::origin_closed);
         co_return;
@@ -95,7 +105,7 @@ task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_targ
     http::response_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(cfg.limits.response_header_bytes));
     parser.body_limit(robots_txt_max_bytes);
-    origin_socket.expires_after(policy.timeouts.response_headers);
+    origin_socket.expires_at(within(policy.timeouts.response_headers));
     if (auto [ec, n] = co_await http::async_read_header(origin_socket, buffer, parser, use_tuple); ec) {
         trip.response_failed(ec == boost::beast::error::timeout ? errc::origin_response_timeout
                                                                 : errc::origin_bad_response);
@@ -103,7 +113,7 @@ task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_targ
     }
     const unsigned status = parser.get().result_int();
     trip.response_arrived(status, parser.get()[http::field::retry_after], "GET", false);
-    origin_socket.expires_after(policy.timeouts.idle);
+    origin_socket.expires_at(within(policy.timeouts.idle));
     auto [ec, n] = co_await http::async_read(origin_socket, buffer, parser, use_tuple);
     if (ec) {
         trip.body_failed(ec == boost::beast::error::timeout);
@@ -114,7 +124,7 @@ task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_targ
         report.failed = false;  // no robots.txt: nothing asked
     } else if (status >= 200 && status < 300) {
         report.failed = false;
-        report.delay = crawl_delay_for(parser.get().body(), user_agent);
+        report.delay = crawl_delay_for(parser.get().body(), agent);
     }
 }
 

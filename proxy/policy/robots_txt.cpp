@@ -15,10 +15,22 @@ bool iequals(std::string_view a, std::string_view b) {
            });
 }
 
-bool icontains(std::string_view haystack, std::string_view needle) {
-    return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), [](char x, char y) {
-               return lower(x) == lower(y);
-           }) != haystack.end();
+bool word_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+// Whether `word` is one of the words (runs of letters, digits, '-' and '_') of `text`,
+// case-insensitively. Linear in `text`: a hostile file's many User-agent lines each cost
+// one pass over the client's (bounded) User-Agent.
+bool has_word(std::string_view text, std::string_view word) {
+    std::size_t i = 0;
+    while (i < text.size()) {
+        while (i < text.size() && !word_char(text[i])) ++i;
+        const std::size_t start = i;
+        while (i < text.size() && word_char(text[i])) ++i;
+        if (i > start && iequals(text.substr(start, i - start), word)) return true;
+    }
+    return false;
 }
 
 std::string_view trim(std::string_view s) {
@@ -41,12 +53,12 @@ std::optional<double> seconds(std::string_view v) {
     return out;
 }
 
-// How well a group's agent token fits the client: the token's length when the client's
-// User-Agent contains it, else 0. `*` scores 0 and is handled apart: a named group that
+// How well a group's agent token fits the client: the token's length when it is a word
+// of the client's User-Agent, else 0. `*` scores 0 and is handled apart: a named group that
 // fits always beats it.
 std::size_t match_length(std::string_view token, std::string_view user_agent) {
     if (token.empty() || token == "*") return 0;
-    return icontains(user_agent, token) ? token.size() : 0;
+    return has_word(user_agent, token) ? token.size() : 0;
 }
 
 // Reads the file line by line, telling `visit` each User-agent token (and whether it

@@ -73,6 +73,8 @@ def test(t):
             "6 requests (two per other subdomain, each holding its host slot) should wait at the group: %s" % group_of(proxy, "a0.site.test"))
     for s in leavers:
         s.close()
+    H.check(H.wait_until(lambda: (group_of(proxy, "a0.site.test") or {}).get("waiting") == 0, 5.0),
+            "clients that left still wait at the group: %s" % group_of(proxy, "a0.site.test"))
 
     # C. A reload raises the cap while the group is full.
     cfg["groups"]["domain"]["concurrency"] = 5

@@ -113,6 +113,11 @@ TEST_CASE("groups: a concurrency cap per level") {
     CHECK_FALSE(c.groups.ip);
     CHECK(load_ok("groups: { ip: { concurrency: 2 } }\n").groups.ip == 2u);
     CHECK(load_ok("defaults: { key: ip }\n").key == config::key_kind::ip);
+    CHECK(load_error("defaults: { key: ip }\ngroups: { domain: { concurrency: 2 } }\n").find("needs defaults.key: host") !=
+          std::string::npos);
+    CHECK(load_error("defaults: { key: ip }\ngroups: { ip: { concurrency: 2 } }\n").find("is the gate itself") !=
+          std::string::npos);
+    CHECK(load_ok("defaults: { key: domain }\ngroups: { ip: { concurrency: 2 } }\n").groups.ip == 2u);
     CHECK(load_error("groups: { domain: { concurrency: 0 } }\n").find("groups.domain.concurrency") != std::string::npos);
     CHECK(load_error("groups: { domain: {} }\n").find("'concurrency' is required") != std::string::npos);
     CHECK(load_error("groups: { domain: { rate: 1 } }\n").find("unknown key 'rate'") != std::string::npos);

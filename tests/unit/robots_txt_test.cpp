@@ -25,8 +25,9 @@ TEST_CASE("robots.txt: a group naming the client wins over *, the longest name w
         "User-agent: *\nCrawl-delay: 10\n\n"
         "User-agent: bot\nCrawl-delay: 7\n\n"
         "User-agent: MyBot/2.1\nCrawl-delay: 3\n";
-    CHECK(crawl_delay_for(text, mybot) == 3.0);    // "mybot" beats "bot"
-    CHECK(crawl_delay_for(text, "OtherBot/1") == 7.0);
+    CHECK(crawl_delay_for(text, mybot + " bot") == 3.0);  // "mybot" beats "bot"
+    CHECK(crawl_delay_for(text, "bot/1.0 (+https://example.com)") == 7.0);
+    CHECK(crawl_delay_for(text, "OtherBot/1") == 10.0);  // a word, not a substring: "bot" is not OtherBot's
     CHECK(crawl_delay_for(text, chrome) == 10.0);  // no named group fits
     // A named group without a Crawl-delay means none, whatever * says.
     CHECK_FALSE(crawl_delay_for("User-agent: *\nCrawl-delay: 10\nUser-agent: mybot\nDisallow: /x\n", mybot));

@@ -205,8 +205,10 @@ public:
     /// request (acquire), without a hold (also with a fleet: its slot needs a lease).
     permit robots_slot_at_once(const std::string& key, const std::string& address);
     /// The fetch for `origin` (gate `key`) ended: `delay` is the Crawl-delay read, if any;
-    /// `failed`, no robots.txt could be read (the rate stays as it was). Ends the hold.
-    void robots_done(const std::string& origin, const std::string& key, std::optional<double> delay, bool failed);
+    /// `failed`, no robots.txt could be read (the rate stays as it was). `held`: this
+    /// fetch's slot came from robots_slot_at_once, whose hold ends now.
+    void robots_done(const std::string& origin, const std::string& key, std::optional<double> delay, bool failed,
+                     bool held);
 
     /// Shutdown: parked requests leave with errc::shutting_down, new ones are refused.
     void close();

@@ -17,9 +17,10 @@ std::string robots_origin(const origin_target& target);
 /// robots_due said so): reads `origin`'s /robots.txt through the host's own gate (slot and
 /// token, health and metrics as any request; the host's other requests wait for it when
 /// it takes the gate at once), over TLS for an https origin, as an HTTP/1.1 GET with the
-/// client's User-Agent, within the host's timeouts. A 2xx body gives the Crawl-delay for
-/// `user_agent` (or `*`); a 4xx but 429 means none is asked; anything else (3xx, 429, 5xx, a failure,
-/// a body over robots_txt_max_bytes) counts as failed: the rate stays as configured.
+/// client's User-Agent (its first 512 bytes), within the host's timeouts and 10 s in all.
+/// A 2xx body gives the Crawl-delay for that User-Agent (or `*`); a 4xx but 429 means none
+/// is asked; anything else (3xx, 429, 5xx, a failure, a body over robots_txt_max_bytes)
+/// counts as failed: the rate stays as configured.
 /// Whatever happens, host_gates::robots_done hears the end.
 task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_target& target, std::string origin,
                         std::string gate_key, const pinned_address& pinned, std::string user_agent);
