@@ -84,9 +84,19 @@ void gate::depart(waiter& w, std::vector<waiter*>& woken) {
 
 void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
     if (!limits_.enforce) return advance_observing(now, woken);
-    take_back(woken);
+    const bool paused = now < paused_until_;
+    take_back(paused, woken);
     while (!slot_queue_.empty() && slots_held() < limits_.concurrency) {
         waiter& w = slot_queue_.front();
+        if (w.needs_groups_ && paused) {
+            // A paused host takes no group slots: the group's other hosts go on meanwhile.
+            // The head looks again when the pause ends.
+            if (w.wake_at_ != paused_until_ && paused_until_ != clock::time_point::max()) {
+                w.wake_at_ = paused_until_;
+                woken.push_back(&w);
+            }
+            break;
+        }
         slot_queue_.pop_front();
         if (w.needs_groups_) {
             w.state_ = waiter_state::awaiting_groups;
@@ -98,7 +108,6 @@ void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
             token_line_.push_back(w);
         }
     }
-    const bool paused = now < paused_until_;
     while (!paused && !token_line_.empty() && bucket_.try_take(now)) {
         waiter& w = token_line_.front();
         token_line_.pop_front();
@@ -114,12 +123,12 @@ void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
     }
 }
 
-void gate::take_back(std::vector<waiter*>& woken) {
-    // Slots not yet used come back, newest holders first (the group line took them after
-    // the token line did), keeping arrival order in the queue. Nothing that departed is
-    // touched.
+void gate::take_back(bool paused, std::vector<waiter*>& woken) {
+    // Slots not yet used come back (and, while paused, every slot held with group slots),
+    // newest holders first, roughly keeping arrival order in the queue. Nothing that
+    // departed is touched.
     for (waiter_list* line : {&group_line_, &token_line_}) {
-        while (!line->empty() && slots_held() > limits_.concurrency) {
+        while (!line->empty() && (slots_held() > limits_.concurrency || (paused && line->back().needs_groups_))) {
             waiter& w = line->back();
             line->pop_back();
             w.state_ = waiter_state::queued;

@@ -104,6 +104,30 @@ TEST_CASE("gate with groups: the slot, then the groups (woken for them), then th
     g.cancel(a);
 }
 
+TEST_CASE("gate with groups: a paused host takes no group slots and gives back those it holds") {
+    const clock::time_point t0{};
+    gate g({2, 1.0, 1.0, 100}, t0);
+    gate::waiter a, b;
+    REQUIRE(g.enqueue(a, true));
+    REQUIRE(g.enqueue(b, true));
+    std::vector<gate::waiter*> woken;
+    g.advance(t0, woken);
+    g.groups_granted(a);  // a holds its group slots, waits for the token line
+    g.set_pause(t0 + 5s);  // a 429's Retry-After
+    woken.clear();
+    g.advance(t0, woken);
+    CHECK(a.state() == gate::waiter_state::queued);  // both back in the queue: a gives its group slots back
+    CHECK(b.state() == gate::waiter_state::queued);
+    CHECK(std::find(woken.begin(), woken.end(), &a) != woken.end());
+    CHECK(a.wake_at() == t0 + 5s);  // the head looks again when the pause ends
+    woken.clear();
+    g.advance(t0 + 5s, woken);
+    CHECK(a.state() == gate::waiter_state::awaiting_groups);
+    CHECK(b.state() == gate::waiter_state::awaiting_groups);
+    g.cancel(a);
+    g.cancel(b);
+}
+
 namespace {
 
 // A request as host_gates runs one: a host gate's waiter, a group queue's node, its ladder.

@@ -41,7 +41,8 @@ struct gate_limits {
 /// back from the group line first, then from the token line; a grouped waiter taken back
 /// is woken, so that its owner gives its group slots back (host slot first, group slots
 /// after it: a request never holds a group slot without its host slot for longer than it
-/// takes to notice).
+/// takes to notice). While the host is paused its waiters take no group slots (and give
+/// back those they hold): one throttled host does not starve the rest of its group.
 ///
 /// Observe-only (`enforce` false): every waiter departs at once, and the ones the limits
 /// would have parked are counted in `would_have_waited()`; the bucket is consumed as if
@@ -105,7 +106,7 @@ public:
     clock::time_point paused_until() const { return paused_until_; }
     std::uint64_t would_have_waited() const { return would_have_waited_; }
 
-    /// Visits every parked waiter (slot queue and token line).
+    /// Visits every parked waiter (slot queue, group line and token line).
     template <class F>
     void for_each_waiter(F&& f) {
         for (auto& w : token_line_) f(w);
@@ -123,9 +124,9 @@ public:
 private:
     void depart(waiter& w, std::vector<waiter*>& woken);
     std::size_t slots_held() const { return in_flight_ + group_line_.size() + token_line_.size(); }
-    /// A lowered limit: the newest slot holders that have not departed go back to the
-    /// front of the queue.
-    void take_back(std::vector<waiter*>& woken);
+    /// A lowered limit, or a pause for waiters with groups: the newest slot holders that
+    /// have not departed go back to the front of the queue.
+    void take_back(bool paused, std::vector<waiter*>& woken);
     void advance_observing(clock::time_point now, std::vector<waiter*>& woken);
 
     using waiter_list = boost::intrusive::list<waiter>;
