@@ -667,6 +667,16 @@ def raw_get(port, host, origin_port, path="/", extra_headers="", connection="clo
             ).encode()
 
 
+def check_tunnel_holds_slot(proxy, host, port, gate_key):
+    """A CONNECT to host:port holds one slot of the gate `gate_key` while it is open."""
+    s = connect_tunnel(proxy, host, port)
+    try:
+        check(wait_until(lambda: proxy.hosts().get(gate_key, {}).get("in_flight") == 1, 3.0),
+              "the tunnel to %s does not hold a slot of %s: %s" % (host, gate_key, proxy.hosts().get(gate_key)))
+    finally:
+        s.close()
+
+
 def connect_tunnel(proxy, host, port, timeout=10):
     """A socket to the proxy on which CONNECT host:port was answered 200 (read to the end
     of the answer, nothing more)."""

@@ -6,7 +6,6 @@ concurrency 2: the origin, counting all of them together, never has more than 2 
 same run. /hosts and /metrics name the gate by the domain. A CONNECT to a subdomain takes
 the domain's slot too."""
 import os
-import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -41,14 +40,7 @@ def test(t):
             "requests_total{host=site.test,outcome=ok} should count all 12")
 
     # A tunnel to a subdomain holds the domain's slot while open.
-    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-    target = "a0.site.test:%d" % origin.port
-    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
-    head = s.recv(4096).decode(errors="replace")
-    H.check(head.startswith("HTTP/1.1 200"), "CONNECT to a subdomain: %r" % head[:200])
-    H.check(H.wait_until(lambda: proxy.hosts().get("site.test", {}).get("in_flight") == 1, 3.0),
-            "the tunnel to a0.site.test does not hold a slot of site.test: %s" % proxy.hosts().get("site.test"))
-    s.close()
+    H.check_tunnel_holds_slot(proxy, "a0.site.test", origin.port, "site.test")
 
 
 if __name__ == "__main__":

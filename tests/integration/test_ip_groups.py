@@ -6,7 +6,6 @@ has more than 2. /hosts shows each host's gate under its own name. key: ip: the 
 under concurrency 2 share one gate per address, named by the address, whichever way the
 address is spelled (a name, 127.0.0.1, 127.1, [::ffff:127.0.0.1])."""
 import os
-import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -71,14 +70,7 @@ def test(t):
             "requests_total{host=127.0.0.1,outcome=ok} should count all 14")
 
     # A tunnel holds its address's slot while open.
-    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-    target = "w0.shared.test:%d" % one.port
-    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
-    head = s.recv(4096).decode(errors="replace")
-    H.check(head.startswith("HTTP/1.1 200"), "CONNECT under key: ip: %r" % head[:200])
-    H.check(H.wait_until(lambda: proxy.hosts().get("127.0.0.1", {}).get("in_flight") == 1, 3.0),
-            "the tunnel to w0.shared.test does not hold a slot of 127.0.0.1: %s" % proxy.hosts().get("127.0.0.1"))
-    s.close()
+    H.check_tunnel_holds_slot(proxy, "w0.shared.test", one.port, "127.0.0.1")
 
 
 if __name__ == "__main__":
