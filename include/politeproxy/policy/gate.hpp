@@ -22,8 +22,9 @@ struct gate_limits {
 /// One host key's concurrency slots, token bucket and FIFO wait queue.
 ///
 /// Algorithm: a request parks as a `waiter` at the back of the slot queue. `advance()`
-/// moves waiters, in arrival order, from the slot queue to the token line while the
-/// slots held (in flight + token line) are under the limit; then lets the token line
+/// moves waiters, in arrival order, from the slot queue to the token line (through the
+/// group line, see Groups) while the slots held (in flight + group line + token line) are
+/// under the limit; then lets the token line
 /// depart in order while the bucket has tokens. A waiter in the token line already holds
 /// its slot (slot first, then token), so a token is never spent on a request that is
 /// still queueing for a slot. The head of the token line is told when the next token is
@@ -31,7 +32,8 @@ struct gate_limits {
 ///
 /// Changing the limit takes effect at the next `advance()`: raising it admits waiters at
 /// once; lowering it never touches requests in flight, it only stops replacing them
-/// (waiters in the token line beyond the new limit go back to the front of the queue).
+/// (waiters in the group and token lines beyond the new limit go back to the front of
+/// the queue).
 /// While paused (`set_pause`), waiters still take free slots but no token is handed out
 /// until the pause ends; the token head is told to wake then.
 ///
