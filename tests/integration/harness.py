@@ -667,6 +667,15 @@ def raw_get(port, host, origin_port, path="/", extra_headers="", connection="clo
             ).encode()
 
 
+def check_peak_across(origin, hosts, count, bound, what):
+    """The origin saw `count` requests for `hosts` together, and `bound` of them at once
+    at the most (and at some moment)."""
+    seen = [r for h in hosts for r in origin.host(h)["requests"]]
+    check(len(seen) == count, "%s: the origin saw %d requests, sent %d" % (what, len(seen), count))
+    check(overlap_peak(seen) == bound, "%s: %d requests at the origin at once, bound %d"
+          % (what, overlap_peak(seen), bound))
+
+
 def check_tunnel_holds_slot(proxy, host, port, gate_key):
     """A CONNECT to host:port holds one slot of the gate `gate_key` while it is open."""
     s = connect_tunnel(proxy, host, port)

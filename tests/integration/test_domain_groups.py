@@ -46,13 +46,8 @@ def test(t):
     results = load.wait()
     bad = [r for r in results if r.error or r.status != 200]
     H.check(not bad, "%d requests failed: %s" % (len(bad), bad[:3]))
-    site = [r for h in SUBDOMAINS for r in origin.host(h)["requests"]]
-    other = [r for h in OTHER for r in origin.host(h)["requests"]]
-    H.check(len(site) == 18 and len(other) == 6, "the origin saw %d site.test and %d other.test requests"
-            % (len(site), len(other)))
-    H.check(H.overlap_peak(site) == 3, "site.test's 6 subdomains had %d requests at the origin at once, group bound 3"
-            % H.overlap_peak(site))
-    H.check(H.overlap_peak(other) == 3, "other.test's 2 hosts had %d at once, group bound 3" % H.overlap_peak(other))
+    H.check_peak_across(origin, SUBDOMAINS, 18, 3, "site.test's 6 subdomains (group bound 3)")
+    H.check_peak_across(origin, OTHER, 6, 3, "other.test's 2 hosts (group bound 3)")
     for h in SUBDOMAINS + OTHER:
         H.check(origin.host(h)["peak"] <= 2, "%s had %d at once, host bound 2" % (h, origin.host(h)["peak"]))
     H.check(seen and all(g["key"] == "site.test" and g["limit"] == 3 and g["in_flight"] <= 3 for g in seen),
@@ -94,8 +89,7 @@ def test(t):
     origin.reset()
     results = H.concurrent(proxy, urls(origin, SUBDOMAINS, 1, 0.4, "after"), timeout=20)
     H.check(all(r.status == 200 for r in results), "after: %s" % H.summarize(results))
-    site = [r for h in SUBDOMAINS for r in origin.host(h)["requests"]]
-    H.check(H.overlap_peak(site) == 5, "after the reload site.test had %d at once, cap 5" % H.overlap_peak(site))
+    H.check_peak_across(origin, SUBDOMAINS, 6, 5, "after the reload, site.test (cap 5)")
 
 
 if __name__ == "__main__":

@@ -25,13 +25,8 @@ def test(t):
     bad = [r for r in results if r.error or r.status != 200]
     H.check(not bad, "%d requests failed: %s" % (len(bad), bad[:3]))
 
-    site = [r for h in SUBDOMAINS for r in origin.host(h)["requests"]]
-    other = [r for h in OTHER for r in origin.host(h)["requests"]]
-    H.check(len(site) == 12 and len(other) == 4, "the origin saw %d site.test and %d other.test requests"
-            % (len(site), len(other)))
-    H.check(H.overlap_peak(site) == 2, "site.test's 6 subdomains had %d requests at the origin at once, bound 2"
-            % H.overlap_peak(site))
-    H.check(H.overlap_peak(other) == 2, "other.test had %d at once, bound 2" % H.overlap_peak(other))
+    H.check_peak_across(origin, SUBDOMAINS, 12, 2, "site.test's 6 subdomains")
+    H.check_peak_across(origin, OTHER, 4, 2, "other.test")
     hosts = proxy.hosts()
     H.check("site.test" in hosts and "other.test" in hosts and not any(h in hosts for h in SUBDOMAINS),
             "/hosts should name the gates by domain: %s" % sorted(hosts))

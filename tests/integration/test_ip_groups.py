@@ -40,11 +40,8 @@ def test(t):
     proxy = t.proxy(cfg, name="groups")
     results = H.concurrent(proxy, urls(one, SHARED, 3, 0.4, "a") + urls(two, ELSEWHERE, 3, 0.4, "a"), timeout=30)
     H.check(all(r.status == 200 for r in results), "groups.ip: %s" % H.summarize(results))
-    shared, elsewhere = requests_at(one, SHARED), requests_at(two, ELSEWHERE)
-    H.check(len(shared) == 12 and len(elsewhere) == 6, "the origins saw %d and %d requests" % (len(shared), len(elsewhere)))
-    H.check(H.overlap_peak(shared) == 3, "127.0.0.1's 4 hosts had %d at once, ip group 3" % H.overlap_peak(shared))
-    H.check(H.overlap_peak(elsewhere) == 3, "127.0.0.2's 2 hosts had %d at once, ip group 3"
-            % H.overlap_peak(elsewhere))
+    H.check_peak_across(one, SHARED, 12, 3, "127.0.0.1's 4 hosts (ip group 3)")
+    H.check_peak_across(two, ELSEWHERE, 6, 3, "127.0.0.2's 2 hosts (ip group 3)")
     for o, hosts in ((one, SHARED), (two, ELSEWHERE)):
         for h in hosts:
             H.check(o.host(h)["peak"] <= 2, "%s had %d at once, host bound 2" % (h, o.host(h)["peak"]))
