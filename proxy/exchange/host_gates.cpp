@@ -659,22 +659,24 @@ void host_gates::tick(clock::time_point now) {
         for_each_entry_reapplying([](host_entry&, clock::time_point) {});  // the hold is over: the share applies
 }
 
-bool host_gates::robots_due(const std::string& origin) {
-    std::lock_guard lock(robots_mutex_);
-    return robots_.on_request(origin, clock::now());
-}
-
-permit host_gates::robots_slot_at_once(const std::string& key, const std::string& address) {
-    if (fleet_) return {};
+host_gates::robots_turn host_gates::robots_due(const std::string& origin, const std::string& key,
+                                               const std::string& address) {
     shard& s = shards_[shard_of(key, shard_count)];
     std::lock_guard lock(s.mutex);
     const auto now = clock::now();
-    permit p = depart_at_once_locked(s, key, address, now);
-    if (p) {
-        p.entry_->robots_hold = true;
-        apply_health(*p.entry_, now);
+    {
+        std::lock_guard robots_lock(robots_mutex_);
+        if (!robots_.on_request(origin, now)) return {};
     }
-    return p;
+    robots_turn turn;
+    turn.due = true;
+    if (fleet_) return turn;
+    turn.slot = depart_at_once_locked(s, key, address, now);
+    if (turn.slot) {
+        turn.slot.entry_->robots_hold = true;
+        apply_health(*turn.slot.entry_, now);
+    }
+    return turn;
 }
 
 void host_gates::robots_done(const std::string& origin, const std::string& key, std::optional<double> delay,

@@ -57,9 +57,8 @@ std::string field_safe(std::string_view v) {
 }  // namespace
 
 task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_target& target, std::string origin,
-                        std::string gate_key, const pinned_address& pinned, std::string user_agent) {
+                        std::string gate_key, const pinned_address& pinned, std::string user_agent, permit slot) {
     robots_report report{ctx.gates, origin, gate_key};
-    permit slot = ctx.gates.robots_slot_at_once(gate_key, pinned.text);
     report.held = static_cast<bool>(slot);
     if (!slot) {
         auto parked = co_await ctx.gates.acquire(gate_key, pinned.text);

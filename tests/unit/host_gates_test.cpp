@@ -160,6 +160,26 @@ TEST_CASE("idle gates are evicted, busy ones are kept") {
     CHECK(gates.size() == 0);
 }
 
+TEST_CASE("robots.txt: the request told to fetch it holds the gate from that moment; nobody else departs until it ends") {
+    auto cfg = make_config("defaults: { concurrency: 4, rate: 1000, burst: 10 }\nrobots: { crawl_delay: honor }\n");
+    host_gates gates(cfg);
+    const std::string origin = "http://polite.test:80";
+    auto first = gates.robots_due(origin, "polite.test", {});
+    REQUIRE(first.due);
+    REQUIRE(first.slot);
+    // The next request is not due and finds the gate held, though three slots are free.
+    auto second = gates.robots_due(origin, "polite.test", {});
+    CHECK_FALSE(second.due);
+    CHECK_FALSE(second.slot);
+    CHECK_FALSE(gates.try_acquire("polite.test"));
+    CHECK(gates.try_acquire("other.test"));  // one host's hold is its own
+    first.slot.reset();
+    CHECK_FALSE(gates.try_acquire("polite.test"));  // the fetch's end, not its slot, lifts the hold
+    gates.robots_done(origin, "polite.test", 0.001, false, true);
+    CHECK(gates.try_acquire("polite.test"));
+    CHECK_FALSE(gates.robots_due(origin, "polite.test", {}).due);  // read once per cache_ttl
+}
+
 TEST_CASE("an origin's stream ceiling caps the host's limit; the excess waits in order and goes as it lifts") {
     auto cfg = make_config("defaults: {concurrency: 50, rate: 1000000, burst: 1000000}\n");
     host_gates gates(cfg);

@@ -138,8 +138,8 @@ struct acquire_result {
 /// that limit (`set_stream_ceiling`): the excess waits in the queue, in order.
 ///
 /// robots.txt (robots.crawl_delay: honor): `robots_due` tells the first request of an
-/// origin to fetch its robots.txt; the fetch takes its slot at once when the gate is free
-/// (`robots_slot_at_once`) and the gate then hands out no token until `robots_done`, so
+/// origin to fetch its robots.txt and gives the fetch its slot at once when the gate is
+/// free; the gate then hands out no token until `robots_done`, so
 /// the host's first requests wait for it; the Crawl-delay read caps the host's rate at
 /// 1/delay (never raising it) for cache_ttl, also across the gate's eviction.
 ///
@@ -198,15 +198,19 @@ public:
                                 std::string& storage) const;
 
     /// robots.crawl_delay: honor. Whether this request for `origin` ("http://host:port")
-    /// must fetch its robots.txt first; it then calls robots_done whatever happens.
-    bool robots_due(const std::string& origin);
-    /// The fetch's slot and token at once, when the gate of `key` is free: the gate then
-    /// holds its other requests until robots_done. Empty: the fetch parks like any
-    /// request (acquire), without a hold (also with a fleet: its slot needs a lease).
-    permit robots_slot_at_once(const std::string& key, const std::string& address);
+    /// must fetch its robots.txt first (`due`; it then calls robots_done whatever happens),
+    /// and the fetch's slot and token when the gate of `key` is free: the gate then holds
+    /// its other requests until robots_done. Decided under the gate's lock, so none of the
+    /// host's requests departs between the two. No slot: the fetch parks like any request
+    /// (acquire), without a hold (also with a fleet: its slot needs a lease).
+    struct robots_turn {
+        bool due = false;
+        permit slot;
+    };
+    robots_turn robots_due(const std::string& origin, const std::string& key, const std::string& address);
     /// The fetch for `origin` (gate `key`) ended: `delay` is the Crawl-delay read, if any;
     /// `failed`, no robots.txt could be read (the rate stays as it was). `held`: this
-    /// fetch's slot came from robots_slot_at_once, whose hold ends now.
+    /// fetch's slot came from robots_due, whose hold ends now.
     void robots_done(const std::string& origin, const std::string& key, std::optional<double> delay, bool failed,
                      bool held);
 

@@ -101,8 +101,9 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     const std::string& key = ctx.gates.gate_key(cfg, target.key, pinned.text, domain_key);
     if (cfg.robots.honor) {  // the origin's robots.txt first, once per cache_ttl
         std::string origin = robots_origin(target);
-        if (ctx.gates.robots_due(origin))
-            co_await fetch_robots(ctx, cfg, target, std::move(origin), key, pinned, std::string(down.user_agent()));
+        if (auto turn = ctx.gates.robots_due(origin, key, pinned.text); turn.due)
+            co_await fetch_robots(ctx, cfg, target, std::move(origin), key, pinned, std::string(down.user_agent()),
+                                  std::move(turn.slot));
     }
     permit slot = admit_at_once(ctx, key, pinned.text);
     if (!slot) {

@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/base/executor.hpp"
+#include "politeproxy/policy/permit.hpp"
 
 #include <string>
 
@@ -14,7 +15,7 @@ struct proxy_context;
 std::string robots_origin(const origin_target& target);
 
 /// robots.crawl_delay: honor, for a request whose origin's robots.txt is due (host_gates::
-/// robots_due said so): reads `origin`'s /robots.txt through the host's own gate (slot and
+/// robots_due said so, and gave `slot` when the gate was free): reads `origin`'s /robots.txt through the host's own gate (slot and
 /// token, health and metrics as any request; the host's other requests wait for it when
 /// it takes the gate at once), over TLS for an https origin, as an HTTP/1.1 GET with the
 /// client's User-Agent (its first 512 bytes), within the host's timeouts and 10 s in all.
@@ -23,6 +24,6 @@ std::string robots_origin(const origin_target& target);
 /// counts as failed: the rate stays as configured.
 /// Whatever happens, host_gates::robots_done hears the end.
 task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_target& target, std::string origin,
-                        std::string gate_key, const pinned_address& pinned, std::string user_agent);
+                        std::string gate_key, const pinned_address& pinned, std::string user_agent, permit slot);
 
 }  // namespace politeproxy
