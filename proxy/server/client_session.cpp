@@ -44,6 +44,13 @@ bool client_allowed(const config& cfg, const tcp::endpoint& peer) {
 // answer just written; half-close first and drain briefly (RFC 9112 section 9.6). Inside
 // TLS the close_notify comes first, so the client can tell the end from a cut (a
 // response read to the close), and waiting for the client's is the drain.
+template <class Fields>
+proxy_credentials credentials_of(const Fields& fields) {
+    proxy_credentials out;
+    for (auto [it, end] = fields.equal_range(http::field::proxy_authorization); it != end; ++it) out.add(it->value());
+    return out;
+}
+
 task<void> close_gracefully(timed_socket& client) {
     if (client.secure()) {
         client.expires_after(lingering_close);
@@ -135,6 +142,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
             co_return;
         bool keep = false;
+        const auto credentials = cfg->security.users ? credentials_of(header.get()) : proxy_credentials{};
         if (rec) {
             if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
             const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
@@ -146,13 +154,12 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
             co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
         } else if (!in_tls && cfg->security.users &&
-                   !proxy_authorized(ctx, *cfg, header.get()[http::field::proxy_authorization])) {
+                   !proxy_authorized(ctx, *cfg, credentials)) {
             // Inside intercepted TLS the CONNECT was authorized. Without credentials the
             // connection stays for the retry with them (curl's way); wrong ones close it,
             // so each guess costs a connection. A body stays unread: then close too.
-            const auto credentials = header.get()[http::field::proxy_authorization];
             keep = co_await send_answer(ctx, client, errc::proxy_auth_required, proxy_auth_details(credentials),
-                                        {credentials.empty() && header.get().keep_alive() && !verdict.has_body(),
+                                        {credentials.fields == 0 && header.get().keep_alive() && !verdict.has_body(),
                                          header.get().method() == http::verb::head});
         } else if (verdict.answer_options) {  // a body it had stays unread: then close
             keep = co_await send_options_answer(ctx, client, header.get().keep_alive() && !verdict.has_body());

@@ -296,9 +296,9 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         co_return;
     }
     if (!in_tls_ && cfg->security.users) {  // inside intercepted TLS the CONNECT was authorized
-        std::string_view credentials;
+        proxy_credentials credentials;
         for (const auto& f : head.fields)
-            if (f.name == "proxy-authorization") credentials = f.value;
+            if (f.name == "proxy-authorization") credentials.add(f.value);
         if (!proxy_authorized(ctx_, *cfg, credentials)) {
             co_await down.answer(errc::proxy_auth_required, proxy_auth_details(credentials));
             co_return;

@@ -7,17 +7,19 @@
 
 namespace politeproxy {
 
-bool proxy_authorized(proxy_context& ctx, const config& cfg, std::string_view proxy_authorization) {
+bool proxy_authorized(proxy_context& ctx, const config& cfg, const proxy_credentials& credentials) {
     if (!cfg.security.users) return true;
-    const auto user = cfg.security.users->check(proxy_authorization);
+    if (credentials.fields != 1) return false;
+    const auto user = cfg.security.users->check(credentials.value);
     if (!user) return false;
     if (cfg.per_user_metrics) ctx.metrics.user_request(*user);
     return true;
 }
 
-std::string_view proxy_auth_details(std::string_view proxy_authorization) {
-    return proxy_authorization.empty() ? "Proxy-Authorization is required (security.users_file)"
-                                       : "the Proxy-Authorization credentials are not accepted";
+std::string_view proxy_auth_details(const proxy_credentials& credentials) {
+    if (credentials.fields == 0) return "Proxy-Authorization is required (security.users_file)";
+    if (credentials.fields > 1) return "more than one Proxy-Authorization field";
+    return "the Proxy-Authorization credentials are not accepted";
 }
 
 }  // namespace politeproxy

@@ -8,7 +8,11 @@
     `Proxy-Authenticate: Basic realm="politeproxy"` and Proxy-Status; the connection stays
     open (keep-alive) and the same connection's next request with credentials gets 200;
   - the right bcrypt and {SHA} credentials: 200, and the origin never sees Proxy-Authorization;
-  - CONNECT needs credentials too; an h2c stream without them is answered 407;
+  - hostile credentials (two Proxy-Authorization fields, even both right; not base64,
+    over 4 KiB, no colon, a NUL in the password, an empty user) get 407 and a closed
+    connection, and never reach the origin;
+  - CONNECT needs credentials too; an h2c stream without them, or with two fields, is
+    answered 407;
   - rejected_total{reason="auth_required"} counts the 407s, and metrics.per_user counts
     each user's requests in user_requests_total{user}."""
 import base64
@@ -129,6 +133,32 @@ def test(t):
             "wrong credentials should get 407 and close: %r" % guess)
     c.close()
 
+    # Hostile credentials: each is refused (407, connection closed) without reaching the
+    # origin, and the proxy serves the right ones afterwards.
+    right = basic("crawler", "s3cret")
+    b64 = lambda raw: "Basic " + base64.b64encode(raw).decode()  # noqa: E731
+    for what, fields in (("two fields, the right one first", [right, basic("crawler", "nope")]),
+                         ("two fields, both right", [right, right]),
+                         ("not base64", ["Basic !!!!"]), ("base64 without its padding", [right.rstrip("=")]),
+                         ("over 4 KiB", [b64(b"crawler:" + b"x" * 4096)]), ("no colon", [b64(b"crawler")]),
+                         ("a NUL in the password", [b64(b"crawler:s3cret\0")]), ("Basic alone", ["Basic"]),
+                         ("an empty user", [b64(b":s3cret")])):
+        c = H.RawClient(proxy.port)
+        extra = "".join("Proxy-Authorization: %s\r\n" % f for f in fields)
+        c.send(H.raw_get(proxy.port, HOST, origin.port, "/hostile", connection="keep-alive", extra_headers=extra))
+        r = c.read_response()
+        refused += 1
+        H.check(r.status == 407 and (r.header("Connection") or "").lower() == "close",
+                "%s: expected 407 and close, got %r" % (what, r))
+        if len(fields) > 1:
+            H.check("more than one Proxy-Authorization" in (r.header("Proxy-Status") or ""),
+                    "%s: Proxy-Status %r" % (what, r.header("Proxy-Status")))
+        c.close()
+    H.check(not any(q["target"] == "/hostile" for q in origin.host(HOST)["requests"]),
+            "a request with hostile credentials reached the origin")
+    r = H.request(proxy, url, headers={"Proxy-Authorization": right})
+    H.check(r.status == 200, "the right credentials after the hostile ones: %r" % r)
+
     # CONNECT: refused without credentials, a tunnel with them.
     s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
     target = "%s:%d" % (HOST, origin.port)
@@ -148,8 +178,12 @@ def test(t):
     h = H2Client(proxy.port)
     bare = h.request(target, "/h2")
     authed = h.request(target, "/h2", headers=[("proxy-authorization", basic("crawler", "s3cret"))])
-    H.check(h.pump(h.done([bare, authed])), "the h2c streams were not answered")
-    refused += 1
+    twice = h.request(target, "/h2", headers=[("proxy-authorization", basic("crawler", "nope")),
+                                              ("proxy-authorization", basic("crawler", "s3cret"))])
+    H.check(h.pump(h.done([bare, authed, twice])), "the h2c streams were not answered")
+    refused += 2
+    H.check(h.responses[twice]["status"] == 407, "an h2c stream with two proxy-authorization fields: %s"
+            % h.responses[twice])
     H.check(h.responses[bare]["status"] == 407 and
             h.responses[bare]["headers"].get("proxy-authenticate") == 'Basic realm="politeproxy"',
             "an h2c stream without credentials: %s" % h.responses[bare])
@@ -163,7 +197,7 @@ def test(t):
             "rejected_total{reason=auth_required} is %s, expected %d"
             % (H.mget(m, "politeproxy_rejected_total", reason="auth_required"), refused))
     crawler = H.mget(m, "politeproxy_user_requests_total", user="crawler")
-    H.check(crawler == 3 + 1 + 1 + 1, "user_requests_total{user=crawler} is %s, expected 6" % crawler)
+    H.check(crawler == 3 + 1 + 1 + 1 + 1, "user_requests_total{user=crawler} is %s, expected 7" % crawler)
     H.check(H.mget(m, "politeproxy_user_requests_total", user="legacy") == 3, "user_requests_total{user=legacy}")
 
 

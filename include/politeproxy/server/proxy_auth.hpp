@@ -9,12 +9,25 @@ namespace politeproxy {
 struct config;
 struct proxy_context;
 
-/// True when no security.users_file is set, or `proxy_authorization` (the request's
-/// Proxy-Authorization value, empty when absent) names a user with the right password;
-/// counts the request under its user when metrics.per_user is on.
-bool proxy_authorized(proxy_context& ctx, const config& cfg, std::string_view proxy_authorization);
+/// A request's Proxy-Authorization: its value and how many such fields it had. Two or
+/// more are refused whatever they say: an HTTP/1.1 reader takes the first, others the
+/// last, so no field may decide alone.
+struct proxy_credentials {
+    std::string_view value;  ///< empty when absent
+    int fields = 0;
 
-/// The details of the 407 answer for `proxy_authorization`.
-std::string_view proxy_auth_details(std::string_view proxy_authorization);
+    void add(std::string_view v) {
+        value = v;
+        ++fields;
+    }
+};
+
+/// True when no security.users_file is set, or `credentials` are one Proxy-Authorization
+/// field naming a user with the right password; counts the request under its user when
+/// metrics.per_user is on.
+bool proxy_authorized(proxy_context& ctx, const config& cfg, const proxy_credentials& credentials);
+
+/// The details of the 407 answer for `credentials`.
+std::string_view proxy_auth_details(const proxy_credentials& credentials);
 
 }  // namespace politeproxy
