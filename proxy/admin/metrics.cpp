@@ -26,6 +26,7 @@ constexpr errc rejection_reasons[] = {
     errc::bad_request,         errc::header_too_large,   errc::unsupported_scheme,
     errc::origin_form_request, errc::client_denied,      errc::destination_denied,
     errc::connect_port_denied, errc::loop_detected,      errc::fleet_unavailable,  errc::proxy_auth_required,
+    errc::auth_checks_busy,
 };
 
 const char* reason_label(errc e) {
@@ -40,6 +41,7 @@ const char* reason_label(errc e) {
     case errc::origin_form_request: return "origin_form";
     case errc::client_denied: return "client_denied";
     case errc::proxy_auth_required: return "auth_required";
+    case errc::auth_checks_busy: return "auth_busy";
     case errc::destination_denied: return "destination_denied";
     case errc::connect_port_denied: return "connect_port_denied";
     case errc::loop_detected: return "loop_detected";

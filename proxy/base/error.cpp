@@ -25,6 +25,7 @@ public:
         case errc::origin_form_request: return "origin-form request sent to a proxy";
         case errc::client_denied: return "client address not allowed";
         case errc::proxy_auth_required: return "proxy authentication required";
+        case errc::auth_checks_busy: return "too many credentials waiting to be checked";
         case errc::destination_denied: return "destination address denied";
         case errc::connect_port_denied: return "CONNECT port not allowed";
         case errc::loop_detected: return "forwarding loop detected";

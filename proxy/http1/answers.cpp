@@ -32,6 +32,7 @@ answer_kind kind_of(errc why) {
     case errc::queue_timeout: return {http::status::service_unavailable, "connection_limit_reached"};
     case errc::shutting_down: return {http::status::service_unavailable, "proxy_internal_response"};
     case errc::fleet_unavailable: return {http::status::service_unavailable, "proxy_internal_error"};
+    case errc::auth_checks_busy: return {http::status::service_unavailable, "proxy_internal_response"};
     case errc::client_denied:
     case errc::connect_port_denied: return {http::status::forbidden, "http_request_denied"};
     case errc::proxy_auth_required: return {http::status::proxy_authentication_required, "http_request_denied"};

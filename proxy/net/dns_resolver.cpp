@@ -1,15 +1,12 @@
 #include "politeproxy/net/dns_resolver.hpp"
-#include "politeproxy/base/executor.hpp"
+#include "politeproxy/base/off_thread.hpp"
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 
 #include <netdb.h>
 #include <sys/socket.h>
 
 #include <cstring>
-#include <memory>
-#include <mutex>
 
 namespace politeproxy {
 namespace asio = boost::asio;
@@ -41,16 +38,6 @@ dns_resolver::result lookup(const std::string& host, std::uint16_t port) {
     return r;
 }
 
-// Shared by the waiting coroutine and the look-up thread; the timer is only touched on
-// the coroutine's executor.
-struct pending_lookup {
-    explicit pending_lookup(executor ex) : timer(std::move(ex)) {}
-    steady_timer timer;
-    std::mutex mutex;
-    bool done = false;
-    dns_resolver::result r;
-};
-
 }  // namespace
 
 dns_resolver::dns_resolver(std::size_t threads) : pool_(threads) {}
@@ -62,28 +49,11 @@ dns_resolver::~dns_resolver() {
 
 task<dns_resolver::result> dns_resolver::resolve(std::string host, std::uint16_t port,
                                                  clock::time_point deadline) {
-    auto p = std::make_shared<pending_lookup>(co_await asio::this_coro::executor);
-    p->timer.expires_at(deadline);
-    asio::post(pool_, [p, host = std::move(host), port] {
-        auto r = lookup(host, port);
-        {
-            std::lock_guard lock(p->mutex);
-            p->r = std::move(r);
-            p->done = true;
-        }
-        auto& timer = p->timer;
-        asio::post(timer.get_executor(), [p] { p->timer.cancel(); });
-    });
-    for (;;) {
-        auto [ec] = co_await p->timer.async_wait(use_tuple);
-        {
-            std::lock_guard lock(p->mutex);
-            if (p->done) co_return std::move(p->r);
-        }
-        if (!ec) co_return result{asio::error::timed_out, {}};
-        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
-            co_return result{asio::error::operation_aborted, {}};
-    }
+    auto work = [host = std::move(host), port] { return lookup(host, port); };  // named: see password_checks.cpp
+    if (auto r = co_await off_thread(pool_, std::move(work), deadline)) co_return std::move(*r);
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+        co_return result{asio::error::operation_aborted, {}};
+    co_return result{asio::error::timed_out, {}};
 }
 
 }  // namespace politeproxy

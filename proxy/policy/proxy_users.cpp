@@ -108,6 +108,7 @@ bool verify(const entry& e, const std::string& password) {
 
 struct proxy_users::impl {
     std::unordered_map<std::string, entry> users;
+    const entry* decoy = nullptr;  ///< what an unknown user's password is hashed against: the costliest kind
     std::array<unsigned char, 32> key{};  ///< keys the digests of remembered credentials
     mutable std::mutex mutex;
     mutable std::unordered_set<std::string> right, wrong;
@@ -156,49 +157,58 @@ std::variant<proxy_users, proxy_users::load_error> proxy_users::parse(std::strin
             return load_error{line_no, "user '" + user + "' appears twice"};
     }
     if (out.impl_->users.empty()) return load_error{0, "no users: every request would be refused"};
+    for (const auto& [name, e] : out.impl_->users)
+        if (!out.impl_->decoy || e.kind == scheme::libcrypt) out.impl_->decoy = &e;
     return out;
 }
 
-std::optional<std::string> proxy_users::check(std::string_view value) const {
+std::optional<std::string> proxy_users::check(std::string_view value) const { return decide(value, true)->user; }
+
+std::optional<proxy_users::verdict> proxy_users::recall(std::string_view value) const { return decide(value, false); }
+
+std::optional<proxy_users::verdict> proxy_users::decide(std::string_view value, bool may_hash) const {
     while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
     constexpr std::string_view basic = "basic ";
-    if (value.size() <= basic.size()) return std::nullopt;
+    if (value.size() <= basic.size()) return verdict{};
     for (std::size_t i = 0; i < basic.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(value[i])) != basic[i]) return std::nullopt;
+        if (std::tolower(static_cast<unsigned char>(value[i])) != basic[i]) return verdict{};
     value.remove_prefix(basic.size());
     while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
     while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
     auto decoded = base64_decode(value);
-    if (!decoded) return std::nullopt;
+    if (!decoded) return verdict{};
     // The credentials leave no copy behind in freed memory.
     struct wipe {
         std::string& s;
         ~wipe() { OPENSSL_cleanse(s.data(), s.size()); }
     } wipe_decoded{*decoded};
     const auto colon = decoded->find(':');
-    if (colon == std::string::npos) return std::nullopt;
+    if (colon == std::string::npos) return verdict{};
     std::string user = decoded->substr(0, colon);
     std::string password = decoded->substr(colon + 1);
     wipe wipe_password{password};
-    if (password.find('\0') != std::string::npos) return std::nullopt;
+    if (password.find('\0') != std::string::npos) return verdict{};
     const auto it = impl_->users.find(user);
 
     const std::string key = impl_->digest(user, password);
     {
         std::lock_guard lock(impl_->mutex);
-        if (impl_->right.contains(key)) return user;
-        if (impl_->wrong.contains(key)) return std::nullopt;
+        if (impl_->right.contains(key)) return verdict{user};
+        if (impl_->wrong.contains(key)) return verdict{};
     }
-    // Milliseconds for bcrypt, once per credential. An unknown user costs the same (a
-    // known user's hash is computed and ignored), so timing does not tell names apart.
+    // Milliseconds for bcrypt, once per credential. An unknown user costs as much (a known
+    // user's bcrypt hash, when there is one, is computed and ignored), so timing does not
+    // tell a bcrypt user's name apart.
     const bool known = it != impl_->users.end();
-    const bool ok = verify(known ? it->second : impl_->users.begin()->second, password) && known;
+    const entry& against = known ? it->second : *impl_->decoy;
+    if (!may_hash && against.kind == scheme::libcrypt) return std::nullopt;
+    const bool ok = verify(against, password) && known;
     std::lock_guard lock(impl_->mutex);
     auto& memory = ok ? impl_->right : impl_->wrong;
     if (memory.size() >= remembered) memory.clear();
     memory.insert(key);
-    if (!ok) return std::nullopt;
-    return user;
+    if (!ok) return verdict{};
+    return verdict{std::move(user)};
 }
 
 }  // namespace politeproxy

@@ -47,6 +47,7 @@ bool client_allowed(const config& cfg, const tcp::endpoint& peer) {
 template <class Fields>
 proxy_credentials credentials_of(const Fields& fields) {
     proxy_credentials out;
+    out.required = true;
     for (auto [it, end] = fields.equal_range(http::field::proxy_authorization); it != end; ++it) out.add(it->value());
     return out;
 }
@@ -142,7 +143,12 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
             co_return;
         bool keep = false;
-        const auto credentials = cfg->security.users ? credentials_of(header.get()) : proxy_credentials{};
+        // Inside intercepted TLS the CONNECT was authorized. New credentials are hashed
+        // off this thread; a bad head is answered first, whatever its credentials.
+        const auto credentials = cfg->security.users && !in_tls ? credentials_of(header.get()) : proxy_credentials{};
+        std::optional<auth_refusal> auth_refused;
+        if (credentials.required && !rec && allowed)
+            auth_refused = co_await refuse_credentials(ctx, *cfg, credentials);
         if (rec) {
             if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
             const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
@@ -153,14 +159,14 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             co_await send_answer(ctx, client, errc::client_denied, details, {});
         } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
             co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
-        } else if (!in_tls && cfg->security.users &&
-                   !proxy_authorized(ctx, *cfg, credentials)) {
-            // Inside intercepted TLS the CONNECT was authorized. Without credentials the
-            // connection stays for the retry with them (curl's way); wrong ones close it,
-            // so each guess costs a connection. A body stays unread: then close too.
-            keep = co_await send_answer(ctx, client, errc::proxy_auth_required, proxy_auth_details(credentials),
+        } else if (auth_refused) {
+            // Without credentials the connection stays for the retry with them (curl's
+            // way); wrong ones close it, so each guess costs a connection. A body stays
+            // unread: then close too.
+            keep = co_await send_answer(ctx, client, auth_refused->why, auth_refused->details,
                                         {credentials.fields == 0 && header.get().keep_alive() && !verdict.has_body(),
-                                         header.get().method() == http::verb::head});
+                                         header.get().method() == http::verb::head},
+                                        auth_refused->retry_after);
         } else if (verdict.answer_options) {  // a body it had stays unread: then close
             keep = co_await send_options_answer(ctx, client, header.get().keep_alive() && !verdict.has_body());
         } else if (header.get().method() == http::verb::connect) {

@@ -297,10 +297,11 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
     }
     if (!in_tls_ && cfg->security.users) {  // inside intercepted TLS the CONNECT was authorized
         proxy_credentials credentials;
+        credentials.required = true;
         for (const auto& f : head.fields)
             if (f.name == "proxy-authorization") credentials.add(f.value);
-        if (!proxy_authorized(ctx_, *cfg, credentials)) {
-            co_await down.answer(errc::proxy_auth_required, proxy_auth_details(credentials));
+        if (const auto refused = co_await refuse_credentials(ctx_, *cfg, credentials); refused) {
+            co_await down.answer(refused->why, refused->details, refused->retry_after);
             co_return;
         }
     }

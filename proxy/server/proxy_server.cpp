@@ -6,6 +6,7 @@
 #include "politeproxy/server/client_session.hpp"
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/net/dns_resolver.hpp"
+#include "politeproxy/server/password_checks.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/fleet/fleet_client.hpp"
 #include "politeproxy/admin/metrics.hpp"
@@ -110,9 +111,10 @@ int proxy_server::run() {
     std::vector<std::unique_ptr<worker>> workers;
     for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<worker>());
     dns_resolver resolver(dns_threads);  // after the workers: its threads post to them until joined
+    password_checks passwords;             // the same
     const std::string via = make_via();
     for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_, w->field_blocks,
-                                           intercept.get(), origin_tls.get(), w->h2_origins});
+                                           intercept.get(), origin_tls.get(), w->h2_origins, passwords});
     // The fleet store, one connection per worker, reached before any listener opens: a
     // fleet that starts together never exceeds its bound. Destroyed before the workers
     // (its connections live on their loops), detached from the gates first.

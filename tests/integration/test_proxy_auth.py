@@ -11,6 +11,8 @@
   - hostile credentials (two Proxy-Authorization fields, even both right; not base64,
     over 4 KiB, no colon, a NUL in the password, an empty user) get 407 and a closed
     connection, and never reach the origin;
+  - a new bcrypt credential is hashed off the I/O threads: with one worker, another
+    client's request is served while it is checked;
   - CONNECT needs credentials too; an h2c stream without them, or with two fields, is
     answered 407;
   - rejected_total{reason="auth_required"} counts the 407s, and metrics.per_user counts
@@ -22,6 +24,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import warnings
 
 with warnings.catch_warnings():
@@ -199,6 +202,30 @@ def test(t):
     crawler = H.mget(m, "politeproxy_user_requests_total", user="crawler")
     H.check(crawler == 3 + 1 + 1 + 1 + 1, "user_requests_total{user=crawler} is %s, expected 7" % crawler)
     H.check(H.mget(m, "politeproxy_user_requests_total", user="legacy") == 3, "user_requests_total{user=legacy}")
+
+    check_hashing_off_thread(t, origin)
+
+
+def check_hashing_off_thread(t, origin):
+    """A new bcrypt credential is hashed off the I/O threads: with one worker, a request
+    whose costly password (bcrypt cost 14, about a second) is being checked does not hold
+    up another client's request."""
+    slow = crypt.crypt("slow-pw", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << 14))
+    legacy = "{SHA}" + base64.b64encode(hashlib.sha1(b"legacy-pw").digest()).decode()
+    cfg = H.base_config(tls_port=origin.port)
+    cfg["workers"] = 1
+    cfg["security"]["users_file"] = users_file(t, ["slow:" + slow, "legacy:" + legacy], "slow.htpasswd")
+    proxy = t.proxy(cfg, name="one-worker")
+    url = "http://%s:%d/off-thread" % (HOST, origin.port)
+    guess = H.Background(proxy, [url], headers={"Proxy-Authorization": basic("slow", "guess")})
+    time.sleep(0.2)  # the guess is being hashed now
+    quick = H.request(proxy, url, headers={"Proxy-Authorization": basic("legacy", "legacy-pw")})
+    guessed = guess.wait()[0]
+    H.check(quick.status == 200, "the quick request: %r" % quick)
+    H.check(guessed.status == 407, "the slow guess: %r" % guessed)
+    H.check(quick.t_end < guessed.t_end - 0.3,
+            "the quick request ended %.2f s after the slow check began, %.2f s before it ended: it waited for "
+            "the hashing" % (quick.t_end - guessed.t_start, guessed.t_end - quick.t_end))
 
 
 if __name__ == "__main__":

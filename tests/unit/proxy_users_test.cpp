@@ -92,3 +92,22 @@ TEST_CASE("a Proxy-Authorization value names a user only with the right password
     CHECK_FALSE(users.check("Basic " + base64("crawler")));                       // no colon
     CHECK_FALSE(users.check("Basic " + base64(std::string("crawler:s3cret\0x", 16))));  // a NUL in the password
 }
+
+TEST_CASE("recall answers without hashing only what needs none: malformed values, remembered credentials, {SHA}") {
+    const auto users = load("crawler:" + bcrypt("s3cret") + "\nlegacy:" + sha("pw") + "\n");
+    const auto refused = [](const std::optional<proxy_users::verdict>& v) { return v && !v->user; };
+    CHECK(refused(users.recall("Basic")));
+    CHECK(refused(users.recall("Basic " + base64("crawler"))));
+    CHECK(refused(users.recall("Bearer x")));
+    CHECK_FALSE(users.recall(basic("crawler", "s3cret")));  // new bcrypt credentials: only check() can tell
+    CHECK_FALSE(users.recall(basic("crawler", "guess")));
+    CHECK_FALSE(users.recall(basic("mallory", "s3cret")));  // an unknown user costs a known user's hash
+    CHECK(users.check(basic("crawler", "s3cret")) == "crawler");
+    CHECK_FALSE(users.check(basic("crawler", "guess")));
+    const auto right = users.recall(basic("crawler", "s3cret"));
+    CHECK((right && right->user == "crawler"));
+    CHECK(refused(users.recall(basic("crawler", "guess"))));  // remembered as wrong
+    const auto legacy = users.recall(basic("legacy", "pw"));  // {SHA}: one SHA-1, answered at once
+    CHECK((legacy && legacy->user == "legacy"));
+    CHECK(refused(users.recall(basic("legacy", "nope"))));
+}

@@ -71,6 +71,8 @@ enum class errc {
     misdirected_request,
     /// The fleet store did not answer (unreachable, or slower than fleet.timeout).
     fleet_unavailable,
+    /// New proxy credentials could not be checked: too many wait for password hashing.
+    auth_checks_busy,
 };
 
 const boost::system::error_category& politeproxy_category() noexcept;

@@ -22,10 +22,12 @@ namespace politeproxy {
 /// `crypt` DES and plaintext are refused at load: a weak or unknown hash is an error, not
 /// a silent "never matches".
 ///
-/// Cost: a bcrypt check takes milliseconds of CPU by design. A credential checked once is
-/// remembered (right or wrong) as a keyed digest, so a crawler's every request after its
-/// first costs one SHA-256; the memory is bounded (`remembered` credentials, then it
-/// starts over). A reload loads a new instance, which forgets.
+/// Cost: a bcrypt check takes milliseconds of CPU by design (tens to hundreds at higher
+/// costs): the proxy runs it off its I/O threads (server/password_checks). A credential
+/// checked once is remembered (right or wrong) as a keyed digest, so a crawler's every
+/// request after its first costs one SHA-256 (`recall`); the memory is bounded
+/// (`remembered` credentials, then it starts over). A reload loads a new instance, which
+/// forgets.
 ///
 /// Thread safety: check() from any thread (one mutex around the memory).
 class proxy_users {
@@ -45,12 +47,21 @@ public:
     /// its password is right; nothing when the value is missing, malformed or wrong.
     std::optional<std::string> check(std::string_view proxy_authorization) const;
 
+    struct verdict {
+        std::optional<std::string> user;  ///< nothing: refused
+    };
+    /// check()'s verdict when it costs no bcrypt/SHA-crypt hashing: the value is malformed,
+    /// these credentials were checked before, or the user's entry is {SHA}. Nothing when
+    /// only hashing can tell: then check() them off the I/O threads.
+    std::optional<verdict> recall(std::string_view proxy_authorization) const;
+
     std::size_t size() const;
 
     static constexpr std::size_t remembered = 10000;
 
 private:
     proxy_users();
+    std::optional<verdict> decide(std::string_view proxy_authorization, bool may_hash) const;
     struct impl;
     std::unique_ptr<impl> impl_;
 };

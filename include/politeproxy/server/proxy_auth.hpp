@@ -1,7 +1,13 @@
 #pragma once
 // Proxy authentication at the edge, for every request source: a plain HTTP/1.1 request,
 // a CONNECT (which covers what runs inside its tunnel or intercepted TLS) and an h2c
-// stream. The check itself is proxy_users' (policy/).
+// stream. The check itself is proxy_users' (policy/); new credentials are hashed off the
+// I/O threads (password_checks).
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/error.hpp"
+#include "politeproxy/base/executor.hpp"
+
+#include <optional>
 #include <string_view>
 
 namespace politeproxy {
@@ -13,6 +19,7 @@ struct proxy_context;
 /// more are refused whatever they say: an HTTP/1.1 reader takes the first, others the
 /// last, so no field may decide alone.
 struct proxy_credentials {
+    bool required = false;   ///< security.users_file is set and no CONNECT authorized the request
     std::string_view value;  ///< empty when absent
     int fields = 0;
 
@@ -22,12 +29,18 @@ struct proxy_credentials {
     }
 };
 
-/// True when no security.users_file is set, or `credentials` are one Proxy-Authorization
-/// field naming a user with the right password; counts the request under its user when
-/// metrics.per_user is on.
-bool proxy_authorized(proxy_context& ctx, const config& cfg, const proxy_credentials& credentials);
+/// Why a request's credentials are refused: errc::proxy_auth_required (missing, wrong or
+/// ambiguous: 407) or errc::auth_checks_busy (too many new credentials waiting to be
+/// hashed: 503, with `retry_after`).
+struct auth_refusal {
+    errc why;
+    std::string_view details;
+    std::optional<clock::duration> retry_after;
+};
 
-/// The details of the 407 answer for `credentials`.
-std::string_view proxy_auth_details(const proxy_credentials& credentials);
+/// Nothing when `credentials` are not required or name a user with the right password
+/// (then the request counts under its user when metrics.per_user is on).
+task<std::optional<auth_refusal>> refuse_credentials(proxy_context& ctx, const config& cfg,
+                                                     proxy_credentials credentials);
 
 }  // namespace politeproxy

@@ -12,6 +12,7 @@ class host_gates;
 class metrics;
 class origin_pool;
 class origin_sessions;
+class password_checks;
 class session_set;
 class dns_resolver;
 class logger;
@@ -43,6 +44,8 @@ struct proxy_context {
     tls::client_side* origin_tls;
     /// This worker's HTTP/2 origin sessions.
     origin_sessions& h2_origins;
+    /// Password hashing for new proxy credentials, off the workers' threads.
+    password_checks& passwords;
     /// The field line the proxy adds to every message it forwards: "Via: <via>\r\n"
     /// (last, so the positional initialisation above leaves it to its default).
     std::string via_line = "Via: " + via + "\r\n";

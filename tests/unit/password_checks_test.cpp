@@ -1,0 +1,116 @@
+// password_checks: new credentials hashed on a thread of their own, bounded in number and
+// in waiting time. Real executors, no sockets.
+#include "politeproxy/server/password_checks.hpp"
+
+#include "politeproxy/policy/proxy_users.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <doctest/doctest.h>
+
+#include <crypt.h>
+#include <openssl/evp.h>
+
+#include <thread>
+
+using namespace politeproxy;
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string basic(std::string_view credentials) {
+    std::string out(4 * ((credentials.size() + 2) / 3) + 1, '\0');
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                  reinterpret_cast<const unsigned char*>(credentials.data()),
+                                  static_cast<int>(credentials.size()));
+    out.resize(static_cast<std::size_t>(n));
+    return "Basic " + out;
+}
+
+// A bcrypt entry of cost 12: a quarter of a second or so per check.
+std::shared_ptr<const proxy_users> slow_users() {
+    char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+    REQUIRE(crypt_gensalt_rn("$2b$", 12, nullptr, 0, salt, sizeof salt));
+    struct crypt_data data {};
+    auto parsed = proxy_users::parse("crawler:" + std::string(crypt_rn("s3cret", salt, &data, sizeof data)) + "\n");
+    REQUIRE(std::holds_alternative<proxy_users>(parsed));
+    return std::make_shared<const proxy_users>(std::get<proxy_users>(std::move(parsed)));
+}
+
+}  // namespace
+
+TEST_CASE("a check runs off the caller's thread, which goes on meanwhile, and resumes on it") {
+    const auto users = slow_users();
+    password_checks checks;
+    asio::io_context ioc(1);
+    std::optional<password_checks::result> right, wrong;
+    int ticks = 0;
+    bool resumed_here = false;
+    asio::co_spawn(ioc, [&]() -> task<void> {
+        right = co_await checks.check(users, basic("crawler:s3cret"));
+        wrong = co_await checks.check(users, basic("crawler:guess"));
+        resumed_here = ioc.get_executor().running_in_this_thread();
+    }, asio::detached);
+    // The loop's other work goes on while the hashing runs.
+    asio::co_spawn(ioc, [&]() -> task<void> {
+        steady_timer t(co_await asio::this_coro::executor);
+        while (!wrong) {
+            t.expires_after(5ms);
+            co_await t.async_wait(use_tuple);
+            ++ticks;
+        }
+    }, asio::detached);
+    ioc.run();
+    REQUIRE(right);
+    REQUIRE(wrong);
+    CHECK(right->user == "crawler");
+    CHECK_FALSE(right->busy);
+    CHECK_FALSE(wrong->user);
+    CHECK_FALSE(wrong->busy);
+    CHECK(resumed_here);
+    CHECK(ticks >= 10);  // two cost-12 checks take far longer than 50 ms
+}
+
+TEST_CASE("beyond max_pending a check is busy at once; the count falls when a check ends") {
+    const auto users = slow_users();
+    password_checks checks(1, 30s);
+    asio::io_context ioc(1);
+    std::optional<password_checks::result> first, second, third;
+    asio::co_spawn(ioc, [&]() -> task<void> { first = co_await checks.check(users, basic("crawler:s3cret")); },
+                   asio::detached);
+    asio::co_spawn(ioc, [&]() -> task<void> {
+        second = co_await checks.check(users, basic("crawler:other"));
+        CHECK_FALSE(first);  // answered while the first was still hashing
+    }, asio::detached);
+    ioc.run();
+    REQUIRE(first);
+    REQUIRE(second);
+    CHECK(first->user == "crawler");
+    CHECK(second->busy);
+    ioc.restart();
+    asio::co_spawn(ioc, [&]() -> task<void> { third = co_await checks.check(users, basic("crawler:s3cret")); },
+                   asio::detached);
+    ioc.run();
+    REQUIRE(third);
+    CHECK(third->user == "crawler");
+}
+
+TEST_CASE("a check that waits longer than max_wait is busy; its hashing still ends and frees its place") {
+    const auto users = slow_users();
+    password_checks checks(1, 1ms);
+    asio::io_context ioc(1);
+    std::optional<password_checks::result> late;
+    asio::co_spawn(ioc, [&]() -> task<void> { late = co_await checks.check(users, basic("crawler:s3cret")); },
+                   asio::detached);
+    ioc.run();
+    REQUIRE(late);
+    CHECK(late->busy);
+    CHECK_FALSE(late->user);
+    CHECK(checks.pending() == 1);  // the abandoned hashing ends in the background...
+    const auto deadline = clock::now() + 30s;
+    while (checks.pending() > 0 && clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    CHECK(checks.pending() == 0);  // ...and frees its place
+}
