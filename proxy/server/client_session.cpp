@@ -40,10 +40,7 @@ bool client_allowed(const config& cfg, const tcp::endpoint& peer) {
     return any_contains(cfg.security.allow_clients, bytes_of(peer.address()));
 }
 
-// Closing with unread request bytes makes the kernel send a reset that can destroy the
-// answer just written; half-close first and drain briefly (RFC 9112 section 9.6). Inside
-// TLS the close_notify comes first, so the client can tell the end from a cut (a
-// response read to the close), and waiting for the client's is the drain.
+// Every Proxy-Authorization field of a request that must carry credentials.
 template <class Fields>
 proxy_credentials credentials_of(const Fields& fields) {
     proxy_credentials out;
@@ -52,6 +49,10 @@ proxy_credentials credentials_of(const Fields& fields) {
     return out;
 }
 
+// Closing with unread request bytes makes the kernel send a reset that can destroy the
+// answer just written; half-close first and drain briefly (RFC 9112 section 9.6). Inside
+// TLS the close_notify comes first, so the client can tell the end from a cut (a
+// response read to the close), and waiting for the client's is the drain.
 task<void> close_gracefully(timed_socket& client) {
     if (client.secure()) {
         client.expires_after(lingering_close);
