@@ -669,14 +669,30 @@ host_gates::robots_turn host_gates::robots_due(const std::string& origin, const 
         if (!robots_.on_request(origin, now)) return {};
     }
     robots_turn turn;
-    turn.due = true;
+    turn.gates_ = this;
+    turn.origin_ = origin;
+    turn.key_ = key;
     if (fleet_) return turn;
     turn.slot = depart_at_once_locked(s, key, address, now);
     if (turn.slot) {
+        turn.held_ = true;
         turn.slot.entry_->robots_hold = true;
         apply_health(*turn.slot.entry_, now);
     }
     return turn;
+}
+
+host_gates::robots_turn::robots_turn(robots_turn&& other) noexcept
+    : slot(std::move(other.slot)),
+      delay(other.delay),
+      failed(other.failed),
+      gates_(std::exchange(other.gates_, nullptr)),
+      origin_(std::move(other.origin_)),
+      key_(std::move(other.key_)),
+      held_(other.held_) {}
+
+host_gates::robots_turn::~robots_turn() {
+    if (gates_) gates_->robots_done(origin_, key_, delay, failed, held_);
 }
 
 void host_gates::robots_done(const std::string& origin, const std::string& key, std::optional<double> delay,

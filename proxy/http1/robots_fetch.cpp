@@ -31,17 +31,6 @@ std::string robots_origin(const origin_target& target) {
 
 namespace {
 
-// What the fetch learnt, told to the gates whatever way the coroutine ends.
-struct robots_report {
-    host_gates& gates;
-    const std::string& origin;
-    const std::string& gate_key;
-    std::optional<double> delay;
-    bool failed = true;
-    bool held = false;  ///< the gate holds the host's other requests for this fetch
-    ~robots_report() { gates.robots_done(origin, gate_key, delay, failed, held); }
-};
-
 // The longest a robots.txt fetch may take (the host's first requests wait for it).
 constexpr auto robots_fetch_timeout = std::chrono::seconds(10);
 
@@ -56,16 +45,15 @@ std::string field_safe(std::string_view v) {
 
 }  // namespace
 
-task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_target& target, std::string origin,
-                        std::string gate_key, const pinned_address& pinned, std::string user_agent, permit slot) {
-    robots_report report{ctx.gates, origin, gate_key};
-    report.held = static_cast<bool>(slot);
+task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_target& target, const pinned_address& pinned,
+                        std::string user_agent, host_gates::robots_turn& turn) {
+    permit slot = std::move(turn.slot);
     if (!slot) {
-        auto parked = co_await ctx.gates.acquire(gate_key, pinned.text);
+        auto parked = co_await ctx.gates.acquire(turn.key(), pinned.text);
         if (!parked.granted) co_return;
         slot = std::move(parked.granted);
     }
-    exchange trip(ctx.metrics, ctx.log, std::move(slot), gate_key);
+    exchange trip(ctx.metrics, ctx.log, std::move(slot), turn.key());
     const host_policy& policy = trip.policy();
     // The host's first requests wait for this: the whole fetch is bounded, whatever the
     // host's own (longer) timeouts say.
@@ -120,10 +108,10 @@ task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_targ
     }
     trip.origin_done();
     if (status >= 400 && status < 500 && status != 429) {
-        report.failed = false;  // no robots.txt: nothing asked
+        turn.failed = false;  // no robots.txt: nothing asked
     } else if (status >= 200 && status < 300) {
-        report.failed = false;
-        report.delay = crawl_delay_for(parser.get().body(), agent);
+        turn.failed = false;
+        turn.delay = crawl_delay_for(parser.get().body(), agent);
     }
 }
 

@@ -164,20 +164,38 @@ TEST_CASE("robots.txt: the request told to fetch it holds the gate from that mom
     auto cfg = make_config("defaults: { concurrency: 4, rate: 1000, burst: 10 }\nrobots: { crawl_delay: honor }\n");
     host_gates gates(cfg);
     const std::string origin = "http://polite.test:80";
-    auto first = gates.robots_due(origin, "polite.test", {});
-    REQUIRE(first.due);
-    REQUIRE(first.slot);
+    std::optional<host_gates::robots_turn> first(gates.robots_due(origin, "polite.test", {}));
+    REQUIRE(*first);
+    REQUIRE(first->slot);
     // The next request is not due and finds the gate held, though three slots are free.
     auto second = gates.robots_due(origin, "polite.test", {});
-    CHECK_FALSE(second.due);
+    CHECK_FALSE(second);
     CHECK_FALSE(second.slot);
     CHECK_FALSE(gates.try_acquire("polite.test"));
     CHECK(gates.try_acquire("other.test"));  // one host's hold is its own
-    first.slot.reset();
-    CHECK_FALSE(gates.try_acquire("polite.test"));  // the fetch's end, not its slot, lifts the hold
-    gates.robots_done(origin, "polite.test", 0.001, false, true);
+    first->slot.reset();
+    CHECK_FALSE(gates.try_acquire("polite.test"));  // the turn's end, not its slot, lifts the hold
+    first->failed = false;
+    first->delay = 0.001;
+    first.reset();
     CHECK(gates.try_acquire("polite.test"));
-    CHECK_FALSE(gates.robots_due(origin, "polite.test", {}).due);  // read once per cache_ttl
+    CHECK_FALSE(gates.robots_due(origin, "polite.test", {}));  // read once per cache_ttl
+}
+
+TEST_CASE("robots.txt: a turn that ends unused (its fetch never ran) lifts its hold and gives its slot back") {
+    auto cfg = make_config("defaults: { concurrency: 1, rate: 1000, burst: 10 }\nrobots: { crawl_delay: honor }\n");
+    host_gates gates(cfg);
+    {
+        auto turn = gates.robots_due("http://lost.test:80", "lost.test", {});
+        REQUIRE(turn);
+        REQUIRE(turn.slot);
+        auto moved = std::move(turn);  // handed on (to a fetch coroutine that never starts)
+        CHECK_FALSE(turn);
+        CHECK_FALSE(gates.try_acquire("lost.test"));
+    }
+    permit p = gates.try_acquire("lost.test");
+    CHECK(p);
+    CHECK(gates.snapshot(clock::now()).at(0).in_flight == 1);
 }
 
 TEST_CASE("an origin's stream ceiling caps the host's limit; the excess waits in order and goes as it lifts") {

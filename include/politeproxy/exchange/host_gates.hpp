@@ -139,7 +139,7 @@ struct acquire_result {
 ///
 /// robots.txt (robots.crawl_delay: honor): `robots_due` tells the first request of an
 /// origin to fetch its robots.txt and gives the fetch its slot at once when the gate is
-/// free; the gate then hands out no token until `robots_done`, so
+/// free; the gate then hands out no token until the fetch's turn ends, so
 /// the host's first requests wait for it; the Crawl-delay read caps the host's rate at
 /// 1/delay (never raising it) for cache_ttl, also across the gate's eviction.
 ///
@@ -197,22 +197,38 @@ public:
     const std::string& gate_key(const config& cfg, const std::string& host_key, const std::string& address,
                                 std::string& storage) const;
 
-    /// robots.crawl_delay: honor. Whether this request for `origin` ("http://host:port")
-    /// must fetch its robots.txt first (`due`; it then calls robots_done whatever happens),
-    /// and the fetch's slot and token when the gate of `key` is free: the gate then holds
-    /// its other requests until robots_done. Decided under the gate's lock, so none of the
-    /// host's requests departs between the two. No slot: the fetch parks like any request
-    /// (acquire), without a hold (also with a fleet: its slot needs a lease).
-    struct robots_turn {
-        bool due = false;
-        permit slot;
+    /// A request's turn to fetch its origin's robots.txt (robots_due). Move-only; when it
+    /// is destroyed, however the fetch ended (or if it never started), the gates hear what
+    /// it learnt: `delay`, the Crawl-delay read, if any; `failed` (unless the fetch clears
+    /// it), no robots.txt could be read and the rate stays as it was. A hold it took ends
+    /// then, and the book's next read is due after cache_ttl (or the retry after failure).
+    class robots_turn {
+    public:
+        robots_turn() = default;
+        robots_turn(robots_turn&& other) noexcept;
+        robots_turn& operator=(robots_turn&&) = delete;
+        ~robots_turn();
+        explicit operator bool() const { return gates_ != nullptr; }  ///< the fetch is due
+        const std::string& key() const { return key_; }               ///< the gate it goes through
+
+        permit slot;  ///< taken at once when the gate was free: the gate then holds the host's other requests
+        std::optional<double> delay;
+        bool failed = true;
+
+    private:
+        friend class host_gates;
+        host_gates* gates_ = nullptr;
+        std::string origin_;
+        std::string key_;
+        bool held_ = false;
     };
+    /// robots.crawl_delay: honor. A turn when this request for `origin` ("http://host:port")
+    /// must fetch its robots.txt first, with the fetch's slot and token when the gate of
+    /// `key` is free: the gate then holds its other requests until the turn ends. Decided
+    /// under the gate's lock, so none of the host's requests departs between the two. A
+    /// turn without a slot parks like any request (acquire), without a hold (also with a
+    /// fleet: its slot needs a lease). Empty (false): not due.
     robots_turn robots_due(const std::string& origin, const std::string& key, const std::string& address);
-    /// The fetch for `origin` (gate `key`) ended: `delay` is the Crawl-delay read, if any;
-    /// `failed`, no robots.txt could be read (the rate stays as it was). `held`: this
-    /// fetch's slot came from robots_due, whose hold ends now.
-    void robots_done(const std::string& origin, const std::string& key, std::optional<double> delay, bool failed,
-                     bool held);
 
     /// Shutdown: parked requests leave with errc::shutting_down, new ones are refused.
     void close();
@@ -256,6 +272,9 @@ private:
     static constexpr std::size_t shard_count = 16;
 
     std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
+    /// A robots_turn ended: see robots_turn. `held`: it held the gate.
+    void robots_done(const std::string& origin, const std::string& key, std::optional<double> delay, bool failed,
+                     bool held);
     /// Under s's lock: a permit when the key's gate lets a request leave now, with no
     /// request ahead of it (in the local queue or the fleet line); else an empty one.
     permit depart_at_once_locked(shard& s, const std::string& key, const std::string& address, clock::time_point now);

@@ -100,10 +100,8 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     std::string domain_key;
     const std::string& key = ctx.gates.gate_key(cfg, target.key, pinned.text, domain_key);
     if (cfg.robots.honor) {  // the origin's robots.txt first, once per cache_ttl
-        std::string origin = robots_origin(target);
-        if (auto turn = ctx.gates.robots_due(origin, key, pinned.text); turn.due)
-            co_await fetch_robots(ctx, cfg, target, std::move(origin), key, pinned, std::string(down.user_agent()),
-                                  std::move(turn.slot));
+        if (auto turn = ctx.gates.robots_due(robots_origin(target), key, pinned.text))
+            co_await fetch_robots(ctx, cfg, target, pinned, std::string(down.user_agent()), turn);
     }
     permit slot = admit_at_once(ctx, key, pinned.text);
     if (!slot) {
