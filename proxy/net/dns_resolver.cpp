@@ -49,7 +49,7 @@ dns_resolver::~dns_resolver() {
 
 task<dns_resolver::result> dns_resolver::resolve(std::string host, std::uint16_t port,
                                                  clock::time_point deadline) {
-    auto work = [host = std::move(host), port] { return lookup(host, port); };  // named: see password_checks.cpp
+    auto work = [host = std::move(host), port] { return lookup(host, port); };  // named: see off_thread
     if (auto r = co_await off_thread(pool_, std::move(work), deadline)) co_return std::move(*r);
     if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
         co_return result{asio::error::operation_aborted, {}};

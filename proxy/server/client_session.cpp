@@ -144,11 +144,12 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
             co_return;
         bool keep = false;
-        // Inside intercepted TLS the CONNECT was authorized. New credentials are hashed
-        // off this thread; a bad head is answered first, whatever its credentials.
+        // A bad head is answered first, whatever its credentials; then the credentials
+        // (inside intercepted TLS the CONNECT was authorized), new ones hashed off this thread.
+        const auto verdict = rec || !allowed ? request_verdict{} : check_request_head(header.get(), cfg->limits);
         const auto credentials = cfg->security.users && !in_tls ? credentials_of(header.get()) : proxy_credentials{};
         std::optional<auth_refusal> auth_refused;
-        if (credentials.required && !rec && allowed)
+        if (credentials.required && !rec && allowed && !verdict.refusal)
             auth_refused = co_await refuse_credentials(ctx, *cfg, credentials);
         if (rec) {
             if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
@@ -158,7 +159,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         } else if (!allowed) {
             const std::string details = "client " + peer.address().to_string() + " is not in security.allow_clients";
             co_await send_answer(ctx, client, errc::client_denied, details, {});
-        } else if (const auto verdict = check_request_head(header.get(), cfg->limits); verdict.refusal) {
+        } else if (verdict.refusal) {
             co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
         } else if (auth_refused) {
             // Without credentials the connection stays for the retry with them (curl's

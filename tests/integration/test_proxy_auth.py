@@ -218,7 +218,7 @@ def check_hashing_off_thread(t, origin):
     proxy = t.proxy(cfg, name="one-worker")
     url = "http://%s:%d/off-thread" % (HOST, origin.port)
     guess = H.Background(proxy, [url], headers={"Proxy-Authorization": basic("slow", "guess")})
-    time.sleep(0.2)  # the guess is being hashed now
+    time.sleep(0.3)  # the guess is being hashed now
     quick = H.request(proxy, url, headers={"Proxy-Authorization": basic("legacy", "legacy-pw")})
     guessed = guess.wait()[0]
     H.check(quick.status == 200, "the quick request: %r" % quick)

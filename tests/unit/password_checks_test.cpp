@@ -44,8 +44,8 @@ std::shared_ptr<const proxy_users> slow_users() {
 
 TEST_CASE("a check runs off the caller's thread, which goes on meanwhile, and resumes on it") {
     const auto users = slow_users();
+    asio::io_context ioc(1);  // outlives the checks' thread, which posts to it
     password_checks checks;
-    asio::io_context ioc(1);
     std::optional<password_checks::result> right, wrong;
     int ticks = 0;
     bool resumed_here = false;
@@ -76,8 +76,8 @@ TEST_CASE("a check runs off the caller's thread, which goes on meanwhile, and re
 
 TEST_CASE("beyond max_pending a check is busy at once; the count falls when a check ends") {
     const auto users = slow_users();
-    password_checks checks(1, 30s);
     asio::io_context ioc(1);
+    password_checks checks(1, 30s);
     std::optional<password_checks::result> first, second, third;
     asio::co_spawn(ioc, [&]() -> task<void> { first = co_await checks.check(users, basic("crawler:s3cret")); },
                    asio::detached);
@@ -98,19 +98,48 @@ TEST_CASE("beyond max_pending a check is busy at once; the count falls when a ch
     CHECK(third->user == "crawler");
 }
 
-TEST_CASE("a check that waits longer than max_wait is busy; its hashing still ends and frees its place") {
+TEST_CASE("a check that waits longer than max_wait is busy; one whose waiter gave up before it started is skipped") {
     const auto users = slow_users();
-    password_checks checks(1, 1ms);
     asio::io_context ioc(1);
-    std::optional<password_checks::result> late;
-    asio::co_spawn(ioc, [&]() -> task<void> { late = co_await checks.check(users, basic("crawler:s3cret")); },
+    password_checks checks(8, 100ms);
+    std::optional<password_checks::result> first, second;
+    asio::co_spawn(ioc, [&]() -> task<void> { first = co_await checks.check(users, basic("crawler:s3cret")); },
+                   asio::detached);
+    asio::co_spawn(ioc, [&]() -> task<void> { second = co_await checks.check(users, basic("crawler:other")); },
                    asio::detached);
     ioc.run();
-    REQUIRE(late);
-    CHECK(late->busy);
-    CHECK_FALSE(late->user);
-    CHECK(checks.pending() == 1);  // the abandoned hashing ends in the background...
+    REQUIRE(first);
+    REQUIRE(second);
+    CHECK(first->busy);  // a cost-12 hash takes longer than 100 ms
+    CHECK(second->busy);
     const auto deadline = clock::now() + 30s;
     while (checks.pending() > 0 && clock::now() < deadline) std::this_thread::sleep_for(10ms);
-    CHECK(checks.pending() == 0);  // ...and frees its place
+    CHECK(checks.pending() == 0);  // both places given back
+    // The first was hashed to the end (it had started) and is remembered; the second,
+    // queued behind it, was never hashed.
+    const auto right = users->recall(basic("crawler:s3cret"));
+    CHECK((right && right->user == "crawler"));
+    CHECK_FALSE(users->recall(basic("crawler:other")));
+}
+
+TEST_CASE("many checks of the same new credentials cost one hash: the rest are answered from memory") {
+    asio::io_context ioc(1);
+    password_checks checks;
+    // n checks of the same credentials, all queued before the first is hashed.
+    const auto timed = [&](int n) {
+        const auto users = slow_users();
+        int right = 0;
+        for (int i = 0; i < n; ++i)
+            asio::co_spawn(ioc, [&]() -> task<void> {
+                if ((co_await checks.check(users, basic("crawler:s3cret"))).user == "crawler") ++right;
+            }, asio::detached);
+        const auto start = clock::now();
+        ioc.restart();
+        ioc.run();
+        CHECK(right == n);
+        return clock::now() - start;
+    };
+    const auto one = timed(1);
+    const auto twenty = timed(20);
+    CHECK(twenty < 3 * one);  // twenty hashes would take twenty times as long
 }

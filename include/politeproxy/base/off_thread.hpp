@@ -1,6 +1,6 @@
 #pragma once
 // Blocking work (getaddrinfo, password hashing) run on a thread pool while the worker's
-// coroutine waits without blocking its executor. Only two .cpp files include this.
+// coroutine waits without blocking its executor. Include it in .cpp files only.
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/executor.hpp"
 
@@ -16,8 +16,9 @@
 namespace politeproxy {
 
 /// Runs `work()` on `pool` and waits for its result up to `deadline`. Nothing at the
-/// deadline, or when the waiting coroutine is cancelled: the work then finishes in the
-/// background and its result is dropped, so `work` must own everything it touches.
+/// deadline, or when the waiting coroutine is cancelled: work already running then
+/// finishes in the background and its result is dropped; work not yet started is
+/// skipped (destroyed without running). `work` must own everything it touches.
 /// The caller resumes on its own executor. Pass `work` as a named closure, moved: GCC 12
 /// destroys a temporary closure in a co_await expression twice.
 template <class Work>
@@ -31,10 +32,15 @@ task<std::optional<std::invoke_result_t<Work&>>> off_thread(boost::asio::thread_
         steady_timer timer;
         std::mutex mutex;
         std::optional<result> r;
+        bool abandoned = false;  ///< the waiter gave up
     };
     auto p = std::make_shared<pending>(co_await boost::asio::this_coro::executor);
     p->timer.expires_at(deadline);
     boost::asio::post(pool, [p, work = std::move(work)]() mutable {
+        {
+            std::lock_guard lock(p->mutex);
+            if (p->abandoned) return;
+        }
         auto r = work();
         {
             std::lock_guard lock(p->mutex);
@@ -45,13 +51,14 @@ task<std::optional<std::invoke_result_t<Work&>>> off_thread(boost::asio::thread_
     });
     for (;;) {
         auto [ec] = co_await p->timer.async_wait(use_tuple);
-        {
-            std::lock_guard lock(p->mutex);
-            if (p->r) co_return std::move(p->r);
-        }
-        if (!ec) co_return std::nullopt;  // the deadline
         const auto state = co_await boost::asio::this_coro::cancellation_state;
-        if (state.cancelled() != boost::asio::cancellation_type::none) co_return std::nullopt;
+        const bool give_up = !ec || state.cancelled() != boost::asio::cancellation_type::none;  // the deadline, or cancelled
+        std::lock_guard lock(p->mutex);
+        if (p->r) co_return std::move(p->r);
+        if (give_up) {
+            p->abandoned = true;
+            co_return std::nullopt;
+        }
     }
 }
 

@@ -18,9 +18,12 @@ namespace politeproxy {
 class proxy_users;
 
 /// proxy_users::check of new credentials on one thread of its own (one at a time: a flood
-/// of guesses takes one core at most). At most `max_pending` checks are queued or running;
-/// a check beyond them, or one that waits longer than `max_wait`, is `busy` (the request
-/// gets 503 with Retry-After: the credentials were not judged).
+/// of guesses takes one core at most). One at a time also means that when a crawler opens
+/// many connections at once with new credentials, the first check hashes them and the
+/// rest, queued behind it, find them in proxy_users' memory. At most `max_pending` checks are
+/// queued or running; a check beyond them, or one that waits longer than `max_wait`, is
+/// `busy` (the request gets 503 with Retry-After: the credentials were not judged), and
+/// a check whose waiter gave up before it started is skipped.
 ///
 /// Thread safety: check() from any worker. Destroy after the workers stopped (the
 /// destructor drops queued checks and joins the thread).
@@ -31,7 +34,7 @@ public:
         bool busy = false;                ///< not judged: too many checks, or too slow
     };
 
-    explicit password_checks(std::size_t max_pending = 64, clock::duration max_wait = std::chrono::seconds(10));
+    explicit password_checks(std::size_t max_pending = 256, clock::duration max_wait = std::chrono::seconds(10));
     ~password_checks();
     password_checks(const password_checks&) = delete;
     password_checks& operator=(const password_checks&) = delete;
