@@ -59,7 +59,11 @@ inline constexpr int max_interim_responses = 16;
 /// stream (then on a new session), or REFUSED_STREAM (the session may still take it later).
 inline constexpr int max_h2_attempts = 3;
 
-inline bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
+/// The interim responses relayed past (RFC 9110 section 15.2): 100 Continue, 102
+/// Processing, 103 Early Hints. A 101 answers an Upgrade nobody sent (the proxy never
+/// forwards one) and other 1xx codes mean nothing known: either is a bad response (502),
+/// and the connection, whose protocol the origin may believe switched, is closed.
+inline bool is_interim(unsigned status) { return status == 100 || status == 102 || status == 103; }
 
 /// RFC 9110 section 9.2.2: only these may be sent again without the client asking.
 inline bool idempotent(boost::beast::http::verb m) {
@@ -215,6 +219,13 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             origin->expires_after(policy.timeouts.response_headers);
             ec = co_await read_header(*origin, origin_buffer, *response);
         } while (!ec && forwarding::is_interim(response->status()));
+        if (!ec && response->status() < 200) {
+            trip.response_failed(errc::origin_bad_response);
+            const std::string details = "the origin answered " + std::to_string(response->status()) +
+                                        (response->status() == 101 ? " to a request that asked for no upgrade"
+                                                                   : ", an informational status nothing expects");
+            co_return co_await down.answer(errc::origin_bad_response, details);  // and the connection is closed
+        }
         if (ec) {
             const bool timed_out = ec == beast::error::timeout;
             if (may_retry && !timed_out && !response->got_some()) continue;
