@@ -42,6 +42,36 @@ void timed_socket::expires_never() {
 
 void timed_socket::cancel() { state_->socket.cancel(); }
 
+bool timed_socket::watch_idle() {
+    state& s = *state_;
+    char byte;
+    const ::ssize_t n = ::recv(s.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (!(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) return false;  // bytes, a close, or an error
+    if (s.tls && tls_holds_unread(s)) return false;
+    s.watching = true;
+    s.spoiled = false;
+    const std::uint32_t id = ++s.watch;
+    s.socket.async_wait(socket_type::wait_read, [self = s.shared_from_this(), id](boost::system::error_code ec) {
+        state& st = *self;
+        if (ec || !st.watching || st.watch != id) return;  // ended, or a later watch runs
+        st.watching = false;
+        st.spoiled = true;
+        boost::system::error_code ignored;
+        st.socket.close(ignored);  // a pending write of the next request fails with it
+    });
+    return true;
+}
+
+bool timed_socket::unwatch() {
+    state& s = *state_;
+    if (s.watching) {
+        s.watching = false;
+        boost::system::error_code ignored;
+        s.socket.cancel(ignored);  // the wait completes as aborted; nothing else is pending here
+    }
+    return !s.spoiled;
+}
+
 std::size_t timed_socket::write_now(const ::iovec* iov, std::size_t count, boost::system::error_code& ec) {
     ec.clear();
     if (count == 0) return 0;

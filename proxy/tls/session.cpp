@@ -206,4 +206,10 @@ void timed_socket::tls_write_some(state& s, boost::asio::const_buffer b, io_hand
     s.tls->get().stream.async_write_some(b, std::move(handler));
 }
 
+bool timed_socket::tls_holds_unread(state& s) {
+    SSL* ssl = s.tls->get().stream.native_handle();
+    // Records decrypted or not yet, and the wire bytes waiting in the BIO pair for OpenSSL.
+    return SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0;
+}
+
 }  // namespace politeproxy

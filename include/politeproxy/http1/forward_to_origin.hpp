@@ -133,7 +133,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
         std::shared_ptr<origin_session> h2;
         if (may_h2) h2 = co_await ctx.h2_origins.find(pool_key);  // not in a conditional expression: see below
         std::optional<timed_socket> origin;
-        if (!h2 && attempt == 0) origin = ctx.pool.take(pool_key, retryable);
+        if (!h2 && attempt == 0) origin = ctx.pool.take(pool_key);  // watched until the request is written
         const bool reused = origin.has_value();
         const bool fresh_session = !h2;
         if (!h2 && !reused) {
@@ -196,10 +196,15 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             trip.client_failed();
             co_return co_await down.upload_broken(sent);
         }
-        if (sent.end == relay_end::write_failed) {
+        // A pooled connection on which the origin sent or closed before its request was
+        // written whole: what it sent answers no request of ours.
+        const bool spoke_early = reused && !origin->unwatch();
+        if (sent.end == relay_end::write_failed || spoke_early) {
             if (may_retry) continue;
             trip.request_refused();
-            co_return co_await down.answer(errc::origin_closed, "origin closed the connection while receiving the request");
+            co_return co_await down.answer(errc::origin_closed,
+                                           spoke_early ? "the origin sent or closed before its request was written"
+                                                       : "origin closed the connection while receiving the request");
         }
 
         beast::flat_buffer& origin_buffer = scratch.from_origin;
@@ -257,7 +262,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
         }
         trip.origin_done();
         if (received.end == relay_end::write_failed) co_return false;
-        // Relayed whole (done); nothing unasked-for behind it.
+        // Relayed whole (done); nothing unasked-for behind it (put() checks the socket).
         if (origin_keeps && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
             ctx.pool.put(pool_key, std::move(*origin), lifetime);
         co_return keep;

@@ -12,9 +12,12 @@
 namespace politeproxy {
 
 /// Idle keep-alive connections to origins, keyed by "host:port". A connection is
-/// handed out to one request at a time; one that the origin closed while idle is
-/// dropped on the way out (see take()). Bounded per origin and in total, and each expires after the
-/// lifetime it was parked with.
+/// handed out to one request at a time. Nothing may arrive on a pooled connection: it is
+/// parked only with nothing unread, and watched while it waits (timed_socket::watch_idle):
+/// a byte or a close from the origin spoils it, and a spoiled connection is never handed
+/// out. The watch goes on after take() until the caller has written its request and calls
+/// unwatch(): whatever the origin sent before that answers no request. Bounded per origin
+/// and in total, and each expires after the lifetime it was parked with.
 ///
 /// Each worker thread has its own pool: a socket belongs to the event loop it was opened
 /// on. Thread safety: members lock, so the admin listener may read idle_count() from
@@ -23,17 +26,17 @@ class origin_pool {
 public:
     static constexpr std::size_t max_idle_per_origin = 1024;
     static constexpr std::size_t max_idle_total = 4096;
-    static constexpr auto trust_for = std::chrono::milliseconds(500);
 
-    /// A live idle connection to `origin`, if there is one. One pooled moments ago is
-    /// taken on trust when the caller can retry on a new connection (`retryable`);
-    /// otherwise it is checked for a close or stray bytes first.
-    std::optional<timed_socket> take(const std::string& origin, bool retryable);
+    /// An unspoiled idle connection to `origin`, if there is one, still watched: the
+    /// caller calls unwatch() once its request is written, and must not use it as a
+    /// response if that says false. No system call.
+    std::optional<timed_socket> take(const std::string& origin);
 
-    /// Parks a connection whose last response was read completely, for `lifetime`.
+    /// Parks a connection whose last response was read completely, for `lifetime`; one
+    /// with anything unread is closed instead.
     void put(const std::string& origin, timed_socket connection, clock::duration lifetime);
 
-    /// Closes expired connections and ones the origin closed.
+    /// Closes expired connections and spoiled ones.
     void sweep(clock::time_point now);
 
     /// Closes every idle connection.
@@ -44,7 +47,6 @@ public:
 private:
     struct idle_connection {
         timed_socket connection;
-        clock::time_point pooled_at;
         clock::time_point expires;
     };
 

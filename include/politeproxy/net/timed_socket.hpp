@@ -117,6 +117,21 @@ public:
     /// Whether reads and writes go through TLS (tls/session.hpp starts it).
     bool secure() const { return state_->tls != nullptr; }
 
+    /// Begins watching a connection on which nothing is expected (an idle pooled origin
+    /// connection, and one whose next request is still being written): a byte or a close
+    /// from the peer spoils it, and the watch closes it at once. False, without a watch,
+    /// when it is spoiled already: bytes or a close unread, in the socket or in its TLS
+    /// session. That check is one recv(MSG_PEEK): Asio's epoll reactor is edge-triggered
+    /// and does not tell a wait about bytes that arrived before it began. The watch
+    /// itself is a reactor wait: no system call, and none to end it.
+    bool watch_idle();
+
+    /// Ends the watch: false if the peer sent something or closed while it lasted.
+    bool unwatch();
+
+    /// The watch saw the peer send or close (the socket is closed).
+    bool spoiled() const { return state_->spoiled; }
+
     /// The connection's bytes as they are on the wire, under its deadline: what a TLS
     /// session reads its records from and writes them to. Models AsyncReadStream and
     /// AsyncWriteStream, and is valid as long as the timed_socket.
@@ -182,6 +197,8 @@ private:
     // Through the TLS session (defined with it, in proxy/tls/session.cpp).
     static void tls_read_some(state& s, boost::asio::mutable_buffer b, io_handler handler);
     static void tls_write_some(state& s, boost::asio::const_buffer b, io_handler handler);
+    // Bytes the TLS session took from the wire and nobody has read yet.
+    static bool tls_holds_unread(state& s);
 
     // A TLS session reads or writes one buffer at a time: the sequence's first non-empty one.
     template <class Buffer, class Sequence>
@@ -204,6 +221,9 @@ private:
         unsigned pending = 0;  ///< operations started through this object, not yet complete
         bool timed_out = false;
         bool close_on_timeout = true;
+        bool watching = false;     ///< watch_idle() began a watch that has not ended
+        bool spoiled = false;      ///< the watch saw bytes or a close
+        std::uint32_t watch = 0;   ///< of the current watch; a stale wait's completion is void
         std::shared_ptr<tls::session> tls;  ///< set once TLS is started on the connection
     };
 
