@@ -44,7 +44,7 @@ const char* describe(framing_fault f) {
     case framing_fault::bad_transfer_encoding:
         return "Transfer-Encoding must name chunked once, as the final coding";
     case framing_fault::unsupported_coding: return "only the chunked transfer coding is accepted on requests";
-    case framing_fault::bad_content_length: return "Content-Length is not one non-negative 64-bit decimal number";
+    case framing_fault::bad_content_length: return "Content-Length is not one decimal number below 2^63";
     case framing_fault::both_framing_fields: return "Transfer-Encoding together with Content-Length";
     case framing_fault::transfer_encoding_in_http10: return "Transfer-Encoding in an HTTP/1.0 message";
     }
@@ -74,7 +74,9 @@ void framing_reader::content_length(std::string_view value) {
         std::uint64_t v = 0;
         const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
         // from_chars takes no sign or space, and reports overflow; leading zeros are digits.
-        if (ec != std::errc{} || end != digits.data() + digits.size() || (has_cl_ && v != length_)) {
+        // Above 2^63-1 a length is negative to an origin that reads it as a signed number.
+        if (ec != std::errc{} || end != digits.data() + digits.size() || v > max_content_length ||
+            (has_cl_ && v != length_)) {
             cl_bad_ = true;
             return;
         }

@@ -70,15 +70,16 @@ TEST_CASE("Content-Length: one canonical value, or refused") {
         CHECK(f.kind == body_kind::length);
         CHECK(f.length == 5);
     }
+    // Above 2^63-1 a length turns negative in an origin that reads it as a signed number.
     for (const char* cl : {"5, 6", "+5", "-1", "0x5", "1e3", "", "5 5", "99999999999999999999999", "18446744073709551616",
-                           ",", "5;x"}) {
+                           "18446744073709551615", "9223372036854775808", ",", "5;x"}) {
         CAPTURE(cl);
         CHECK(request({{"CL", cl}}) == framing_fault::bad_content_length);
     }
     CHECK(request({{"CL", "5"}, {"CL", "6"}}) == framing_fault::bad_content_length);
     body_framing max;
-    CHECK(request({{"CL", "18446744073709551615"}}, &max) == framing_fault::none);
-    CHECK(max.length == 18446744073709551615ull);
+    CHECK(request({{"CL", "9223372036854775807"}}, &max) == framing_fault::none);
+    CHECK(max.length == 9223372036854775807ull);
 }
 
 TEST_CASE("a request without framing fields has no body") {

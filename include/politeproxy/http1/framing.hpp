@@ -46,8 +46,11 @@ const char* describe(framing_fault f);
 /// appear once, and only last (RFC 9112 section 6.1: never applied twice; a response
 /// coded on top of chunked could not be re-chunked for the client without applying it
 /// twice, so it is refused too); a request must end in chunked. Content-Length lines form one list
-/// of decimal numbers that must all be equal (leading zeros allowed, the value must fit
-/// in 64 bits).
+/// of decimal numbers that must all be equal (leading zeros allowed, the value at most
+/// max_content_length).
+/// The largest Content-Length taken: 2^63-1, what a signed 64-bit reader (most origins) can hold.
+inline constexpr std::uint64_t max_content_length = 0x7fff'ffff'ffff'ffffULL;
+
 class framing_reader {
 public:
     void transfer_encoding(std::string_view value);
