@@ -22,10 +22,11 @@ request_verdict refuse(errc why, const char* details) {
 
 }  // namespace
 
-head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view seen, const limits_config& limits) {
+head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view seen, bool start_line_read,
+                                  const limits_config& limits) {
     const std::string_view line = seen.substr(0, seen.find("\r\n"));
     if (ec == http::error::header_limit) {
-        if (seen.substr(0, limits.request_line_bytes + 2).find("\r\n") == std::string_view::npos)
+        if (!start_line_read && seen.substr(0, limits.request_line_bytes + 2).find("\r\n") == std::string_view::npos)
             return {errc::request_line_too_long, "request line longer than limits.request_line_bytes"};
         return {errc::header_too_large, "request header section exceeds limits.request_header_bytes"};
     }

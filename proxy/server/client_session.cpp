@@ -154,7 +154,8 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         if (rec) {
             if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
             const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
-            const auto refusal = refuse_unparsed_head(rec, seen, cfg->limits);
+            // The parser keeps the start line it took (its method), and the buffer holds what follows it.
+            const auto refusal = refuse_unparsed_head(rec, seen, !header.get().method_string().empty(), cfg->limits);
             co_await send_answer(ctx, client, refusal.why, refusal.details, {});
         } else if (!allowed) {
             const std::string details = "client " + peer.address().to_string() + " is not in security.allow_clients";

@@ -76,15 +76,31 @@ TEST_CASE("a head the parser refused is answered by what its bytes show") {
     limits_config limits;
     limits.request_line_bytes = 32;
     const std::string long_line = "GET http://a.test/" + std::string(40, 'x') + " HTTP/1.1\r\nHost: a\r\n";
-    CHECK(refuse_unparsed_head(http::error::header_limit, long_line, limits).why == errc::request_line_too_long);
+    CHECK(refuse_unparsed_head(http::error::header_limit, long_line, false, limits).why == errc::request_line_too_long);
     CHECK(refuse_unparsed_head(http::error::header_limit, "GET http://a.test/ HTTP/1.1\r\nX: " + std::string(99, 'v'),
-                               limits).why == errc::header_too_large);
-    CHECK(refuse_unparsed_head(http::error::bad_version, "GET http://a/ HTTP/2.0\r\n\r\n", limits).why ==
+                               false, limits).why == errc::header_too_large);
+    CHECK(refuse_unparsed_head(http::error::bad_version, "GET http://a/ HTTP/2.0\r\n\r\n", false, limits).why ==
           errc::version_not_supported);
-    CHECK(refuse_unparsed_head(http::error::bad_version, "GET http://a/ http/1.1\r\n\r\n", limits).why ==
+    CHECK(refuse_unparsed_head(http::error::bad_version, "GET http://a/ http/1.1\r\n\r\n", false, limits).why ==
           errc::bad_request);
-    CHECK(refuse_unparsed_head(http::error::bad_field, "GET http://a/ HTTP/1.1\r\nX : y\r\n\r\n", limits).why ==
+    CHECK(refuse_unparsed_head(http::error::bad_field, "GET http://a/ HTTP/1.1\r\nX : y\r\n\r\n", false, limits).why ==
           errc::bad_request);
+}
+
+TEST_CASE("one huge field after a short request line is a header too large, not a long request line") {
+    // As the session reads: the parser takes the start line out of the buffer as soon as
+    // it is whole, so what is left to judge begins with the fields.
+    limits_config limits;
+    std::pmr::monotonic_buffer_resource arena;
+    request_header_parser p(std::piecewise_construct, std::make_tuple(), std::make_tuple(wire_allocator{&arena}));
+    p.header_limit(static_cast<std::uint32_t>(limits.request_header_bytes));
+    std::string bytes = "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Big: " + std::string(70 * 1024, 'v');
+    boost::system::error_code ec;
+    std::string_view rest(bytes);
+    rest.remove_prefix(p.put(boost::asio::buffer(rest.data(), rest.size()), ec));
+    if (ec == boost::beast::http::error::need_more) rest.remove_prefix(p.put(boost::asio::buffer(rest.data(), rest.size()), ec));
+    REQUIRE(ec == boost::beast::http::error::header_limit);
+    CHECK(refuse_unparsed_head(ec, rest, !p.get().method_string().empty(), limits).why == errc::header_too_large);
 }
 
 TEST_CASE("Max-Forwards on OPTIONS: 0 is answered here, more is forwarded one less") {

@@ -38,8 +38,9 @@ struct request_verdict {
 };
 
 /// The answer to a request head the parser refused with `ec`, judged from the bytes it
-/// was refused on (`seen`): request_line_too_long when the header is over its limit and
-/// its first line alone is over limits.request_line_bytes; header_too_large for the
+/// was refused on (`seen`: from the start line on, or from the fields once the parser has
+/// taken the start line, `start_line_read`): request_line_too_long when the header is over
+/// its limit and its first line alone is over limits.request_line_bytes; header_too_large for the
 /// rest of the oversized headers; version_not_supported for a well-formed version other
 /// than 1.0 and 1.1 ("HTTP/2.0", which the parser refuses as bad_version); otherwise
 /// bad_request, naming the parser's error.
@@ -47,7 +48,8 @@ struct head_refusal {
     errc why;
     std::string details;
 };
-head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view seen, const limits_config& limits);
+head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view seen, bool start_line_read,
+                                  const limits_config& limits);
 
 /// Checks, in order (the parser has accepted only HTTP/1.0 and 1.1): request line length
 /// (limits.request_line_bytes, request_line_too_long), field count
