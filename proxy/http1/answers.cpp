@@ -112,12 +112,17 @@ task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::
     co_return !ec && mode.keep_alive;
 }
 
-task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool keep_alive) {
+answer make_options_answer(bool keep_alive) {
     answer res{http::status::ok, 11};
     res.set(http::field::allow, forwarded_methods);
     res.set("Proxy-Status", "politeproxy; details=\"OPTIONS answered by the proxy\"");
     res.keep_alive(keep_alive);
     res.prepare_payload();
+    return res;
+}
+
+task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool keep_alive) {
+    const answer res = make_options_answer(keep_alive);
     client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
     auto [ec, n] = co_await http::async_write(client, res, use_tuple);
     co_return !ec && keep_alive;

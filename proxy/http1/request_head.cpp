@@ -78,15 +78,19 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
         return refuse(errc::bad_framing, "a CONNECT request has no body");
     // OPTIONS * (RFC 9112 section 3.2.4) addresses the proxy itself.
     if (req.method() == http::verb::options && req.target() == "*") v.answer_options = true;
-    if (has_max_forwards && req.method() == http::verb::options) {
-        long long n = 0;
-        const auto [end, ec] = std::from_chars(max_forwards.data(), max_forwards.data() + max_forwards.size(), n);
-        if (ec != std::errc{} || end != max_forwards.data() + max_forwards.size() || n < 0)
-            return refuse(errc::bad_request, "Max-Forwards is not a non-negative number");
-        v.answer_options = v.answer_options || n == 0;
-        v.max_forwards = n - 1;
-    }
+    if (has_max_forwards && req.method() == http::verb::options)
+        if (const char* fault = apply_max_forwards(max_forwards, v)) return refuse(errc::bad_request, fault);
     return v;
+}
+
+const char* apply_max_forwards(std::string_view value, request_verdict& v) {
+    long long n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc{} || end != value.data() + value.size() || n < 0)
+        return "Max-Forwards is not a non-negative number";
+    v.answer_options = v.answer_options || n == 0;
+    v.max_forwards = n - 1;
+    return nullptr;
 }
 
 }  // namespace politeproxy

@@ -39,6 +39,47 @@ namespace {
 // (nghttp2 lets it through: it is not connection-specific in HTTP/2's sense).
 bool for_the_proxy(std::string_view name) { return name == "proxy-authorization"; }
 
+request_verdict refused(errc why, const char* details) {
+    request_verdict v;
+    v.refusal = why;
+    v.details = details;
+    return v;
+}
+
+// What a stream's head alone decides, by the rules check_request_head applies to HTTP/1.1:
+// the field count, CONNECT, TRACE, the scheme, Max-Forwards on OPTIONS. (nghttp2 has
+// refused malformed pseudo-header and connection-specific fields.) The body's framing is
+// nghttp2's too: it holds DATA to a content-length.
+request_verdict judge_head(const http2::request_head& head, const limits_config& limits, bool in_tls) {
+    std::size_t fields = 0;
+    bool cookie = false, has_max_forwards = false;
+    std::string_view max_forwards;
+    for (const auto& f : head.fields) {
+        if (f.name == "cookie") {  // crumbs of one field (RFC 9113 section 8.2.3): one line in HTTP/1.1
+            fields += cookie ? 0 : 1;
+            cookie = true;
+            continue;
+        }
+        ++fields;
+        if (f.name == "max-forwards") {
+            if (has_max_forwards && head.method == "OPTIONS") return refused(errc::bad_request, "Max-Forwards twice");
+            has_max_forwards = true;
+            max_forwards = f.value;
+        }
+    }
+    if (fields > limits.request_header_fields)
+        return refused(errc::header_too_large, "more header fields than limits.request_header_fields");
+    if (head.method == "CONNECT") return refused(errc::bad_request, "CONNECT over HTTP/2 is not supported");
+    if (head.method == "TRACE") return refused(errc::method_not_allowed, "TRACE is not forwarded");
+    if (head.scheme != (in_tls ? "https" : "http"))
+        return refused(errc::unsupported_scheme, in_tls ? "only :scheme https is forwarded inside TLS"
+                                                        : "only :scheme http is forwarded over h2c");
+    request_verdict v;
+    if (has_max_forwards && head.method == "OPTIONS")
+        if (const char* fault = apply_max_forwards(max_forwards, v)) return refused(errc::bad_request, fault);
+    return v;
+}
+
 constexpr std::size_t read_room = 16 * 1024;
 
 std::span<const std::uint8_t> bytes_of(std::string_view s) {
@@ -72,8 +113,10 @@ class h2_connection;
 // and DATA within the client's flow-control window.
 class h2_downstream {
 public:
-    h2_downstream(h2_connection& conn, std::shared_ptr<h2_stream> s, wire_allocator arena, body_framing body)
-        : conn_(&conn), s_(std::move(s)), arena_(arena), body_(body) {}
+    /// `max_forwards`: the value an OPTIONS request forwards (one less than it came), or -1.
+    h2_downstream(h2_connection& conn, std::shared_ptr<h2_stream> s, wire_allocator arena, body_framing body,
+                  long long max_forwards)
+        : conn_(&conn), s_(std::move(s)), arena_(arena), body_(body), max_forwards_(max_forwards) {}
 
     bool via_loop(std::string_view via) const;
     bool retryable() const {
@@ -88,6 +131,8 @@ public:
     wire_allocator arena() { return arena_; }
 
     task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = std::nullopt);
+    /// One of the proxy's own answers (made for HTTP/1.1), as HTTP/2 carries it.
+    void respond_with(const politeproxy::answer& res);
     task<admission> admit(std::string key, std::string address);
     void write_head(const origin_target& target, relay_buffers& scratch) const;
     bool wants_continue() const { return false; }
@@ -120,6 +165,7 @@ private:
     std::shared_ptr<h2_stream> s_;
     wire_allocator arena_;
     body_framing body_;  ///< how the request body goes to the origin
+    long long max_forwards_;
     bool responded_whole_ = false;  ///< the response's HEADERS ended the stream
 };
 
@@ -289,10 +335,16 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         if (f.name == "content-length") framing.content_length(f.value);
     if (!head.end_stream && framing.request(11, body) == framing_fault::none && body.kind == body_kind::none)
         body.kind = body_kind::chunked;
-    h2_downstream down(*this, s, arena.allocator(), body);
+    const request_verdict verdict = judge_head(head, cfg->limits, in_tls_ != nullptr);
+    h2_downstream down(*this, s, arena.allocator(), body, verdict.max_forwards);
 
     if (!allowed_) {
         co_await down.answer(errc::client_denied, "client is not in security.allow_clients");
+        co_return;
+    }
+    // The head first, as on HTTP/1.1: a refused head costs no credential check.
+    if (verdict.refusal) {
+        co_await down.answer(*verdict.refusal, verdict.details);
         co_return;
     }
     if (!in_tls_ && cfg->security.users) {  // inside intercepted TLS the CONNECT was authorized
@@ -305,17 +357,8 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
             co_return;
         }
     }
-    if (head.method == "CONNECT") {
-        co_await down.answer(errc::bad_request, "CONNECT over HTTP/2 is not supported");
-        co_return;
-    }
-    if (head.method == "TRACE") {
-        co_await down.answer(errc::method_not_allowed, "TRACE is not forwarded");
-        co_return;
-    }
-    if (head.scheme != (in_tls_ ? "https" : "http")) {
-        co_await down.answer(errc::unsupported_scheme, in_tls_ ? "only :scheme https is forwarded inside TLS"
-                                                               : "only :scheme http is forwarded over h2c");
+    if (verdict.answer_options) {
+        down.respond_with(make_options_answer(true));
         co_return;
     }
     std::variant<origin_target, target_error> target = target_error{errc::bad_request, {}};
@@ -358,7 +401,12 @@ task<bool> h2_downstream::answer(errc why, std::string_view details, std::option
     if (ctx.log.enabled(log_level::debug))
         ctx.log.write(log_level::debug, "answer", make_error_code(why).message() + ": " + std::string(details));
     if (s_->gone.is_set()) co_return false;
-    const politeproxy::answer res = make_answer(why, details, true, retry_after);
+    respond_with(make_answer(why, details, true, retry_after));
+    co_return false;
+}
+
+void h2_downstream::respond_with(const politeproxy::answer& res) {
+    if (s_->gone.is_set()) return;
     std::vector<http2::field> fields;
     for (const auto& f : res) {
         const std::string name = lower_case(f.name_string());
@@ -370,7 +418,6 @@ task<bool> h2_downstream::answer(errc why, std::string_view details, std::option
     session.respond(s_->head.stream, static_cast<unsigned>(res.result_int()), fields, head_only);
     if (!head_only) session.send_body(s_->head.stream, bytes_of(res.body()), true);
     conn_->flush();
-    co_return false;
 }
 
 task<admission> h2_downstream::admit(std::string key, std::string address) {
@@ -402,7 +449,9 @@ void h2_downstream::write_head(const origin_target& target, relay_buffers& scrat
     // separate fields in HTTP/2 and go as one to HTTP/1.1 (section 8.2.3).
     std::string cookies;
     for (const auto& f : head.fields) {
-        if (f.name == "host" || f.name == "content-length" || f.name == "te" || for_the_proxy(f.name)) continue;
+        if (f.name == "host" || f.name == "content-length" || f.name == "te" || for_the_proxy(f.name) ||
+            (max_forwards_ >= 0 && f.name == "max-forwards"))
+            continue;
         if (f.name == "cookie") {
             if (!cookies.empty()) cookies += "; ";
             cookies += f.value;
@@ -411,6 +460,7 @@ void h2_downstream::write_head(const origin_target& target, relay_buffers& scrat
         append_field_line(f.name, f.value, out);
     }
     if (!cookies.empty()) append_field_line("cookie", cookies, out);
+    if (max_forwards_ >= 0) append_field_line("max-forwards", std::to_string(max_forwards_), out);
     out += conn_->ctx().via_line;
     const bool expects_body = head.method == "POST" || head.method == "PUT" || head.method == "PATCH";
     if (body_.kind == body_kind::none && expects_body)
@@ -424,7 +474,10 @@ void h2_downstream::h2_fields(std::vector<http2::field>& out) const {
     // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
     // trailers; the length and TE are the proxy's to write.
     for (const auto& f : s_->head.fields)
-        if (f.name != "host" && f.name != "content-length" && f.name != "te" && !for_the_proxy(f.name)) out.push_back(f);
+        if (f.name != "host" && f.name != "content-length" && f.name != "te" && !for_the_proxy(f.name) &&
+            (max_forwards_ < 0 || f.name != "max-forwards"))
+            out.push_back(f);
+    if (max_forwards_ >= 0) out.push_back({"max-forwards", std::to_string(max_forwards_)});
     if (body_.kind == body_kind::length) out.push_back({"content-length", std::to_string(body_.length)});
     out.push_back({"via", conn_->ctx().via});
 }

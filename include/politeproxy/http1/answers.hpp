@@ -39,6 +39,7 @@ task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why,
 /// The proxy's answer, as the final recipient, to OPTIONS with Max-Forwards: 0 (RFC 9110
 /// section 7.6.2) or OPTIONS * (RFC 9112 section 3.2.4): 200 with `Allow` naming the
 /// methods it forwards.
+answer make_options_answer(bool keep_alive);
 task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool keep_alive);
 
 }  // namespace politeproxy

@@ -59,4 +59,9 @@ head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view
 request_verdict check_request_head(const boost::beast::http::request_header<wire_fields>& req,
                                    const limits_config& limits);
 
+/// The Max-Forwards of an OPTIONS request (its one field's value; twice is refused by the
+/// caller), whatever protocol it came in: 0 is answered by the proxy (answer_options),
+/// more is forwarded one less (max_forwards). Returns why it is refused (400), or null.
+const char* apply_max_forwards(std::string_view value, request_verdict& v);
+
 }  // namespace politeproxy
