@@ -149,7 +149,8 @@ server_session::~server_session() { nghttp2_session_del(impl_->session); }
 bool server_session::receive(std::span<const std::uint8_t> bytes, clock::time_point now) {
     impl_->now = now;
     const ssize_t rv = nghttp2_session_mem_recv(impl_->session, bytes.data(), bytes.size());
-    // A connection error nghttp2 answered itself (GOAWAY queued) leaves it not wanting to read.
+    // A connection error nghttp2 answered itself queues a GOAWAY; the session stops wanting
+    // to read once it is sent (alive() turns false then: the owner closes).
     if (rv >= 0) return !impl_->calmed && nghttp2_session_want_read(impl_->session) != 0;
     // nghttp2 queues GOAWAY for protocol errors it finds; a bad preface gets none: say why.
     if (rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC)

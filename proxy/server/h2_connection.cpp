@@ -290,7 +290,10 @@ private:
             set_deadline();
         }
         writing_ = false;
-        if (draining_ && streams_.empty()) client_.cancel();  // the GOAWAY is out, no stream left: the reader ends
+        // The GOAWAY is out and no stream is left (a drain), or the session is over (a
+        // connection error's GOAWAY is out: RFC 9113 section 5.4.1, the connection closes
+        // now, not after timeouts.idle): the reader ends, and with it the connection.
+        if ((draining_ && streams_.empty()) || !session_.alive()) client_.cancel();
     }
 
     // The connection's one deadline (reads and writes share it): timeouts.idle while no
