@@ -21,12 +21,25 @@ ip_bytes bytes_of(const asio::ip::address& a) {
     return b;
 }
 
-std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key,
+namespace {
+
+// The deny list's answer for one address, and the proxy's own listeners' (whatever the
+// allow list says); null when permitted.
+const char* refusal_of(const config& cfg, const ip_bytes& address, std::uint16_t port) {
+    if (cfg.security.own.contains(address, port)) return " is this proxy's own listener";
+    if (!cfg.security.destinations.permitted(address)) return " is denied";
+    return nullptr;
+}
+
+}  // namespace
+
+std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key, std::uint16_t port,
                                                        const std::optional<ip_bytes>& address) {
     const resolve_entry* entry = address ? nullptr : cfg.static_entry(key);
     if (!address && !entry) return std::nullopt;
-    if (cfg.security.destinations.permitted(address ? *address : entry->bytes)) return std::nullopt;
-    return connect_failure{errc::destination_denied, "destination " + (entry ? entry->address : key) + " is denied"};
+    const char* refusal = refusal_of(cfg, address ? *address : entry->bytes, port);
+    if (!refusal) return std::nullopt;
+    return connect_failure{errc::destination_denied, "destination " + (entry ? entry->address : key) + refusal};
 }
 
 namespace {
@@ -52,11 +65,15 @@ task<endpoints_or_failure> permitted_endpoints(const config& cfg, dns_resolver& 
         candidates = std::move(found.endpoints);
     }
     std::vector<tcp::endpoint> permitted;
-    for (const auto& e : candidates)
-        if (cfg.security.destinations.permitted(bytes_of(e.address()))) permitted.push_back(e);
+    const char* refusal = nullptr;
+    for (const auto& e : candidates) {
+        const char* r = refusal_of(cfg, bytes_of(e.address()), port);
+        if (!r) permitted.push_back(e);
+        else if (!refusal) refusal = r;
+    }
     if (permitted.empty())
         co_return connect_failure{errc::destination_denied,
-                                  "destination " + candidates.front().address().to_string() + " is denied"};
+                                  "destination " + candidates.front().address().to_string() + refusal};
     co_return permitted;
 }
 

@@ -127,6 +127,20 @@ bool any_contains(const std::vector<ip_network>& networks, const ip_bytes& addre
     return false;
 }
 
+bool own_listeners::contains(const ip_bytes& address, std::uint16_t port) const {
+    static const ip_network unspecified[] = {*parse_network("0.0.0.0/8"), *parse_network("::/128")};
+    static const ip_network loopback[] = {*parse_network("127.0.0.0/8"), *parse_network("::1/128")};
+    const auto in = [&address](const auto& networks) {
+        return std::any_of(std::begin(networks), std::end(networks), [&](const ip_network& n) { return n.contains(address); });
+    };
+    for (const listener& l : bound) {
+        if (l.port != port) continue;
+        if (address == l.address || in(unspecified)) return true;
+        if (l.any && (in(loopback) || std::find(local.begin(), local.end(), address) != local.end())) return true;
+    }
+    return false;
+}
+
 bool address_filter::permitted(const ip_bytes& address) const {
     if (any_contains(allow, address)) return true;
     if (denied_by(deny, address)) return false;

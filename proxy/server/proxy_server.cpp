@@ -11,6 +11,7 @@
 #include "politeproxy/fleet/fleet_client.hpp"
 #include "politeproxy/admin/metrics.hpp"
 #include "politeproxy/http2/origin_session.hpp"
+#include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"
 #include "politeproxy/server/proxy_context.hpp"
 #include "politeproxy/server/session_set.hpp"
@@ -20,9 +21,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <malloc.h>
+#include <netinet/in.h>
 
 #include <atomic>
+#include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <memory_resource>
 #include <optional>
@@ -51,6 +57,34 @@ std::string make_via() {
     char id[16];
     std::snprintf(id, sizeof id, "%08x", static_cast<unsigned>(rd()));
     return std::string("1.1 politeproxy-") + id;
+}
+
+// The listeners as bound (a port 0 is a port now): never a destination. For one bound to
+// 0.0.0.0 or ::, the host's own addresses too.
+own_listeners own_listeners_of(std::initializer_list<tcp::endpoint> bound) {
+    own_listeners own;
+    bool any = false;
+    for (const auto& e : bound) {
+        const bool unspecified = e.address().is_unspecified();
+        own.bound.push_back({bytes_of(e.address()), e.port(), unspecified});
+        any = any || unspecified;
+    }
+    ::ifaddrs* list = nullptr;
+    if (!any || ::getifaddrs(&list) != 0) return own;
+    for (const ::ifaddrs* i = list; i; i = i->ifa_next) {
+        if (!i->ifa_addr) continue;
+        if (i->ifa_addr->sa_family == AF_INET) {
+            const auto* in = reinterpret_cast<const ::sockaddr_in*>(i->ifa_addr);
+            own.local.push_back(ipv4_bytes(ntohl(in->sin_addr.s_addr)));
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            const auto* in6 = reinterpret_cast<const ::sockaddr_in6*>(i->ifa_addr);
+            ip_bytes b;
+            std::memcpy(b.data(), &in6->sin6_addr, b.size());
+            own.local.push_back(b);
+        }
+    }
+    ::freeifaddrs(list);
+    return own;
 }
 
 tcp_acceptor bind(asio::io_context& ioc, const listen_address& where) {
@@ -147,6 +181,11 @@ int proxy_server::run() {
     asio::io_context& control = workers.front()->ioc;
     tcp_acceptor proxy_acceptor = bind(control, cfg_->listen);
     tcp_acceptor admin_acceptor = bind(control, cfg_->admin_listen);
+    {
+        auto bound = std::make_shared<config>(*gates.current_config());
+        bound->security.own = own_listeners_of({proxy_acceptor.local_endpoint(), admin_acceptor.local_endpoint()});
+        gates.set_config(std::move(bound));
+    }
 
     // The line tests and scripts wait for: both listeners are bound.
     std::fprintf(stderr, "politeproxy: listening proxy=%s admin=%s\n", text_of(proxy_acceptor.local_endpoint()).c_str(),
@@ -282,6 +321,7 @@ void proxy_server::reload(host_gates& gates, metrics& m) {
     loaded->listen = running->listen;
     loaded->admin_listen = running->admin_listen;
     loaded->workers = running->workers;
+    loaded->security.own = running->security.own;
     if (const auto open = open_proxy_error(*loaded)) {
         m.config_reload(false);
         log_.write(log_level::error, "config", "reload rejected, keeping the running config: " + *open);

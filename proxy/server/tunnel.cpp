@@ -93,7 +93,7 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
         co_return std::nullopt;
     }
 
-    if (auto denied = check_known_destination(cfg, key, target.address)) {
+    if (auto denied = check_known_destination(cfg, key, target.port, target.address)) {
         co_await send_answer(ctx, client, denied->why, denied->details, {});
         co_return std::nullopt;
     }

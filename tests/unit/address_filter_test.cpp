@@ -64,3 +64,20 @@ TEST_CASE("networks parse strictly") {
     CHECK(parse_network("10.1.2.3/32")->contains(*parse_ip("10.1.2.3")));
     CHECK_FALSE(parse_network("10.1.2.3/32")->contains(*parse_ip("10.1.2.4")));
 }
+
+TEST_CASE("the proxy's own listeners are never a destination, however the address is spelled") {
+    own_listeners own;
+    own.bound.push_back({*parse_ip("127.0.0.1"), 9464, false});  // admin on loopback
+    own.bound.push_back({*parse_ip("::"), 3128, true});          // proxy on every address
+    own.local.push_back(*parse_ip("192.0.2.7"));
+    CHECK(own.contains(*parse_ip("127.0.0.1"), 9464));
+    CHECK(own.contains(*parse_ip("::ffff:127.0.0.1"), 9464));  // the IPv4-mapped spelling is the same bytes
+    CHECK(own.contains(*parse_ip("0.0.0.0"), 9464));           // connects to this host
+    CHECK(own.contains(*parse_ip("::"), 9464));
+    CHECK_FALSE(own.contains(*parse_ip("127.0.0.2"), 9464));   // another loopback address: another socket
+    CHECK_FALSE(own.contains(*parse_ip("127.0.0.1"), 9465));
+    CHECK(own.contains(*parse_ip("127.0.0.2"), 3128));         // bound to any: every loopback address
+    CHECK(own.contains(*parse_ip("::1"), 3128));
+    CHECK(own.contains(*parse_ip("192.0.2.7"), 3128));         // and the host's own
+    CHECK_FALSE(own.contains(*parse_ip("192.0.2.8"), 3128));
+}

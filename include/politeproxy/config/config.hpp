@@ -108,6 +108,8 @@ struct security_config {
     std::shared_ptr<const proxy_users> users;         ///< loaded from users_file (checked at load)
     std::vector<std::uint16_t> connect_ports{443};
     address_filter destinations = default_destinations();
+    /// Not from the file: the server fills it in once its listeners are bound (a reload keeps it).
+    own_listeners own;
 };
 
 /// tls: how CONNECT is served. In `intercept` mode the proxy completes TLS with the

@@ -88,7 +88,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     namespace http = beast::http;
 
     if (down.via_loop(ctx.via)) co_return co_await down.answer(errc::loop_detected, "this proxy's Via entry came back");
-    if (auto denied = check_known_destination(cfg, target.key, target.address))
+    if (auto denied = check_known_destination(cfg, target.key, target.port, target.address))
         co_return co_await down.answer(denied->why, denied->details);
 
     // `key: ip` and `groups.ip` count by the address connected to: it is chosen now, and

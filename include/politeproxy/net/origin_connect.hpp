@@ -24,7 +24,8 @@ struct connect_failure {
 };
 
 /// Resolves the host `key` (static `resolve:` entries first, then DNS), drops every
-/// address that security.deny_destinations forbids, and connects `stream` to the first
+/// address that security.deny_destinations forbids or that is the proxy's own listener
+/// with `port`, and connects `stream` to the first
 /// permitted one that answers; with `pinned`, to that address only (the deny list is
 /// checked again). Name look-up and connect together are bounded by `timeout`.
 task<std::optional<connect_failure>> connect_origin(
@@ -49,8 +50,9 @@ task<std::variant<pinned_address, connect_failure>> pin_origin_address(const con
 /// The deny list's answer for a host whose address is known without a look-up (it is
 /// an `address`, or `key` has a static `resolve:` entry): checked before the request
 /// takes a slot. nullopt when permitted or when only DNS can tell (connect_origin
-/// checks those).
-std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key,
+/// checks those). The proxy's own listeners (security.own) are denied whatever the
+/// allow list says, here and in connect_origin.
+std::optional<connect_failure> check_known_destination(const config& cfg, const std::string& key, std::uint16_t port,
                                                        const std::optional<ip_bytes>& address);
 
 /// The address in the form the address filters use.

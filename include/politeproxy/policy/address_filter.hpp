@@ -57,4 +57,22 @@ public:
 
 bool any_contains(const std::vector<ip_network>& networks, const ip_bytes& address);
 
+/// The proxy's own listeners (the proxy and admin ports, as bound): never a destination,
+/// whatever security.allow_destinations says, so no request reaches the admin API or
+/// loops into the proxy port through the proxy. A listener bound to a specific address
+/// is that address and port; one bound to 0.0.0.0 or :: is its port on every loopback
+/// address and on each of the host's own addresses (`local`). The unspecified address
+/// (0.0.0.0/8, ::, which connect to this host) with a listener's port is the listener too.
+struct own_listeners {
+    struct listener {
+        ip_bytes address{};
+        std::uint16_t port = 0;
+        bool any = false;  ///< bound to 0.0.0.0 or ::
+    };
+    std::vector<listener> bound;
+    std::vector<ip_bytes> local;  ///< the host's interface addresses (for listeners bound to any)
+
+    bool contains(const ip_bytes& address, std::uint16_t port) const;
+};
+
 }  // namespace politeproxy
