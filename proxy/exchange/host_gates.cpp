@@ -192,6 +192,9 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     std::shared_ptr<const host_policy> policy(cfg, o ? &o->policy : &cfg->defaults);
     auto entry = std::make_shared<host_entry>(key, std::move(policy), o, now);
     join_domain_group(*cfg, *entry);
+    // Made while the fleet store is unreachable (or before it was ever reached): the
+    // local share from the start, as every host that lived through the outage has.
+    if (fleet_ && fleet_down_.load(std::memory_order_acquire)) apply_health(*entry, now);
     if (cfg->robots.honor) {
         std::lock_guard lock(robots_mutex_);
         entry->robots_rate = robots_.rate_cap(key, now);  // read before this gate was last forgotten
