@@ -256,18 +256,25 @@ task<acquire_result> host_gates::acquire(std::string key, std::string address) {
     if (permit p = try_acquire(key, address)) co_return acquire_result{std::move(p), {}, {}};
     const auto start = clock::now();
     for (;;) {
-        if (fleet_ && !fleet_needs_lease() && fleet_fails_closed())
+        if (fleet_ && !fleet_needs_lease() && fleet_fails_closed()) {
+            count_rejected(key);
             co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
+        }
         auto local = co_await acquire_local(key, address, start);
         if (!local.granted || !fleet_) co_return local;
         if (!fleet_needs_lease()) {
-            if (fleet_fails_closed()) co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
+            if (fleet_fails_closed()) {
+                local.granted.counted_ = false;  // the slot ends no request: the refusal is counted
+                count_rejected(key);
+                co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
+            }
             std::lock_guard lock(shards_[local.granted.entry_->shard].mutex);
             local.granted.lease_ = fleet_->hold_unasserted(key);
             ++local.granted.entry_->fleet_leased;
             co_return local;
         }
         auto leased = co_await lease(std::move(local.granted), start);
+        if (leased.ec == errc::fleet_unavailable && fleet_fails_closed()) count_rejected(key);
         if (leased.ec != errc::fleet_unavailable || fleet_fails_closed()) co_return leased;
         // The store went away while the request waited for its lease: its slot went
         // back, and it parks again under the local share.
@@ -390,6 +397,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
 }
 
 task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
+    local.counted_ = false;  // until leased: a timeout below counts as rejected, nothing else counts
     host_entry& e = *local.entry_;
     shard& s = shards_[e.shard];
     const auto deadline = start + local.policy().queue.max_wait;
@@ -431,7 +439,10 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
                 guard.granted = local.lease_ != 0;
             }
             poke(wake);
-            if (local.lease_) co_return acquire_result{std::move(local), {}, {}};
+            if (local.lease_) {
+                local.counted_ = true;
+                co_return acquire_result{std::move(local), {}, {}};
+            }
             clock::duration wait = answer.paused_for;
             if (wait == clock::duration::zero()) {
                 wait = std::min<clock::duration>(answer.token_in > clock::duration::zero() ? answer.token_in : backoff,
@@ -479,6 +490,7 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
         std::lock_guard lock(s.mutex);
         local = depart_at_once_locked(s, key, address, start);
         if (!local) co_return acquire_result{};
+        local.counted_ = false;  // a miss parks: the request is counted where it ends
         const host_entry& e = *local.entry_;
         terms = {e.health.limit(), e.health.rate(), e.policy->burst};
     }
@@ -492,7 +504,17 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
     }
     poke(wake);
     if (!local.lease_) co_return acquire_result{};  // the fleet is full: park (the local slot goes back)
+    local.counted_ = true;
     co_return acquire_result{std::move(local), {}, {}};
+}
+
+void host_gates::count_rejected(const std::string& key) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    std::lock_guard lock(s.mutex);
+    const auto now = clock::now();
+    auto entry = find_or_create(s, key, now);
+    entry->last_used = now;
+    ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
 }
 
 void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) {
@@ -527,7 +549,7 @@ void host_gates::cancel(host_entry& entry, gate::waiter& w) {
     poke(wake);
 }
 
-void host_gates::release(host_entry& entry, outcome how, std::uint64_t lease) {
+void host_gates::release(host_entry& entry, outcome how, bool counted, std::uint64_t lease) {
     if (lease && fleet_) fleet_->release(entry.key, lease);  // first: the next head's acquire queues behind it
     wake_list wake;
     {
@@ -539,7 +561,7 @@ void host_gates::release(host_entry& entry, outcome how, std::uint64_t lease) {
             // The store's count as this process last saw it, less what it gave back.
             if (entry.fleet_held && *entry.fleet_held > 0) --*entry.fleet_held;
         }
-        ++entry.outcomes[static_cast<std::size_t>(how)];
+        if (counted) ++entry.outcomes[static_cast<std::size_t>(how)];
         entry.last_used = now;
         if (entry.health.tick(now)) {
             apply_health(entry, now);
@@ -840,7 +862,8 @@ permit::permit(permit&& other) noexcept
       policy_(std::move(other.policy_)),
       queue_wait_(other.queue_wait_),
       epoch_(other.epoch_),
-      outcome_(other.outcome_) {}
+      outcome_(other.outcome_),
+      counted_(other.counted_) {}
 
 permit& permit::operator=(permit&& other) noexcept {
     if (this != &other) {
@@ -853,6 +876,7 @@ permit& permit::operator=(permit&& other) noexcept {
         queue_wait_ = other.queue_wait_;
         epoch_ = other.epoch_;
         outcome_ = other.outcome_;
+        counted_ = other.counted_;
     }
     return *this;
 }
@@ -866,7 +890,7 @@ void permit::reset() {
         owner_->leave_groups(*group_slots_, not_parked);
         group_slots_.reset();
     }
-    owner_->release(*entry_, outcome_, std::exchange(lease_, 0));
+    owner_->release(*entry_, outcome_, counted_, std::exchange(lease_, 0));
     entry_.reset();
     policy_.reset();
     owner_ = nullptr;

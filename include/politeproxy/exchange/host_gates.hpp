@@ -296,7 +296,10 @@ private:
     /// Every tracked host applies its limits again (config, fleet state) and wakes who can go.
     template <class F>
     void for_each_entry_reapplying(F&& f);
-    void release(host_entry& entry, outcome how, std::uint64_t lease);
+    /// `how` is counted in the host's outcomes unless the permit ended no request (`counted`).
+    void release(host_entry& entry, outcome how, bool counted, std::uint64_t lease);
+    /// A request refused without a permit (fail_closed): counted once, as rejected.
+    void count_rejected(const std::string& key);
     void report(host_entry& entry, const health_signal& signal);
     void cancel(host_entry& entry, gate::waiter& w);
     /// Gives back a request's group slots (and its place in a group queue), in reverse.

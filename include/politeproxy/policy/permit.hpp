@@ -59,6 +59,9 @@ private:
     clock::duration queue_wait_{};
     std::uint64_t epoch_ = 0;  ///< the health controller's epoch at departure
     outcome outcome_ = outcome::error;
+    /// False while a local slot waits for its fleet lease: dropped then, it ends no
+    /// request (the request parks again, or is answered and counted as refused).
+    bool counted_ = true;
 };
 
 }  // namespace politeproxy
