@@ -784,18 +784,56 @@ std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_f
     return evicted;
 }
 
-void host_gates::set_stream_ceiling(const std::string& key, std::optional<std::size_t> streams) {
+namespace {
+
+std::optional<std::size_t> lowest_ceiling(const host_entry& e) {
+    std::optional<std::size_t> lowest;
+    for (const auto& [session, ceiling] : e.h2_sessions)
+        if (ceiling && (!lowest || *ceiling < *lowest)) lowest = ceiling;
+    return lowest;
+}
+
+}  // namespace
+
+void host_gates::set_stream_ceiling(const std::string& key, const void* session, std::optional<std::size_t> streams) {
     shard& s = shards_[shard_of(key, shard_count)];
     wake_list wake;
     {
         std::lock_guard lock(s.mutex);
         const auto now = clock::now();
         auto entry = find_or_create(s, key, now);
+        auto& sessions = entry->h2_sessions;
+        const auto it = std::find_if(sessions.begin(), sessions.end(), [&](const auto& p) { return p.first == session; });
+        if (it == sessions.end())
+            sessions.emplace_back(session, streams);
+        else
+            it->second = streams;
         entry->h2 = true;
-        if (entry->stream_ceiling == streams) return;
-        entry->stream_ceiling = streams;
+        const auto ceiling = lowest_ceiling(*entry);
+        if (entry->stream_ceiling == ceiling) return;
+        entry->stream_ceiling = ceiling;
         apply_health(*entry, now);
         advance_locked(*entry, now, wake);
+    }
+    poke(wake);
+}
+
+void host_gates::forget_stream_ceiling(const std::string& key, const void* session) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    wake_list wake;
+    {
+        std::lock_guard lock(s.mutex);
+        const auto found = s.entries.find(key);
+        if (found == s.entries.end()) return;  // forgotten while idle: nothing holds a ceiling
+        host_entry& entry = *found->second;
+        std::erase_if(entry.h2_sessions, [&](const auto& p) { return p.first == session; });
+        entry.h2 = !entry.h2_sessions.empty();
+        const auto ceiling = lowest_ceiling(entry);
+        if (entry.stream_ceiling == ceiling) return;
+        const auto now = clock::now();
+        entry.stream_ceiling = ceiling;
+        apply_health(entry, now);
+        advance_locked(entry, now, wake);
     }
     poke(wake);
 }

@@ -151,8 +151,7 @@ void origin_session::on_stream_closed(std::int32_t stream, std::uint32_t error_c
 void origin_session::on_settings(std::optional<std::uint32_t> max_concurrent_streams) {
     std::optional<std::size_t> ceiling;
     if (max_concurrent_streams) ceiling = *max_concurrent_streams;
-    ctx_.gates.set_stream_ceiling(key_, ceiling);
-    ceiling_ = ceiling;
+    ctx_.gates.set_stream_ceiling(key_, this, ceiling);
     settled_.set();
 }
 
@@ -237,9 +236,9 @@ void origin_session::end() {
     ended_ = true;
     ctx_.h2_origins.forget(this);
     watch_timer_.cancel();
-    // An origin that took no streams at all (0) would hold its host's requests in the
-    // queue with no session left to lift it: the next session's SETTINGS decide.
-    if (ceiling_ == std::size_t{0}) ctx_.gates.set_stream_ceiling(key_, std::nullopt);
+    // Its ceiling ends with it: an origin whose sessions are all gone (it went back to
+    // HTTP/1.1, or took no streams at all) holds its host's requests no longer.
+    ctx_.gates.forget_stream_ceiling(key_, this);
     settled_.set();
     for (auto& [id, s] : streams_) {
         s->closed = true;

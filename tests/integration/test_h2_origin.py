@@ -7,7 +7,9 @@ sees them.
    worker and a peak of exactly 2.
 2. The origin's SETTINGS_MAX_CONCURRENT_STREAMS 3 while the host's concurrency is 50: 24
    at once -> all 200, origin peak <= 3 (and 3 is reached), none refused; /hosts and
-   host_stream_ceiling show the ceiling 3.
+   host_stream_ceiling show the ceiling 3. A second origin of the same host (another
+   port) with max streams 1 holds the host at 1 while its session lives; when that
+   session ends (GOAWAY after one request) the host's ceiling is the first origin's 3 again.
 3. HTTP/1.1 client <-> h2 origin: uploads of 0, 1 and 200 000 bytes with Content-Length
    and chunked (sha256 at the origin), downloads of 0, 1 and 200 000 bytes with and
    without content-length (sha256 at the client), HEAD; fields cross both ways,
@@ -73,6 +75,7 @@ def test(t):
     h2c = H2Origin()
     ceiling = H2Origin(max_streams=3)
     restarting = H2Origin(goaway_after=3)
+    short_lived = H2Origin(max_streams=1, goaway_after=1)
     cfg = H.base_config(concurrency=2)
     cfg["hosts"] = {
         "h2c.test": {"upstream_protocol": "h2c"},
@@ -109,6 +112,16 @@ def test(t):
     H.check(H.mget(m, "politeproxy_host_stream_ceiling", host="ceiling.test") == 3, "host_stream_ceiling gauge")
     H.log("2. concurrency 50, origin's max streams 3: 24 at once all 200, origin peak %d, /hosts limit %d ceiling %d"
           % (st["peak"], view["limit"], view["stream_ceiling"]))
+    # A second origin of the same host (another port) takes 1 stream and ends its session
+    # after one request: its ceiling holds the host while it lives, then goes with it.
+    H.check(H.request(proxy, "http://ceiling.test:%d/delay/300" % short_lived.port).status == 200,
+            "a request to ceiling.test's second origin")
+    lifted = H.wait_until(lambda: hosts_view(proxy)["ceiling.test"]["stream_ceiling"] == 3, timeout=3)
+    view = hosts_view(proxy)["ceiling.test"]
+    H.log("2b. a second origin of ceiling.test (max streams 1) ended its session: /hosts ceiling %s, limit %d"
+          % (view["stream_ceiling"], view["limit"]))
+    H.check(lifted and view["limit"] == 3, "after the 1-stream origin's session ended, ceiling.test kept ceiling %s "
+            "(limit %d); the other origin's 3 should apply" % (view["stream_ceiling"], view["limit"]))
 
     # 3. HTTP/1.1 client <-> h2 origin, bodies both ways
     for n in (0, 1, 200000):

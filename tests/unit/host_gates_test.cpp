@@ -202,8 +202,9 @@ TEST_CASE("an origin's stream ceiling caps the host's limit; the excess waits in
     auto cfg = make_config("defaults: {concurrency: 50, rate: 1000000, burst: 1000000}\n");
     host_gates gates(cfg);
     const std::string key = "h2.test";
+    const int session = 0;  // any address names a session
 
-    gates.set_stream_ceiling(key, 3);
+    gates.set_stream_ceiling(key, &session, 3);
     std::vector<permit> held;
     for (int i = 0; i < 5; ++i)
         if (permit p = gates.try_acquire(key)) held.push_back(std::move(p));
@@ -229,24 +230,53 @@ TEST_CASE("an origin's stream ceiling caps the host's limit; the excess waits in
     CHECK(order.empty());
     CHECK(gates.snapshot(clock::now())[0].waiting == 4);
 
-    gates.set_stream_ceiling(key, 5);  // two more
+    gates.set_stream_ceiling(key, &session, 5);  // two more
     io.restart();
     io.run_for(50ms);
     CHECK(order == std::vector<int>{0, 1});
 
-    gates.set_stream_ceiling(key, std::nullopt);  // lifted: the configured 50 again
+    gates.set_stream_ceiling(key, &session, std::nullopt);  // lifted: the configured 50 again
     io.restart();
     io.run_for(50ms);
     CHECK(order == std::vector<int>{0, 1, 2, 3});
     CHECK(gates.snapshot(clock::now())[0].limit == 50);
 
     // A lower ceiling leaves requests in flight alone and stops replacing them.
-    gates.set_stream_ceiling(key, 2);
+    gates.set_stream_ceiling(key, &session, 2);
     CHECK(gates.snapshot(clock::now())[0].in_flight == 7);
     held.resize(2);  // 5 released: still at the ceiling, nothing more goes
     CHECK_FALSE(gates.try_acquire(key));
     held.clear();
     CHECK(gates.try_acquire(key));
+}
+
+TEST_CASE("stream ceilings are per session: the host's is the lowest open one, and each goes with its session") {
+    auto cfg = make_config("defaults: {concurrency: 50, rate: 1000000, burst: 1000000}\n");
+    host_gates gates(cfg);
+    const std::string key = "two-origins.test";
+    const int http_origin = 0, https_origin = 0;  // two sessions of one host key (http and https)
+    const auto limit = [&] { return gates.snapshot(clock::now()).at(0).limit; };
+
+    gates.set_stream_ceiling(key, &http_origin, 10);
+    gates.set_stream_ceiling(key, &https_origin, 3);
+    CHECK(limit() == 3);  // neither origin is ever asked for more than it takes
+    gates.set_stream_ceiling(key, &https_origin, 20);  // new SETTINGS from that origin
+    CHECK(limit() == 10);
+    gates.forget_stream_ceiling(key, &http_origin);
+    CHECK(limit() == 20);
+    CHECK(gates.snapshot(clock::now()).at(0).h2);
+    // The last session ended (the origin went back to HTTP/1.1): the ceiling is lifted.
+    gates.forget_stream_ceiling(key, &https_origin);
+    CHECK(limit() == 50);
+    CHECK_FALSE(gates.snapshot(clock::now()).at(0).stream_ceiling);
+    CHECK_FALSE(gates.snapshot(clock::now()).at(0).h2);
+    // One that took no streams at all (0) holds the host only while it lives.
+    gates.set_stream_ceiling(key, &http_origin, 0);
+    CHECK_FALSE(gates.try_acquire(key));
+    gates.forget_stream_ceiling(key, &http_origin);
+    CHECK(gates.try_acquire(key));
+    gates.forget_stream_ceiling("never-seen.test", &http_origin);  // nothing to forget: no entry made
+    CHECK(gates.size() == 1);
 }
 
 TEST_CASE("groups: hosts of one domain on many threads never exceed the domain's cap; leavers leave it whole") {

@@ -45,9 +45,13 @@ struct host_entry {
     std::array<std::uint64_t, limit_change_count> limit_changes{};
     clock::time_point last_used;
     std::size_t shard = 0;
-    /// An HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS: the gate's limit never exceeds it.
+    /// The HTTP/2 sessions open to its origins (one host key may have several: http and
+    /// https, a session per worker), each with its SETTINGS_MAX_CONCURRENT_STREAMS (none:
+    /// no limit). An origin's ceiling lasts as long as its sessions.
+    std::vector<std::pair<const void*, std::optional<std::size_t>>> h2_sessions;
+    /// The lowest of those ceilings: the gate's limit never exceeds it.
     std::optional<std::size_t> stream_ceiling;
-    bool h2 = false;  ///< its requests go over HTTP/2 (an origin session's SETTINGS came)
+    bool h2 = false;  ///< its requests go over HTTP/2 (a session to one of its origins is open)
     /// groups.domain: the gate of its registrable domain (null: no cap, or observe-only).
     std::shared_ptr<group_gate> domain_group;
     std::string domain_group_key;  ///< that domain
@@ -238,12 +242,14 @@ public:
     using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted = {});
 
-    /// The origin of `key` speaks HTTP/2 and takes at most `streams` at once (its
-    /// SETTINGS_MAX_CONCURRENT_STREAMS; 0 holds every new request in the queue); nullopt
-    /// lifts the ceiling. A lower ceiling
+    /// An HTTP/2 `session` to an origin of `key` takes at most `streams` at once (its
+    /// SETTINGS_MAX_CONCURRENT_STREAMS; 0 holds every new request in the queue; nullopt:
+    /// no limit). The host's ceiling is the lowest of its open sessions'. A lower ceiling
     /// never touches requests in flight, it stops replacing them; a higher one admits
     /// waiters at once. Tracks the host if it was not.
-    void set_stream_ceiling(const std::string& key, std::optional<std::size_t> streams);
+    void set_stream_ceiling(const std::string& key, const void* session, std::optional<std::size_t> streams);
+    /// The session ended: its ceiling goes with it (lifted when it was the host's last).
+    void forget_stream_ceiling(const std::string& key, const void* session);
 
     std::size_t size() const;
     std::vector<host_snapshot> snapshot(clock::time_point now) const;

@@ -103,7 +103,6 @@ private:
     std::unordered_map<std::int32_t, std::shared_ptr<origin_stream>> streams_;
     event settled_;  ///< set when the origin's first SETTINGS came, or the session ended
     steady_timer watch_timer_;             ///< watch_loop's (cancelled when the session ends)
-    std::optional<std::size_t> ceiling_;  ///< what the origin's last SETTINGS said
     clock::time_point last_active_ = clock::now();  ///< when the last stream closed
     connection_tracker tracked_;                   ///< upstream_connections{protocol="http2"}
     bool writing_ = false;
