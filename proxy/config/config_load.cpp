@@ -1,5 +1,6 @@
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/policy/proxy_users.hpp"
+#include "politeproxy/policy/public_suffixes.hpp"
 #include "politeproxy/tls/certificate_authority.hpp"
 
 #include "politeproxy/base/duration.hpp"
@@ -284,6 +285,14 @@ public:
         tls(root["tls"], c);
         if (c.per_user_metrics && !c.security.users)
             fail(root["metrics"]["per_user"], "metrics.per_user needs security.users_file (users to count)");
+        if (c.key == config::key_kind::domain || c.groups.domain) {
+            try {
+                c.suffixes = std::make_shared<const public_suffixes>();
+            } catch (const std::exception& e) {
+                fail(c.groups.domain ? root["groups"]["domain"] : root["defaults"]["key"],
+                     std::string("the Public Suffix List (for registrable domains) cannot be loaded: ") + e.what());
+            }
+        }
         return c;
     }
 

@@ -132,24 +132,20 @@ host_gates::host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed)
 
 host_gates::~host_gates() = default;
 
-const public_suffixes& host_gates::suffixes() const {
-    std::call_once(suffixes_loaded_, [this] { suffixes_ = std::make_unique<public_suffixes>(); });
-    return *suffixes_;
-}
-
 const std::string& host_gates::gate_key(const config& cfg, const std::string& host_key, const std::string& address,
                                          std::string& storage) const {
     if (cfg.key == config::key_kind::host) return host_key;
     if (cfg.key == config::key_kind::ip) return address;
-    storage = suffixes().registrable_domain(host_key);
+    if (!cfg.suffixes) return host_key;  // a config made without the loader (tests)
+    storage = cfg.suffixes->registrable_domain(host_key);
     return storage;
 }
 
 void host_gates::join_domain_group(const config& cfg, host_entry& e) {
     e.domain_group = nullptr;
     e.domain_group_key.clear();
-    if (!cfg.groups.domain || !e.policy->enforce) return;
-    e.domain_group_key = suffixes().registrable_domain(e.key);
+    if (!cfg.groups.domain || !e.policy->enforce || !cfg.suffixes) return;
+    e.domain_group_key = cfg.suffixes->registrable_domain(e.key);
     std::lock_guard lock(groups_.mutex());
     e.domain_group = groups_.find_or_create(cfg.groups, group_gates::level::domain, e.domain_group_key);
 }
@@ -601,7 +597,7 @@ void host_gates::for_each_entry_reapplying(F&& f) {
             std::lock_guard lock(s.mutex);
             const auto now = clock::now();
             for (auto& [key, e] : s.entries) {
-                f(*e, now);
+                f(*e, now, wake);  // whom to wake goes in `wake`: poked once the lock is let go
                 apply_health(*e, now);
                 advance_locked(*e, now, wake);
             }
@@ -630,7 +626,7 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
         poke(wake);
     }
     const auto today = utc_today();
-    for_each_entry_reapplying([&](host_entry& e, clock::time_point now) {
+    for_each_entry_reapplying([&](host_entry& e, clock::time_point now, wake_list&) {
         const host_override* o = cfg->override_for(e.key, today);
         e.policy = std::shared_ptr<const host_policy>(cfg, o ? &o->policy : &cfg->defaults);
         e.override_entry = o;
@@ -656,11 +652,8 @@ void host_gates::fleet_store_changed(bool up) {
     }
     fleet_down_.store(!up, std::memory_order_release);
     // Limits move to the share (or back); requests waiting for a lease wake to see it.
-    for_each_entry_reapplying([&](host_entry& e, clock::time_point) {
-        thread_local wake_list line;
-        line.clear();
-        for (gate::waiter* w : e.fleet_line) line.push_back(static_cast<async_waiter*>(w)->shared_from_this());
-        poke(line);
+    for_each_entry_reapplying([](host_entry& e, clock::time_point, wake_list& wake) {
+        for (gate::waiter* w : e.fleet_line) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
     });
 }
 
@@ -681,7 +674,7 @@ void host_gates::tick(clock::time_point now) {
     if (now < since + fleet_->config().lease_ttl) return;
     fleet_hold_pending_.store(false, std::memory_order_release);
     if (fleet_down_.load(std::memory_order_acquire))
-        for_each_entry_reapplying([](host_entry&, clock::time_point) {});  // the hold is over: the share applies
+        for_each_entry_reapplying([](host_entry&, clock::time_point, wake_list&) {});  // the hold is over: the share applies
 }
 
 host_gates::robots_turn host_gates::robots_due(const std::string& origin, const std::string& key,

@@ -71,7 +71,7 @@ task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_targ
         origin_socket.expires_at(within(policy.timeouts.connect));
         const auto hs = co_await tls::session::connect(origin_socket, *ctx.origin_tls, target.key, false);
         if (hs.ec) {
-            trip.connect_failed(hs.verify_error.empty() ? errc::tls_protocol_error : errc::tls_certificate_error);
+            trip.connect_failed(tls::origin_handshake_failure(hs).why);
             co_return;
         }
     }

@@ -1,6 +1,7 @@
 #include "politeproxy/server/proxy_server.hpp"
 #include "politeproxy/tls/session.hpp"
 #include "politeproxy/base/executor.hpp"
+#include "politeproxy/base/off_thread.hpp"
 
 #include "politeproxy/admin/admin_server.hpp"
 #include "politeproxy/server/client_session.hpp"
@@ -49,6 +50,7 @@ constexpr std::size_t dns_threads = 8;
 constexpr auto housekeeping_period = std::chrono::seconds(1);
 constexpr auto accept_error_pause = std::chrono::milliseconds(100);
 constexpr auto drain_poll = std::chrono::milliseconds(50);
+constexpr auto reload_read_timeout = std::chrono::seconds(60);  // a config on a hung file system
 // A minted leaf certificate is valid this long (and minted again a quarter before).
 constexpr auto leaf_lifetime = std::chrono::hours(24 * 30);
 
@@ -145,6 +147,7 @@ int proxy_server::run() {
     std::vector<std::unique_ptr<worker>> workers;
     for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<worker>());
     dns_resolver resolver(dns_threads);  // after the workers: its threads post to them until joined
+    asio::thread_pool config_loader(1);  // SIGHUP's reads; the same
     password_checks passwords;             // the same
     const std::string via = make_via();
     for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_, w->field_blocks,
@@ -250,12 +253,18 @@ int proxy_server::run() {
         }, asio::detached);
     }
 
+    // The file, the users file, the CA and the suffix list are read on a thread of their
+    // own: worker 0 serves requests meanwhile, and what fails to load fails the reload.
     asio::signal_set reload_signal(control, SIGHUP);
     asio::co_spawn(control, [&]() -> task<void> {
         for (;;) {
             auto [ec, signo] = co_await reload_signal.async_wait(use_tuple);
             if (ec) co_return;
-            reload(gates, m);
+            auto read = [path = config_path_] { return load_config_file(path); };
+            auto loaded = co_await off_thread(config_loader, std::move(read), clock::now() + reload_read_timeout);
+            if (!loaded) loaded.emplace(boost::system::in_place_error, config_path_ + ": not read within " +
+                                                                           std::to_string(reload_read_timeout.count()) + " s");
+            apply_reload(gates, m, std::move(*loaded));
         }
     }, asio::detached);
 
@@ -308,8 +317,7 @@ int proxy_server::run() {
     return 0;
 }
 
-void proxy_server::reload(host_gates& gates, metrics& m) {
-    auto loaded = load_config_file(config_path_);
+void proxy_server::apply_reload(host_gates& gates, metrics& m, loaded<config> loaded) {
     if (!loaded) {
         m.config_reload(false);
         log_.write(log_level::error, "config", "reload rejected, keeping the running config: " + loaded.error());

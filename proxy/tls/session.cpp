@@ -188,6 +188,13 @@ task<handshake_result> session::connect(timed_socket& origin, client_side& side,
     co_return r;
 }
 
+handshake_failure origin_handshake_failure(const handshake_result& hs) {
+    if (hs.ec == boost::beast::error::timeout)
+        return {errc::origin_connect_timeout, "TLS handshake not done within timeouts.connect"};
+    if (!hs.verify_error.empty()) return {errc::tls_certificate_error, hs.verify_error};
+    return {errc::tls_protocol_error, hs.ec.message()};
+}
+
 task<void> session::shutdown(timed_socket& connection) {
     const std::shared_ptr<session> s = connection.state_->tls;
     if (!s) co_return;

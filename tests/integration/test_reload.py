@@ -7,7 +7,10 @@ A: the file rewritten with an unknown key: the reload is rejected
 B: the file rewritten with defaults.concurrency 1, SIGHUP while requests are in flight
    and parked: they all complete with 200; config_reloads_total{result="success"} 1;
    /hosts shows configured_limit 1; a batch of slow requests started after the reload
-   reaches an origin peak of exactly 1."""
+   reaches an origin peak of exactly 1.
+C: a reload whose file does not come (the config path is a FIFO nobody writes yet): the
+   proxy keeps accepting and answering (worker 0 runs the accept loop: reading the file
+   there stalled every new connection); once the file comes, the reload applies."""
 import json
 import os
 import signal
@@ -130,6 +133,24 @@ def test(t):
     H.check(peak == 1, "after SIGHUP lowered concurrency from 2 to 1, new requests reached"
             " an origin peak of %d, expected exactly 1" % peak)
     H.check(proxy.alive(), "the proxy is gone:\n%s" % proxy.tail())
+
+    # C. A slow file system: the new file is a FIFO that nobody writes for a while.
+    text = H.dump_config(H.base_config(concurrency=2, rate=100, burst=100))
+    os.unlink(proxy.config_path)
+    os.mkfifo(proxy.config_path)
+    os.kill(proxy.pid, signal.SIGHUP)
+    time.sleep(0.2)
+    started = time.monotonic()
+    r = H.request(proxy, "http://%s:%d/while-reading" % (HOST, origin.port), timeout=5)
+    took = time.monotonic() - started
+    H.log("C. a reload waiting for its file: a new request answered %s in %.2f s" % (r.status, took))
+    H.check(r.status == 200 and took < 2, "while a reload waited for its file, a new request got %s after %.2f s"
+            % (r.status if not r.error else r.error, took))
+    ok_before = reloads(proxy)[0]
+    with open(proxy.config_path, "w") as f:  # opens once the proxy's reader is there
+        f.write(text)
+    H.check(H.wait_until(lambda: reloads(proxy)[0] == ok_before + 1, timeout=5),
+            "the reload did not apply once its file came: reloads (success, failure) %s\n%s" % (reloads(proxy), proxy.tail()))
 
 
 if __name__ == "__main__":

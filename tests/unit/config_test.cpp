@@ -1,4 +1,5 @@
 #include "politeproxy/config/config_load.hpp"
+#include "politeproxy/policy/public_suffixes.hpp"
 
 #include <doctest/doctest.h>
 
@@ -122,6 +123,17 @@ TEST_CASE("groups: a concurrency cap per level") {
     CHECK(load_error("groups: { domain: {} }\n").find("'concurrency' is required") != std::string::npos);
     CHECK(load_error("groups: { domain: { rate: 1 } }\n").find("unknown key 'rate'") != std::string::npos);
     CHECK(load_error("groups: { street: { concurrency: 1 } }\n").find("unknown key 'street'") != std::string::npos);
+}
+
+TEST_CASE("the Public Suffix List is loaded with a config that needs registrable domains, and only then") {
+    // Loaded with the file (at start, on a reload's thread): never lazily while a request waits.
+    for (const char* yaml : {"defaults: { key: domain }\n", "groups: { domain: { concurrency: 4 } }\n"}) {
+        CAPTURE(yaml);
+        const config c = load_ok(yaml);
+        REQUIRE(c.suffixes);
+        CHECK(c.suffixes->registrable_domain("a.b.example.co.uk") == "example.co.uk");
+    }
+    CHECK_FALSE(load_ok("defaults: { key: host }\n").suffixes);
 }
 
 TEST_CASE("robots: off by default, honor with its bounds") {

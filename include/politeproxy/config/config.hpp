@@ -14,6 +14,8 @@
 
 namespace politeproxy {
 
+class public_suffixes;
+
 class proxy_users;
 
 using namespace std::chrono_literals;
@@ -186,6 +188,9 @@ struct config {
     tls_config tls;
     std::optional<fleet_config> fleet;  ///< absent: this process alone
     robots_config robots;
+    /// The Public Suffix List, loaded with the file when `key: domain` or groups.domain
+    /// need it (null otherwise): read once per load, never while a request waits.
+    std::shared_ptr<const public_suffixes> suffixes;
 
     /// The override that applies to `key` on `today` (most specific match, unexpired),
     /// or nullptr for defaults.

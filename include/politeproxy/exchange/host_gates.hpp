@@ -115,12 +115,9 @@ struct host_counts {
     bool operator==(const host_counts&) const = default;
 };
 
-
 namespace fleet {
 struct lease_answer;
 }
-
-class public_suffixes;
 
 struct acquire_result {
     permit granted;                ///< empty unless ec is clear
@@ -300,6 +297,8 @@ private:
     /// Shares a decision of this process's health controller with the fleet.
     void publish_locked(const host_entry& e, clock::time_point now) const;
     /// Every tracked host applies its limits again (config, fleet state) and wakes who can go.
+    /// `f(entry, now, wake)` runs first under the shard lock; the waiters it adds to `wake`
+    /// are woken with the rest once the lock is let go (the header's locking rule).
     template <class F>
     void for_each_entry_reapplying(F&& f);
     /// `how` is counted in the host's outcomes unless the permit ended no request (`counted`).
@@ -314,11 +313,8 @@ private:
     void choose_groups(const host_entry& e, const std::string& address, group_ladder& ladder);
     /// groups.domain: `e` joins its registrable domain's gate, or none (under e's shard lock).
     void join_domain_group(const config& cfg, host_entry& e);
-    const public_suffixes& suffixes() const;
 
     mutable std::mutex config_mutex_;
-    mutable std::once_flag suffixes_loaded_;
-    mutable std::unique_ptr<public_suffixes> suffixes_;  ///< key: domain
     std::shared_ptr<const config> config_;
     bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)
     std::array<shard, shard_count> shards_;

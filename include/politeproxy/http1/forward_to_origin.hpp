@@ -151,15 +151,9 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
                 const auto hs = co_await tls::session::connect(*origin, *ctx.origin_tls, target.key, may_h2);
                 origin->expires_never();
                 if (hs.ec) {
-                    const errc why = hs.ec == beast::error::timeout ? errc::origin_connect_timeout
-                                     : hs.verify_error.empty()      ? errc::tls_protocol_error
-                                                                    : errc::tls_certificate_error;
-                    trip.connect_failed(why);
-                    const std::string details = !hs.verify_error.empty() ? hs.verify_error
-                                                : why == errc::origin_connect_timeout
-                                                    ? std::string("TLS handshake not done within timeouts.connect")
-                                                    : hs.ec.message();
-                    co_return co_await down.answer(why, details);
+                    const auto failure = tls::origin_handshake_failure(hs);
+                    trip.connect_failed(failure.why);
+                    co_return co_await down.answer(failure.why, failure.details);
                 }
                 speaks_h2 = hs.protocol == "h2";
             }

@@ -1,5 +1,5 @@
 #pragma once
-#include "politeproxy/config/config.hpp"
+#include "politeproxy/config/config_load.hpp"
 #include "politeproxy/base/log.hpp"
 
 #include <memory>
@@ -22,7 +22,8 @@ public:
     int run();
 
 private:
-    void reload(host_gates& gates, metrics& m);
+    /// A reloaded config (read off the workers) replaces the running one, or is refused.
+    void apply_reload(host_gates& gates, metrics& m, loaded<config> loaded);
 
     std::string config_path_;
     std::shared_ptr<const config> cfg_;

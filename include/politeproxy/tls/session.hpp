@@ -5,6 +5,7 @@
 // timed_socket's reads and writes go through the session, so everything that speaks
 // HTTP/1.1 over a timed_socket speaks it over TLS unchanged. OpenSSL through Asio's
 // ssl::stream; its headers stay in session.cpp.
+#include "politeproxy/base/error.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/net/timed_socket.hpp"
 #include "politeproxy/tls/certificate_authority.hpp"
@@ -60,6 +61,15 @@ struct handshake_result {
     std::string server_name;   ///< the SNI a client sent (accept; empty when none)
     std::string protocol;      ///< the ALPN protocol agreed ("h2", "http/1.1"; empty when none)
 };
+
+/// Why a handshake with an origin failed, as every path that connects to origins counts
+/// and answers it: origin_connect_timeout when the socket's deadline passed,
+/// tls_certificate_error when the certificate did not verify, else tls_protocol_error.
+struct handshake_failure {
+    errc why;
+    std::string details;
+};
+handshake_failure origin_handshake_failure(const handshake_result& hs);
 
 /// The state of one TLS connection, owned by its timed_socket.
 class session {
