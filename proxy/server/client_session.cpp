@@ -150,7 +150,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         const auto credentials = cfg->security.users && !in_tls ? credentials_of(header.get()) : proxy_credentials{};
         std::optional<auth_refusal> auth_refused;
         if (credentials.required && !rec && allowed && !verdict.refusal)
-            auth_refused = co_await refuse_credentials(ctx, *cfg, credentials);
+            auth_refused = co_await refuse_credentials(ctx, *cfg, credentials, peer.address().to_string());
         if (rec) {
             if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
             const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());

@@ -39,6 +39,12 @@ namespace {
 // (nghttp2 lets it through: it is not connection-specific in HTTP/2's sense).
 bool for_the_proxy(std::string_view name) { return name == "proxy-authorization"; }
 
+std::string peer_address(timed_socket& client) {
+    boost::system::error_code ec;
+    const auto peer = client.socket().remote_endpoint(ec);
+    return ec ? std::string() : peer.address().to_string();
+}
+
 request_verdict refused(errc why, const char* details) {
     request_verdict v;
     v.refusal = why;
@@ -184,7 +190,9 @@ public:
                    clock::now()),
           idle_(cfg.defaults.timeouts.idle),
           drained_(client.get_executor()),
-          finished_(client.get_executor()) {}
+          finished_(client.get_executor()),
+          peer_(peer_address(client)),
+          credentials_checked_(client.get_executor()) {}
 
     proxy_context& ctx() { return ctx_; }
     http2::server_session& session() { return session_; }
@@ -268,6 +276,7 @@ public:
         drained_.notify();  // a response waiting for the window stops waiting
         streams_.erase(it);
         set_deadline();
+        if (credentials_refused_) drain();  // wrong credentials came: the connection ends
         if (draining_ && streams_.empty()) flush();  // then the close
     }
 
@@ -307,6 +316,28 @@ private:
 
     task<void> serve_stream(std::shared_ptr<h2_stream> s);
 
+    // One credential check at a time on a connection, and none after a wrong one, so its
+    // streams cannot queue a hash each: a wrong guess ends the connection (GOAWAY), as on
+    // HTTP/1.1, and the streams already open are answered 407 unhashed. Missing
+    // credentials leave it open (the client's retry with them).
+    task<std::optional<auth_refusal>> check_credentials(const config& cfg, const proxy_credentials& credentials) {
+        while (checking_credentials_ && !credentials_refused_) co_await credentials_checked_.wait();
+        if (credentials_refused_)
+            co_return auth_refusal{errc::proxy_auth_required, "wrong credentials ended this connection", {}};
+        struct turn {
+            h2_connection& c;
+            explicit turn(h2_connection& conn) : c(conn) { c.checking_credentials_ = true; }
+            ~turn() {
+                c.checking_credentials_ = false;
+                c.credentials_checked_.notify();
+            }
+        } const mine(*this);
+        auto refused = co_await refuse_credentials(ctx_, cfg, credentials, peer_);
+        if (refused && refused->why == errc::proxy_auth_required && credentials.fields > 0)
+            credentials_refused_ = true;  // the GOAWAY follows once this stream's 407 is out (on_stream_closed)
+        co_return refused;
+    }
+
     void done_one() {
         if (--running_ == 0) finished_.notify();
     }
@@ -324,6 +355,10 @@ private:
     bool writing_ = false;
     bool closed_ = false;
     bool draining_ = false;  ///< GOAWAY sent for a drain
+    const std::string peer_;  ///< the client's address: whose turn a new credential's hash takes
+    bool checking_credentials_ = false;
+    bool credentials_refused_ = false;  ///< a wrong credential came: the connection is ending
+    event credentials_checked_;
 };
 
 task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
@@ -355,7 +390,7 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         credentials.required = true;
         for (const auto& f : head.fields)
             if (f.name == "proxy-authorization") credentials.add(f.value);
-        if (const auto refused = co_await refuse_credentials(ctx_, *cfg, credentials); refused) {
+        if (const auto refused = co_await check_credentials(*cfg, credentials); refused) {
             co_await down.answer(refused->why, refused->details, refused->retry_after);
             co_return;
         }

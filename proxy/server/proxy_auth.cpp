@@ -9,7 +9,7 @@
 namespace politeproxy {
 
 task<std::optional<auth_refusal>> refuse_credentials(proxy_context& ctx, const config& cfg,
-                                                     proxy_credentials credentials) {
+                                                     proxy_credentials credentials, std::string client) {
     if (!credentials.required || !cfg.security.users) co_return std::nullopt;
     if (credentials.fields == 0)
         co_return auth_refusal{errc::proxy_auth_required, "Proxy-Authorization is required (security.users_file)", {}};
@@ -17,7 +17,7 @@ task<std::optional<auth_refusal>> refuse_credentials(proxy_context& ctx, const c
         co_return auth_refusal{errc::proxy_auth_required, "more than one Proxy-Authorization field", {}};
     auto verdict = cfg.security.users->recall(credentials.value);
     if (!verdict) {  // new credentials: hashed off this thread
-        auto checked = co_await ctx.passwords.check(cfg.security.users, std::string(credentials.value));
+        auto checked = co_await ctx.passwords.check(cfg.security.users, std::string(credentials.value), std::move(client));
         if (checked.busy)
             co_return auth_refusal{errc::auth_checks_busy, "too many new credentials are waiting to be checked",
                                    std::chrono::seconds(1)};

@@ -13,7 +13,9 @@
 #include <crypt.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <thread>
+#include <vector>
 
 using namespace politeproxy;
 namespace asio = boost::asio;
@@ -50,8 +52,8 @@ TEST_CASE("a check runs off the caller's thread, which goes on meanwhile, and re
     int ticks = 0;
     bool resumed_here = false;
     asio::co_spawn(ioc, [&]() -> task<void> {
-        right = co_await checks.check(users, basic("crawler:s3cret"));
-        wrong = co_await checks.check(users, basic("crawler:guess"));
+        right = co_await checks.check(users, basic("crawler:s3cret"), "192.0.2.1");
+        wrong = co_await checks.check(users, basic("crawler:guess"), "192.0.2.1");
         resumed_here = ioc.get_executor().running_in_this_thread();
     }, asio::detached);
     // The loop's other work goes on while the hashing runs.
@@ -77,12 +79,12 @@ TEST_CASE("a check runs off the caller's thread, which goes on meanwhile, and re
 TEST_CASE("beyond max_pending a check is busy at once; the count falls when a check ends") {
     const auto users = slow_users();
     asio::io_context ioc(1);
-    password_checks checks(1, 30s);
+    password_checks checks(1, 16, 30s);
     std::optional<password_checks::result> first, second, third;
-    asio::co_spawn(ioc, [&]() -> task<void> { first = co_await checks.check(users, basic("crawler:s3cret")); },
+    asio::co_spawn(ioc, [&]() -> task<void> { first = co_await checks.check(users, basic("crawler:s3cret"), "192.0.2.1"); },
                    asio::detached);
     asio::co_spawn(ioc, [&]() -> task<void> {
-        second = co_await checks.check(users, basic("crawler:other"));
+        second = co_await checks.check(users, basic("crawler:other"), "192.0.2.1");
         CHECK_FALSE(first);  // answered while the first was still hashing
     }, asio::detached);
     ioc.run();
@@ -91,7 +93,7 @@ TEST_CASE("beyond max_pending a check is busy at once; the count falls when a ch
     CHECK(first->user == "crawler");
     CHECK(second->busy);
     ioc.restart();
-    asio::co_spawn(ioc, [&]() -> task<void> { third = co_await checks.check(users, basic("crawler:s3cret")); },
+    asio::co_spawn(ioc, [&]() -> task<void> { third = co_await checks.check(users, basic("crawler:s3cret"), "192.0.2.1"); },
                    asio::detached);
     ioc.run();
     REQUIRE(third);
@@ -101,11 +103,11 @@ TEST_CASE("beyond max_pending a check is busy at once; the count falls when a ch
 TEST_CASE("a check that waits longer than max_wait is busy; one whose waiter gave up before it started is skipped") {
     const auto users = slow_users();
     asio::io_context ioc(1);
-    password_checks checks(8, 100ms);
+    password_checks checks(8, 16, 100ms);
     std::optional<password_checks::result> first, second;
-    asio::co_spawn(ioc, [&]() -> task<void> { first = co_await checks.check(users, basic("crawler:s3cret")); },
+    asio::co_spawn(ioc, [&]() -> task<void> { first = co_await checks.check(users, basic("crawler:s3cret"), "192.0.2.1"); },
                    asio::detached);
-    asio::co_spawn(ioc, [&]() -> task<void> { second = co_await checks.check(users, basic("crawler:other")); },
+    asio::co_spawn(ioc, [&]() -> task<void> { second = co_await checks.check(users, basic("crawler:other"), "192.0.2.1"); },
                    asio::detached);
     ioc.run();
     REQUIRE(first);
@@ -131,7 +133,7 @@ TEST_CASE("many checks of the same new credentials cost one hash: the rest are a
         int right = 0;
         for (int i = 0; i < n; ++i)
             asio::co_spawn(ioc, [&]() -> task<void> {
-                if ((co_await checks.check(users, basic("crawler:s3cret"))).user == "crawler") ++right;
+                if ((co_await checks.check(users, basic("crawler:s3cret"), "192.0.2.1")).user == "crawler") ++right;
             }, asio::detached);
         const auto start = clock::now();
         ioc.restart();
@@ -142,4 +144,47 @@ TEST_CASE("many checks of the same new credentials cost one hash: the rest are a
     const auto one = timed(1);
     const auto twenty = timed(20);
     CHECK(twenty < 3 * one);  // twenty hashes would take twenty times as long
+}
+
+TEST_CASE("clients take turns: a guesser's queue delays another client's first check by one hash at most") {
+    const auto users = slow_users();
+    asio::io_context ioc(1);
+    password_checks checks;
+    std::vector<std::string> done;  // who was answered, in order
+    for (int i = 0; i < 6; ++i)
+        asio::co_spawn(ioc, [&, i]() -> task<void> {
+            auto r = co_await checks.check(users, basic("crawler:guess" + std::to_string(i)), "198.51.100.66");
+            CHECK_FALSE(r.busy);
+            done.push_back("guess");
+        }, asio::detached);
+    asio::co_spawn(ioc, [&]() -> task<void> {
+        auto r = co_await checks.check(users, basic("crawler:s3cret"), "192.0.2.1");
+        CHECK(r.user == "crawler");
+        done.push_back("login");
+    }, asio::detached);
+    ioc.run();
+    REQUIRE(done.size() == 7);
+    // The guesser's first check may have been hashing already; the login comes next.
+    CHECK(std::find(done.begin(), done.end(), "login") - done.begin() <= 1);
+}
+
+TEST_CASE("one client holds at most max_per_client places: beyond them it is busy, others are not") {
+    const auto users = slow_users();
+    asio::io_context ioc(1);
+    password_checks checks(256, 2, 30s);
+    int busy = 0, judged = 0;
+    for (int i = 0; i < 4; ++i)  // the first may be taken off the queue at once: 3 or 2 queued, the rest busy
+        asio::co_spawn(ioc, [&, i]() -> task<void> {
+            auto r = co_await checks.check(users, basic("crawler:guess" + std::to_string(i)), "198.51.100.66");
+            ++(r.busy ? busy : judged);
+        }, asio::detached);
+    std::optional<password_checks::result> other;
+    asio::co_spawn(ioc, [&]() -> task<void> { other = co_await checks.check(users, basic("crawler:s3cret"), "192.0.2.1"); },
+                   asio::detached);
+    ioc.run();
+    CHECK(busy >= 1);
+    CHECK(judged >= 2);
+    REQUIRE(other);
+    CHECK_FALSE(other->busy);
+    CHECK(other->user == "crawler");
 }

@@ -40,7 +40,8 @@ struct auth_refusal {
 
 /// Nothing when `credentials` are not required or name a user with the right password
 /// (then the request counts under its user when metrics.per_user is on).
+/// `client` (the peer's address) takes its turn with other clients' for new credentials.
 task<std::optional<auth_refusal>> refuse_credentials(proxy_context& ctx, const config& cfg,
-                                                     proxy_credentials credentials);
+                                                     proxy_credentials credentials, std::string client);
 
 }  // namespace politeproxy
