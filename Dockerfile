@@ -1,11 +1,26 @@
-# politeproxy: build on Debian 12, run as a non-root user on a slim Debian 12.
+# politeproxy: build on Debian 12, run as a non-root user (politeproxy) on a slim Debian 12.
 #   docker build -t politeproxy .
-#   docker run -v $PWD/users.htpasswd:/etc/politeproxy/users.htpasswd:ro -p 3128:3128 -p 9464:9464 politeproxy
-# The baked-in config (conf/politeproxy.docker.yaml) listens on 0.0.0.0 inside the
-# container for private-range clients, so it needs proxy users (the proxy refuses to be
-# an open proxy): mount an htpasswd file (htpasswd -B -c users.htpasswd NAME). Override
-# the addresses with --listen / --admin-listen (appended to the entrypoint), or mount
-# your own file at /etc/politeproxy/politeproxy.yaml.
+#
+# Three configs are baked in (README.md, "Run it in a container"); the last --config wins:
+#   /etc/politeproxy/politeproxy.yaml            the default (conf/politeproxy.docker.yaml):
+#       loopback only, nothing to mount. The proxy on the host's 127.0.0.1:3128, /readyz and
+#       /metrics on 127.0.0.1:9464:
+#         docker run --rm --network host politeproxy
+#   /etc/politeproxy/politeproxy-users.yaml      published ports (conf/politeproxy.docker-users.yaml):
+#       all interfaces, private-range clients, so proxy users are required: mount an htpasswd
+#       file (htpasswd -B -c users.htpasswd NAME) at /etc/politeproxy/users.htpasswd:
+#         docker run -d -p 127.0.0.1:3128:3128 -p 127.0.0.1:9464:9464 \
+#           -v $PWD/users.htpasswd:/etc/politeproxy/users.htpasswd:ro \
+#           politeproxy --config /etc/politeproxy/politeproxy-users.yaml
+#   /etc/politeproxy/politeproxy-intercept.yaml  the same plus tls.mode intercept (conf/politeproxy.docker-intercept.yaml):
+#       also mount the CA volume, written once with --gen-ca:
+#         docker run --rm -v politeproxy-ca:/var/lib/politeproxy/ca politeproxy --gen-ca /var/lib/politeproxy/ca
+#         docker run -d -p 127.0.0.1:3128:3128 -p 127.0.0.1:9464:9464 \
+#           -v $PWD/users.htpasswd:/etc/politeproxy/users.htpasswd:ro -v politeproxy-ca:/var/lib/politeproxy/ca:ro \
+#           politeproxy --config /etc/politeproxy/politeproxy-intercept.yaml
+# Or mount your own file over /etc/politeproxy/politeproxy.yaml; check one with
+#   docker run --rm politeproxy --check-config /etc/politeproxy/politeproxy.yaml
+# --listen / --admin-listen (appended too) override the addresses.
 FROM debian:12 AS build
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -31,8 +46,11 @@ RUN apt-get update -qq \
  && useradd --system --no-create-home --shell /usr/sbin/nologin politeproxy \
  && install -d -o politeproxy -g politeproxy -m 0700 /var/lib/politeproxy/ca
 COPY --from=build /src/build/politeproxy /usr/local/bin/politeproxy
-# Listens on the container's interfaces and admits private-range clients; see the file.
+# The default: loopback only, no users file, no CA (a plain `docker run politeproxy` starts).
 COPY conf/politeproxy.docker.yaml /etc/politeproxy/politeproxy.yaml
+# For published ports: need /etc/politeproxy/users.htpasswd mounted (and, intercepting, the CA volume).
+COPY conf/politeproxy.docker-users.yaml /etc/politeproxy/politeproxy-users.yaml
+COPY conf/politeproxy.docker-intercept.yaml /etc/politeproxy/politeproxy-intercept.yaml
 USER politeproxy
 EXPOSE 3128 9464
 # tls.mode intercept: the CA lives here (a volume; `politeproxy --gen-ca /var/lib/politeproxy/ca`
