@@ -8,12 +8,16 @@ import time
 import traceback
 
 from scenarios_aborts import AbortScenarios
+from scenarios_desync import DesyncScenarios
+from scenarios_fleet import FleetScenarios
+from scenarios_h2c import H2cScenarios
 from scenarios_http import HttpScenarios
 from scenarios_tunnels import TunnelScenarios
 from soak_config import SCENARIO_BUDGET
 
 
-class Soak(HttpScenarios, AbortScenarios, TunnelScenarios):
+class Soak(HttpScenarios, AbortScenarios, TunnelScenarios, DesyncScenarios, H2cScenarios,
+           FleetScenarios):
     """All the scenarios (scn_NAME methods) over one shared ScenarioBase state."""
 
 
@@ -22,6 +26,7 @@ SCENARIOS = [  # (name, weight)
     ("expect100", 2), ("keepalive", 10), ("throttle", 5), ("fault", 7), ("ephemeral", 3),
     ("abort_header", 4), ("abort_body", 3), ("abort_parked", 4), ("abort_response", 4),
     ("connect", 5), ("connect_denied", 1),
+    ("desync", 10), ("desync_late", 4), ("h2c", 6), ("fleet", 5), ("tls", 5),
 ]
 
 

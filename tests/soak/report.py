@@ -9,8 +9,10 @@ from sampling import fmt_count, fmt_mib
 from soak_config import FD_SLACK, SAMPLE_EVERY
 
 
-def report(args, info, tally, samples, end_sample, checks, rss_first):
+def report(args, info, tally, watched, checks, desync):
     w = sys.stdout.write
+    main = watched[0]
+    samples, end_sample = main.samples, main.end_sample
     load = info.get("load_len", 0.0)
     w("\n==================== politeproxy soak summary ====================\n")
     w("binary          %s\n" % args.proxy)
@@ -29,23 +31,27 @@ def report(args, info, tally, samples, end_sample, checks, rss_first):
     w("\nscenario runs (one connection each) and mean seconds per run:\n  ")
     w(", ".join("%s %d x %.2fs" % (k, tally.scn_runs[k], tally.scn_time[k] / tally.scn_runs[k])
                 for k in sorted(tally.scn_runs)) + "\n")
-    rss = info.get("rss", {})
-    w("\nRSS (MiB)       first %s (before load), warm-up mean %s, last-window mean %s, "
-      "last sample %s, max %s\n" % (
-          fmt_mib(rss_first), fmt_mib(rss.get("warm_mean")), fmt_mib(rss.get("tail_mean")),
-          fmt_mib(end_sample.rss if end_sample else rss.get("last")), fmt_mib(rss.get("max"))))
-    w("fds             baseline %s, end %s (allowed <= baseline + %d), max during load %s\n"
-      % (info.get("fd_base"), info.get("fd_end"), FD_SLACK, info.get("fd_max")))
-    if info.get("fd_new") not in (None, "none"):
-        w("                changed descriptors at the end: %s\n" % info["fd_new"])
+    w("\nper proxy (RSS MiB: first before the load, warm-up mean, last-window mean, last, max;"
+      " fds: baseline, end (allowed <= baseline + %d), max during the load):\n" % FD_SLACK)
+    for wt in watched:
+        rss, pi = wt.info.get("rss", {}), wt.info
+        last = wt.end_sample.rss if wt.end_sample else rss.get("last")
+        w("  %-8s RSS %s, %s, %s, %s, %s; fds %s, %s, %s; CPU %s s; exit %s\n" % (
+            wt.name, fmt_mib(wt.rss_first), fmt_mib(rss.get("warm_mean")),
+            fmt_mib(rss.get("tail_mean")), fmt_mib(last), fmt_mib(rss.get("max")),
+            wt.fd_base, pi.get("fd_end"), pi.get("fd_max"),
+            "-" if pi.get("cpu") is None else "%.1f" % pi["cpu"], pi.get("exit")))
+        if pi.get("fd_new") not in (None, "none"):
+            w("           changed descriptors at the end: %s\n" % pi["fd_new"])
+    w("\n")
     if "reloads" in info:
         v, i, ok_n, fail_n = info["reloads"]
         w("reloads         %d valid sent -> success %d; %d invalid sent -> failure %d\n"
           % (v, ok_n, i, fail_n))
     w("origin peak     max in flight per host seen by the origin: %s\n" % info.get("origin_peak"))
-    if info.get("cpu") is not None:
-        w("proxy CPU       %.1f s user+system over the run (%.1f ms per request)\n"
-          % (info["cpu"], 1000 * info["cpu"] / max(1, tally.requests)))
+    if main.info.get("cpu") is not None:
+        w("proxy CPU       soak proxy: %.2f ms per request (of all the run's requests)\n"
+          % (1000 * main.info["cpu"] / max(1, tally.requests)))
     if info.get("outcomes"):
         w("proxy counted   requests_total by outcome: %s\n" % ", ".join(
             "%s %d" % (k, v) for k, v in sorted(info["outcomes"].items())))
@@ -65,12 +71,14 @@ def report(args, info, tally, samples, end_sample, checks, rss_first):
                 "-" if p95 is None else "%.0f" % (p95 * 1000)))
         for i in range(0, len(row), 4):
             w("  " + "   ".join("%-24s" % r for r in row[i:i + 4]).rstrip() + "\n")
-    lg = info.get("log")
-    if lg:
-        w("\nproxy log: %d lines; %s\n" % (lg["lines"], ", ".join(
-            "%s %d" % kv for kv in sorted(lg["levels"].items())) or "no levels"))
-        for line in lg["notable"]:
-            w("  | %s\n" % line[:200])
+    for wt in watched:
+        lg = wt.info.get("log")
+        if lg:
+            w("\n%s log: %d lines; %s\n" % (wt.name, lg["lines"], ", ".join(
+                "%s %d" % kv for kv in sorted(lg["levels"].items())) or "no levels"))
+            for line in lg["notable"]:
+                w("  | %s\n" % line[:200])
+    tagged_summary(w, info, tally, desync)
     w("\nsamples (every %.0f s; t from load start):\n" % SAMPLE_EVERY)
     w("  %7s %9s %5s %9s %7s %7s\n" % ("t", "rss MiB", "fds", "requests", "conns", "hosts"))
     step = max(1, len(samples) // 24)
@@ -95,6 +103,24 @@ def report(args, info, tally, samples, end_sample, checks, rss_first):
         w("  %-4s %-52s %s\n" % ("ok" if ok else "FAIL", name, text))
     w("==================================================================\n")
     sys.stdout.flush()
+
+
+def tagged_summary(w, info, tally, desync):
+    """Requests with ids, what the desync origin did, the fleet's outage."""
+    kinds, late, nv, _ = desync.summary()
+    w("\nrequests with ids: %s\n" % ", ".join(
+        "%s %d" % kv for kv in sorted(tally.counts.items()) if "outage" not in kv[0]))
+    w("desync origin answered: %s; late stray bytes %s; violations %d\n" % (
+        ", ".join("%s %d" % kv for kv in sorted(kinds.items())),
+        ", ".join("%s %d" % kv for kv in sorted(late.items())) or "none", nv))
+    if info.get("fleet"):
+        w("fleet store:    %s\n" % info.get("outage", ""))
+        for name, mode, up, degraded in info["fleet"]:
+            w("  %-8s %-11s fleet_store_up %s at the end, degraded %s s\n" % (
+                name, mode, up, "-" if degraded is None else "%.1f" % degraded))
+        for k, n in sorted(tally.counts.items()):
+            if "outage" in k:
+                w("  %-64s %6d\n" % (k, n))
 
 
 def log_summary(proxy):

@@ -5,16 +5,19 @@
 
 Runs the real proxy for --minutes (default 10, at most 10) against loopback origins
 while a bounded pool of client threads sends a mix of well-behaved and misbehaving
-traffic, reloads the configuration every ~20 s (now and then with an invalid file), and
-samples the proxy's RSS and open descriptors every ~5 s. At the end it stops the
-clients, lets the proxy settle (up to 15 s) and checks that nothing leaked: no slot or
-parked request left in any host, descriptors back to the baseline, RSS flat after
-warm-up, every request answered exactly once. Exit 0 on pass, 1 on fail (3 when the
-hard time limit, --minutes + 1 minute, is hit; 4 on SIGINT/SIGTERM). See
-tests/soak/README.md, which also lists the modules this entry point puts together.
+traffic (HTTP/1.1, h2c, CONNECT tunnels, an origin that desyncs on purpose), reloads the
+configuration every ~20 s (now and then with an invalid file), and samples the proxy's
+RSS and open descriptors every ~5 s. Two more proxies form a fleet over a redis-server
+of the run's own, intercept TLS, and see the store killed and restarted mid-run. At the
+end it stops the clients, lets the proxies settle (up to 15 s) and checks that nothing
+leaked in any of them: no slot or parked request left in any host, descriptors back to
+the baseline, RSS flat after warm-up; and that every request was answered exactly once,
+by its own answer (ids). Exit 0 on pass, 1 on fail (3 when the hard time limit,
+--minutes + 75 s, is hit; 4 on SIGINT/SIGTERM). See tests/soak/README.md, which also
+lists the modules this entry point puts together.
 
 It reuses tests/integration/harness.py (Proxy, TestContext, base_config, metrics
-parsing, RawServer) and origin.py (Origin).
+parsing, RawServer), origin.py (Origin) and redis_store.py (RedisStore).
 """
 
 import argparse
@@ -29,18 +32,21 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "integration"))
 import harness as H  # noqa: E402
+from desync_origin import DesyncOrigin  # noqa: E402
 from fault_origins import EchoServer, FaultOrigin  # noqa: E402
+from fleet import Fleet  # noqa: E402
 from load import Soak, join_clients, start_clients  # noqa: E402
 from proxy_admin import end_state  # noqa: E402
 from reloads import Reloader  # noqa: E402
 from report import log_summary, report  # noqa: E402
-from sampling import (cpu_seconds, fd_count, fd_table, fmt_mib, rss_kib,  # noqa: E402
-                      sample_line, take_sample, write_csv)
-from soak_config import (CLIENT_MAX, MAX_MINUTES, RELOAD_EVERY, SAMPLE_EVERY,  # noqa: E402
-                         SETTLE_MAX, TEARDOWN_BUDGET, make_config)
+from sampling import fmt_mib, other_proxies_line, sample_line, write_csv  # noqa: E402
+from soak_client import marker_hits  # noqa: E402
+from soak_config import (CLIENT_MAX, MAX_MINUTES, OUTAGE_FOR, RELOAD_EVERY,  # noqa: E402
+                         SAMPLE_EVERY, SETTLE_MAX, TEARDOWN_BUDGET, make_config)
 from tally import Tally  # noqa: E402
 from verdicts import (leak_checks, reload_check, request_checks, rss_check,  # noqa: E402
                       settle)
+from watched import Watched  # noqa: E402
 
 
 def parse_args(argv):
@@ -48,7 +54,7 @@ def parse_args(argv):
     ap.add_argument("--proxy", default=None,
                     help="the politeproxy binary (default: $POLITEPROXY_BIN)")
     ap.add_argument("--minutes", type=float, default=10.0,
-                    help="length of the run, 0.5..10 (default 10); teardown adds <= 1 min")
+                    help="length of the run, 0.5..10 (default 10); teardown adds <= 75 s")
     ap.add_argument("--clients", type=int, default=24,
                     help="client threads, 1..%d (default 24)" % CLIENT_MAX)
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
@@ -66,8 +72,17 @@ def parse_args(argv):
     return a
 
 
+def _kill_stores(ctx):
+    for st in ctx.stores:      # redis-server, by PID (PDEATHSIG would get it too)
+        try:
+            st.kill()
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def start_watchdog(ctx, t_start, hard_end):
-    """At hard_end, or on SIGINT/SIGTERM: say so, SIGKILL the proxy, exit 3 (4)."""
+    """At hard_end, or on SIGINT/SIGTERM: say so, SIGKILL the proxies and the store,
+    exit 3 (4)."""
     def on_timeout():
         print("FAIL soak: hard time limit (%.1f min) reached; killing the proxy"
               % ((hard_end - t_start) / 60), flush=True)
@@ -76,11 +91,13 @@ def start_watchdog(ctx, t_start, hard_end):
         except Exception:  # noqa: BLE001
             pass
         H._kill_all_live()
+        _kill_stores(ctx)
         os._exit(3)
 
     def on_signal(signum, _frame):
         print("FAIL soak: interrupted by signal %d" % signum, flush=True)
         H._kill_all_live()
+        _kill_stores(ctx)
         os._exit(4)
 
     watchdog = threading.Timer(hard_end - time.monotonic(), on_timeout)
@@ -91,33 +108,41 @@ def start_watchdog(ctx, t_start, hard_end):
     return watchdog
 
 
-def watch_load(proxy, origin, tally, reloader, t_load, load_end, samples, origin_peaks,
+def watch_load(watched, origins, fleet, tally, reloader, t_load, load_end, origin_peaks,
                fails):
-    """The monitor, on the main thread until load_end: the proxy's life (twice a second),
-    a sample every SAMPLE_EVERY s, a reload every RELOAD_EVERY s, and once a minute the
-    origin's peaks kept and its records dropped."""
+    """The monitor, on the main thread until load_end: the proxies' life (twice a
+    second), a sample of each every SAMPLE_EVERY s, a reload of the soak proxy every
+    RELOAD_EVERY s, the fleet store's outage, and once a minute the origins' peaks kept
+    and their records dropped."""
+    main = watched[0]
     next_sample = t_load + SAMPLE_EVERY
     next_reload = t_load + RELOAD_EVERY
     next_origin_reset = t_load + 60
-    samples.append(take_sample(proxy, tally, 0.0))
-    prev = samples[0]
+    for w in watched:
+        w.sample(tally, 0.0)
+    prev = main.samples[0]
     while time.monotonic() < load_end:
-        if not proxy.alive():
-            fails.append(("proxy alive", "the proxy died during the load (exit code %s)"
-                          % proxy.proc.returncode))
+        dead = [w for w in watched if not w.proxy.alive()]
+        if dead:
+            for w in dead:
+                fails.append(("[%s] proxy alive" % w.name, "the proxy died during the load"
+                              " (exit code %s)" % w.proxy.proc.returncode))
             break
         now = time.monotonic()
+        fleet.tick(now, t_load)
         if now >= next_sample:
             next_sample += SAMPLE_EVERY
-            s = take_sample(proxy, tally, now - t_load)
-            samples.append(s)
+            s = main.sample(tally, now - t_load)
             H.log(sample_line(s, prev, reloader.valid, reloader.invalid))
+            H.log(other_proxies_line([(w.name, w.sample(tally, now - t_load))
+                                      for w in watched[1:]]))
             prev = s
         if now >= next_origin_reset:
             next_origin_reset += 60
-            for h, st in origin.stats().items():
+            for h, st in origins[0].stats().items():
                 origin_peaks[h] = max(origin_peaks[h], st["peak"])
-            origin.reset()   # origin.py keeps per-request records; bound them
+            for o in origins:
+                o.reset()   # origin.py keeps per-request records; bound them
         if now >= next_reload and now < load_end - 5:
             next_reload += RELOAD_EVERY
             reloader.reload()
@@ -135,36 +160,42 @@ def main(argv=None):
     tally = Tally()
     fails = []      # (check, message)
     checks = []     # (check, ok, text)
-    samples = []
     info = {}
-    faults = echo = None
+    faults = echo = desync = None
     rc = 1
     try:
         origin = ctx.origin()
         faults = FaultOrigin()
         echo = EchoServer()
-        H.log("fault origin on 127.0.0.1:%d, echo on 127.0.0.1:%d" % (faults.port, echo.port))
-        proxy = ctx.proxy(make_config(echo.port), name="soak")  # main thread: PDEATHSIG
+        desync = DesyncOrigin()
+        H.log("fault origin on 127.0.0.1:%d, echo on 127.0.0.1:%d, desync origin on"
+              " 127.0.0.1:%d" % (faults.port, echo.port, desync.port))
+        # proxies and redis-server from the main thread: PDEATHSIG
+        proxy = ctx.proxy(make_config(echo.port), name="soak")
+        fleet = Fleet(ctx)
         time.sleep(0.5)
-        fd_base = fd_count(proxy.pid)
-        fd_base_table = fd_table(proxy.pid)
-        rss_first = rss_kib(proxy.pid)
-        H.log("baseline: fds %d, RSS %s MiB" % (fd_base, fmt_mib(rss_first)))
+        watched = [Watched(p) for p in [proxy] + fleet.proxies]
+        for w in watched:
+            H.log("%s baseline: fds %d, RSS %s MiB" % (w.name, w.fd_base, fmt_mib(w.rss_first)))
 
         t_load = tally.t0 = time.monotonic()
         load_end = t_start + args.minutes * 60
-        soak = Soak(proxy, origin, faults, echo, tally, load_end, stop)
+        fleet.schedule(t_load, load_end)
+        soak = Soak(proxy, origin, faults, echo, tally, load_end, stop, desync=desync,
+                    fleet=fleet)
         workers = start_clients(soak, args.clients, args.seed)
-        H.log("load: %d client threads for %.0f s (seed %d)" % (args.clients,
-                                                                load_end - t_load, args.seed))
+        H.log("load: %d client threads for %.0f s (seed %d); the fleet store goes down at"
+              " t=%.0fs for %.0f s" % (args.clients, load_end - t_load, args.seed,
+                                        fleet.kill_at - t_load, OUTAGE_FOR))
         reloader = Reloader(proxy, echo.port, fails)
         origin_peaks = collections.Counter()
-        watch_load(proxy, origin, tally, reloader, t_load, load_end, samples, origin_peaks,
-                   fails)
+        watch_load(watched, [origin, fleet.tls_origin], fleet, tally, reloader, t_load,
+                   load_end, origin_peaks, fails)
 
         # -- teardown --------------------------------------------------------------------
         stop.set()
         t_stop = time.monotonic()
+        fleet.restart(t_load)     # a run too short for the outage to end by itself
         stuck = join_clients(workers, t_stop)
         if stuck:
             fails.append(("clients stopped", "%d client threads still running %.0f s after"
@@ -174,37 +205,46 @@ def main(argv=None):
         for h, st in origin.stats().items():
             origin_peaks[h] = max(origin_peaks[h], st["peak"])
 
-        alive = proxy.alive()
-        checks.append(("proxy alive all along", alive,
-                       "running" if alive else "died, exit code %s" % proxy.proc.returncode))
-        last, info["settle"] = settle(proxy, alive, fd_base, fails)
-        end_sample = take_sample(proxy, tally, time.monotonic() - t_load) if alive else None
+        for w in watched:
+            alive = w.proxy.alive()
+            checks.append(("[%s] proxy alive all along" % w.name, alive, "running" if alive
+                           else "died, exit code %s" % w.proxy.proc.returncode))
+        info["settle"] = settle(watched, fails)
         info["load_len"] = t_stop - t_load
+        for w in watched:
+            w.finish(tally, time.monotonic() - t_load)
 
         # -- checks ----------------------------------------------------------------------
-        leak_checks(last, proxy.pid, fd_base, fd_base_table, samples, checks, info)
-        rss_check(samples, checks, info)
-        request_checks(tally, checks)
-        if alive:
+        for w in watched:
+            leak_checks(w, checks, info["settle"])
+            rss_check(w, checks, info["load_len"])
+        request_checks(tally, checks, marker_hits(), desync)
+        if proxy.alive():
             reload_check(proxy, reloader, checks, info)
+        fleet.checks(checks, info, t_load)
+        if fleet.killed_at is not None and fleet.restarted_at is not None:
+            info["outage"] = "killed at t=%.0fs, started again at t=%.0fs" % (
+                fleet.killed_at - t_load, fleet.restarted_at - t_load)
         info["origin_peak"] = max(origin_peaks.values() or [0])
-        if alive:
+        if proxy.alive():
             end_state(proxy, info)
-            info["cpu"] = cpu_seconds(proxy.pid)
 
-        # stop the proxy: SIGTERM drains and exits 0
-        code = proxy.stop()
-        checks.append(("proxy exits 0 on SIGTERM", code == 0, "exit code %s" % code))
-        info["log"] = log_summary(proxy)
+        # stop the proxies: SIGTERM drains and exits 0
+        for w in watched:
+            code = w.info["exit"] = w.proxy.stop()
+            checks.append(("[%s] proxy exits 0 on SIGTERM" % w.name, code == 0,
+                           "exit code %s" % code))
+            w.info["log"] = log_summary(w.proxy)
         for name, msg in fails:
             checks.append((name, False, msg))
         rc = 0 if all(ok for _, ok, _ in checks) else 1
-        report(args, info, tally, samples, end_sample, checks, rss_first)
+        report(args, info, tally, watched, checks, desync)
         if args.samples_csv:
-            write_csv(args.samples_csv, samples)
+            write_csv(args.samples_csv, watched[0].samples)
         if rc != 0:
-            print("---- proxy output tail ----")
-            print(proxy.tail(40))
+            for w in watched:
+                print("---- %s output tail ----" % w.name)
+                print(w.proxy.tail(40))
     except Exception:  # noqa: BLE001
         print("FAIL soak: unexpected error:\n%s" % traceback.format_exc(), flush=True)
         try:
@@ -215,11 +255,11 @@ def main(argv=None):
     finally:
         stop.set()
         try:
-            ctx.cleanup()   # stops the proxy (by PID) and origin.py's origin
+            ctx.cleanup()   # stops the proxies (by PID), origin.py's origins, redis-server
         except Exception:  # noqa: BLE001
             traceback.print_exc()
             H._kill_all_live()
-        for srv in (faults, echo):
+        for srv in (faults, echo, desync):
             if srv is not None:
                 srv.stop()
         watchdog.cancel()

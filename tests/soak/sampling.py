@@ -97,7 +97,7 @@ def describe_new_fds(pid, base_table):
 
 class Sample:
     __slots__ = ("t", "rss", "fds", "requests", "labels", "client_conns", "upstream",
-                 "tunnels", "hosts")
+                 "tunnels", "hosts", "fleet_up")
 
 
 def take_sample(proxy, tally, t):
@@ -106,13 +106,14 @@ def take_sample(proxy, tally, t):
     s.rss = rss_kib(proxy.pid)
     s.fds = fd_count(proxy.pid)
     s.requests, s.labels = tally.snapshot()
-    s.client_conns = s.upstream = s.tunnels = s.hosts = None
+    s.client_conns = s.upstream = s.tunnels = s.hosts = s.fleet_up = None
     try:
         m = proxy.metrics()
         s.client_conns = H.msum(m, "politeproxy_client_connections")
         s.upstream = H.mget(m, "politeproxy_upstream_connections", protocol="http1")
         s.tunnels = H.mget(m, "politeproxy_upstream_connections", protocol="tunnel")
         s.hosts = H.mget(m, "politeproxy_hosts_tracked")
+        s.fleet_up = H.mget(m, "politeproxy_fleet_store_up")   # None without a fleet
     except Exception as e:  # noqa: BLE001
         tally.note_warn("admin /metrics failed during a sample", "%s: %s" % (type(e).__name__, e))
     return s
@@ -148,6 +149,15 @@ def sample_line(s, prev, reloads_valid, reloads_invalid):
                cls["2xx"], cls["4xx"], cls["5xx"], cls["other"], cls["err"],
                fmt_count(s.client_conns), fmt_count(s.upstream), fmt_count(s.tunnels),
                fmt_count(s.hosts), reloads_valid, reloads_invalid))
+
+
+def other_proxies_line(pairs):
+    """The line logged for the other proxies' samples: [(name, sample)]."""
+    return "    " + " | ".join(
+        "%s rss=%s MiB fds=%s conns=%s up=%s hosts=%s store=%s" % (
+            name, fmt_mib(s.rss), fmt_count(s.fds), fmt_count(s.client_conns),
+            fmt_count(s.upstream), fmt_count(s.hosts), fmt_count(s.fleet_up))
+        for name, s in pairs)
 
 
 def write_csv(path, samples):

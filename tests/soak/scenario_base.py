@@ -1,6 +1,7 @@
 """What every scenario shares (ScenarioBase): the proxy, the origins, the tally and the
 deadlines, the choice of a host, and the judging of a response: the expected status
-for the host, the body's integrity, nothing after a Connection: close response."""
+for the host, the body's integrity, nothing after a Connection: close response; and the
+recording of an answer checked against its request's id (record_tagged, see tagging.py)."""
 
 import hashlib
 import json
@@ -19,9 +20,12 @@ class ScenarioBase:
     """A scenario is a method scn_NAME(rng) of a subclass: it opens its own
     connection(s) and records every request it makes in the tally."""
 
-    def __init__(self, proxy, origin, faults, echo, tally, load_end, stop):
+    def __init__(self, proxy, origin, faults, echo, tally, load_end, stop, desync=None,
+                 fleet=None):
         self.proxy, self.origin, self.faults, self.echo = proxy, origin, faults, echo
         self.tally, self.load_end, self.stop = tally, load_end, stop
+        self.desync = desync     # desync_origin.DesyncOrigin
+        self.fleet = fleet       # fleet.Fleet: its proxies, the TLS origin, the outage
 
     def pick_host(self, rng):
         return rng.choice(HEALTHY) if rng.random() < 0.9 else rng.choice(THROTTLED + FAULTY)
@@ -73,6 +77,25 @@ class ScenarioBase:
         if not fail and not warn and not resp.proxy_error and "proxy-status" not in resp.hd:
             warn, detail = "origin response without Proxy-Status", resp.label
         self.tally.record(scn, resp.label, fail=fail, warn=warn, detail=detail)
+
+    def record_tagged(self, scn, label, fail, warn, detail, c=None, closing=False,
+                      method="GET", matched=False):
+        """Records an answer checked against its request's id (matched: it was the
+        origin's, and carried the id); on the last answer of a connection (closing) also
+        checks that nothing follows it."""
+        if closing and c is not None and not fail:
+            after = c.wait_eof(2.0)
+            if after == "data":
+                fail, detail = stray_kind(method), "%s %r" % (detail, c.buf[:80])
+            elif after == "open" and not warn:
+                warn, detail = "connection open 2 s after a Connection: close response", label
+        elif c is not None and c.buf and not fail:
+            # nothing was pipelined: the next response would be read from these bytes
+            fail, detail = stray_kind(method), "%s %r" % (detail, c.buf[:80])
+        if matched and not fail:
+            self.tally.count("origin answers matched to their request by id")
+        self.tally.record(scn, label, fail=fail, warn=warn, detail=detail)
+        return fail
 
     def conn_fail(self, scn, e, host):
         self.tally.record(scn, "conn-error:" + e.kind,

@@ -1,12 +1,39 @@
 """A small raw HTTP/1.1 client with one absolute deadline per connection (Client), the
 errors it reports (ConnError), the responses it parses (Resp), and the bytes it sends:
 request heads (req_head) and chunked bodies (chunked). rst_close makes a close send
-RST; the fault origin uses it too."""
+RST; the fault origin uses it too. Every byte any client receives is scanned for the
+desync origin's stray markers (scan_markers; what it finds is in marker_hits())."""
 
 import re
 import socket
 import struct
+import threading
 import time
+
+from soak_config import MARKERS
+
+_marker_lock = threading.Lock()
+_marker_hits = []      # (what, bytes around it), the first few
+_marker_count = [0]
+
+
+def scan_markers(data, tail, what):
+    """Notes a stray marker in data (tail: the bytes received just before it, so a
+    marker split between two reads is found). Returns the new tail."""
+    for m in MARKERS:
+        if m in data or m in tail + data[:len(m)]:
+            with _marker_lock:
+                _marker_count[0] += 1
+                if len(_marker_hits) < 8:
+                    i = data.find(m)
+                    _marker_hits.append((what, data[max(0, i - 60):i + 40]))
+            break
+    return (tail + data[-32:])[-32:]
+
+
+def marker_hits():
+    with _marker_lock:
+        return _marker_count[0], list(_marker_hits)
 
 
 def rst_close(s):
@@ -47,9 +74,11 @@ class Resp:
 
 
 class Client:
-    def __init__(self, port, deadline):
+    def __init__(self, port, deadline, what="http1"):
         self.deadline = deadline
         self.buf = b""
+        self.what = what
+        self._tail = b""
         self.sock = socket.create_connection(("127.0.0.1", port),
                                              timeout=max(0.2, self.remaining()))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -83,6 +112,7 @@ class Client:
             raise ConnError("reset", "%s: %s" % (type(e).__name__, e))
         if not d:
             return False
+        self._tail = scan_markers(d, self._tail, self.what)
         self.buf += d
         return True
 

@@ -6,7 +6,7 @@ reject."""
 import harness as H
 
 MAX_MINUTES = 10.0
-TEARDOWN_BUDGET = 60.0        # hard limit = --minutes + this
+TEARDOWN_BUDGET = 75.0        # hard limit = --minutes + this
 SAMPLE_EVERY = 5.0
 RELOAD_EVERY = 20.0
 SETTLE_MAX = 15.0
@@ -29,6 +29,32 @@ HOST_IDLE_TTL = "15s"
 
 PATTERN = b"0123456789abcdef"  # origin.py's body for ?size=N
 
+# The desync origin (desync_origin.py): shared hosts get every misbehaviour that is
+# decided on the connection it happens on; each client thread has a host of its own
+# ("late" host) for stray bytes sent 0.05-0.2 s after a bodiless answer, so that no other
+# request can take that connection before the bytes are there (see the README).
+DESYNC_SHARED = ["d%02d.test" % i for i in range(4)]
+STRAY_DELAY = (0.05, 0.2)     # late stray bytes / body after the bodiless answer
+LATE_WAIT = 1.5               # a client waits this long at most for its late stray bytes
+LATE_MARGIN = 0.1             # then this long for the proxy to notice them
+# Markers in every stray byte the desync origin sends: no client may ever see one.
+EVIL_MARK = b"EVIL-5f3c9a"
+STRAY_MARK = b"STRAY-5f3c9a"
+MARKERS = (EVIL_MARK, STRAY_MARK)
+
+# The fleet (fleet.py): two more proxies sharing a redis-server, with TLS interception.
+FLEET_HOSTS = ["f%02d.test" % i for i in range(6)]   # plain HTTP/1.1 to origin.py
+TLS_HOSTS = ["t%02d.test" % i for i in range(4)]     # CONNECT + TLS to the TLS origin
+FLEET_MODES = [("fleet-a", "local_share"), ("fleet-b", "fail_closed")]
+OUTAGE_AT = 0.4               # the store is killed at this share of the load ...
+OUTAGE_FOR = 10.0             # ... and started again (same port, empty) this much later
+OUTAGE_SLACK = 6.0            # after the restart: reconnect backoff (<= 2 s) and a request
+
+
+def late_host(thread_name):
+    """The late host of a client thread ('client-7' -> 'dl07.test')."""
+    return "dl%02d.test" % int(thread_name.rsplit("-", 1)[-1])
+
 
 def pattern(n):
     return (PATTERN * (n // len(PATTERN) + 1))[:n]
@@ -47,6 +73,17 @@ def make_config(echo_port, concurrency=2, rate=50, burst=20, max_wait=MAX_WAIT,
         retry_after_cap="2s")
     cfg["limits"] = {"host_idle_ttl": HOST_IDLE_TTL}
     cfg["security"]["connect_ports"] = [443, echo_port]
+    return cfg
+
+
+def fleet_config(store_url, mode, tls_port, ca_cert, ca_key, upstream_ca):
+    """A fleet proxy: the soak's defaults (no reloads), the fleet store, TLS intercept."""
+    cfg = make_config(tls_port)
+    cfg["security"]["connect_ports"] = [tls_port]
+    cfg["fleet"] = {"redis": store_url, "lease_ttl": "3s", "expected_workers": 2,
+                    "on_store_failure": mode, "timeout": "1s"}
+    cfg["tls"] = {"mode": "intercept", "ca_cert": ca_cert, "ca_key": ca_key,
+                  "upstream_ca_file": upstream_ca}
     return cfg
 
 

@@ -23,6 +23,7 @@ class Tally:
         self.warn_examples = collections.defaultdict(list)
         self.scn_time = collections.Counter()       # scenario -> seconds spent
         self.scn_runs = collections.Counter()       # scenario -> runs
+        self.counts = collections.Counter()         # other figures for the summary
 
     def ran(self, name, seconds):
         with self.lock:
@@ -39,6 +40,10 @@ class Tally:
                 self._note(self.fails, self.fail_examples, fail, scenario, label, detail)
             if warn:
                 self._note(self.warns, self.warn_examples, warn, scenario, label, detail)
+
+    def count(self, what, n=1):
+        with self.lock:
+            self.counts[what] += n
 
     def note_fail(self, kind, detail):
         with self.lock:

@@ -1,7 +1,8 @@
 """The verdicts after the load: the settle wait (every host idle, descriptors back at
-the baseline), then the checks, each one (name, ok, text) appended to the run's list:
-no slot or parked request held, descriptors back, RSS flat after warm-up (rss_verdict),
-one response per request, the reload counters right."""
+the baseline, for every proxy of the run), then the checks, each one (name, ok, text)
+appended to the run's list: per proxy no slot or parked request held, descriptors back,
+RSS flat after warm-up (rss_verdict); one response per request, each the request's own
+(no stray marker anywhere, no desync origin violation); the reload counters right."""
 
 import time
 
@@ -10,66 +11,77 @@ from sampling import describe_new_fds
 from soak_config import FD_SLACK, RSS_BOUND_FRACTION, RSS_BOUND_KIB, SETTLE_MAX
 
 
-def settle(proxy, alive, fd_base, fails):
-    """Waits (at most SETTLE_MAX s) until every host is idle and the descriptor count is
-    back at fd_base. Returns (the last settle_state or None, seconds waited)."""
+def settle(watched, fails):
+    """Waits (at most SETTLE_MAX s in all) until every proxy still alive has every host
+    idle and its descriptor count back at its baseline; each Watched keeps its last
+    settle_state (None when the admin listener failed). Returns the seconds waited."""
     settle_t0 = time.monotonic()
-    last = None
-    if alive:
-        while True:
+    pending = [w for w in watched if w.proxy.alive()]
+    while pending:
+        for w in list(pending):
             try:
-                last = settle_state(proxy)
+                w.last = settle_state(w.proxy)
             except Exception as e:  # noqa: BLE001
-                fails.append(("admin answers after the load", "%s: %s"
+                fails.append(("[%s] admin answers after the load" % w.name, "%s: %s"
                               % (type(e).__name__, e)))
-                last = None
-                break
-            if last["quiet"] and last["fds"] <= fd_base:
-                break
-            if time.monotonic() - settle_t0 >= SETTLE_MAX:
-                break
-            time.sleep(0.5)
-    return last, time.monotonic() - settle_t0
+                w.last = None
+                pending.remove(w)
+                continue
+            if w.last["quiet"] and w.last["fds"] <= w.fd_base:
+                pending.remove(w)
+        if not pending or time.monotonic() - settle_t0 >= SETTLE_MAX:
+            break
+        time.sleep(0.5)
+    return time.monotonic() - settle_t0
 
 
-def leak_checks(last, pid, fd_base, fd_base_table, samples, checks, info):
+def leak_checks(w, checks, settle_s):
     """No host busy, no host gauge above 0, descriptors back to the baseline."""
+    last, pid, tag = w.last, w.proxy.pid, "[%s] " % w.name
     if last is not None:
         busy = last["busy_hosts"]
-        checks.append(("/hosts: in_flight == 0 and waiting == 0", not busy,
+        checks.append((tag + "/hosts: in_flight == 0 and waiting == 0", not busy,
                        "%d hosts tracked, all idle" % last["n_hosts"] if not busy
-                       else "not idle after %.0f s: %s" % (info["settle"], busy[:8])))
-        checks.append(("host_in_flight / host_waiting gauges == 0", not last["busy_gauges"],
-                       "all 0" if not last["busy_gauges"]
+                       else "not idle after %.0f s: %s" % (settle_s, busy[:8])))
+        checks.append((tag + "host_in_flight / host_waiting gauges == 0",
+                       not last["busy_gauges"], "all 0" if not last["busy_gauges"]
                        else "non-zero: %s" % last["busy_gauges"][:8]))
-        fd_ok = last["fds"] <= fd_base + FD_SLACK
+        fd_ok = last["fds"] <= w.fd_base + FD_SLACK
         extra = ""
         if not fd_ok:
-            extra = "; new descriptors: " + describe_new_fds(pid, fd_base_table)
-        checks.append(("fds back to baseline (+%d)" % FD_SLACK, fd_ok,
-                       "baseline %d, end %d%s" % (fd_base, last["fds"], extra)))
-        info["fd_end"] = last["fds"]
-        info["fd_new"] = describe_new_fds(pid, fd_base_table)
-    info["fd_base"] = fd_base
-    info["fd_max"] = max([s.fds for s in samples if s.fds is not None] or [0])
+            extra = "; new descriptors: " + describe_new_fds(pid, w.fd_base_table)
+        checks.append((tag + "fds back to baseline (+%d)" % FD_SLACK, fd_ok,
+                       "baseline %d, end %d%s" % (w.fd_base, last["fds"], extra)))
+        w.info["fd_end"] = last["fds"]
+        w.info["fd_new"] = describe_new_fds(pid, w.fd_base_table)
+    w.info["fd_max"] = max([s.fds for s in w.samples if s.fds is not None] or [0])
 
 
-def rss_check(samples, checks, info):
-    rss = rss_verdict(samples, info["load_len"])
-    info["rss"] = rss
+def rss_check(w, checks, load_len):
+    rss = rss_verdict(w.samples, load_len)
+    w.info["rss"] = rss
+    name = "[%s] RSS flat after warm-up" % w.name
     if rss["ok"] is None:
-        checks.append(("RSS flat after warm-up", True, "too few samples to judge: "
-                       + rss["text"]))
+        checks.append((name, True, "too few samples to judge: " + rss["text"]))
     else:
-        checks.append(("RSS flat after warm-up", rss["ok"], rss["text"]))
+        checks.append((name, rss["ok"], rss["text"]))
 
 
-def request_checks(tally, checks):
-    """Exactly one response per request, or the client's own abort."""
+def request_checks(tally, checks, marker_hits, desync):
+    """Exactly one response per request, or the client's own abort; no stray origin
+    byte seen by any client; no request on a desync origin connection whose bytes
+    answered no request."""
     req_fails = sum(tally.fails.values())
     checks.append(("every request: one response or its own abort", req_fails == 0,
                    "%d requests, %d failures" % (tally.requests, req_fails)))
     checks.append(("requests were made", tally.requests > 0, "%d" % tally.requests))
+    n, hits = marker_hits
+    checks.append(("no stray origin bytes (EVIL/STRAY markers) seen by any client", n == 0,
+                   "none" if n == 0 else "%d time(s), e.g. %s" % (
+                       n, "; ".join("%s: %r" % h for h in hits[:3]))))
+    _, _, nv, viol = desync.summary()
+    checks.append(("desync origin: no request on a connection after stray bytes/101/1xx",
+                   nv == 0, "none" if nv == 0 else "%d, e.g. %s" % (nv, "; ".join(viol[:3]))))
 
 
 def reload_check(proxy, reloader, checks, info):
