@@ -26,7 +26,7 @@ constexpr errc rejection_reasons[] = {
     errc::bad_request,         errc::header_too_large,   errc::unsupported_scheme,
     errc::origin_form_request, errc::client_denied,      errc::destination_denied,
     errc::connect_port_denied, errc::loop_detected,      errc::fleet_unavailable,  errc::proxy_auth_required,
-    errc::auth_checks_busy,
+    errc::auth_checks_busy,    errc::parked_full,        errc::client_connections_full,
 };
 
 const char* reason_label(errc e) {
@@ -46,6 +46,8 @@ const char* reason_label(errc e) {
     case errc::connect_port_denied: return "connect_port_denied";
     case errc::loop_detected: return "loop_detected";
     case errc::fleet_unavailable: return "fleet_unavailable";
+    case errc::parked_full: return "max_parked";
+    case errc::client_connections_full: return "max_client_connections";
     default: return "other";
     }
 }

@@ -26,6 +26,8 @@ public:
         case errc::client_denied: return "client address not allowed";
         case errc::proxy_auth_required: return "proxy authentication required";
         case errc::auth_checks_busy: return "too many credentials waiting to be checked";
+        case errc::parked_full: return "limits.max_parked requests are parked across all hosts";
+        case errc::client_connections_full: return "limits.max_client_connections client connections are open";
         case errc::destination_denied: return "destination address denied";
         case errc::connect_port_denied: return "CONNECT port not allowed";
         case errc::loop_detected: return "forwarding loop detected";

@@ -271,7 +271,8 @@ public:
         if (const auto l = root["limits"]; l && !l.IsNull()) {
             expect_map(l, "limits");
             only_keys(l, "limits", {"request_line_bytes", "request_header_bytes", "request_header_fields",
-                                    "response_header_bytes", "h2_max_concurrent_streams", "host_idle_ttl"});
+                                    "response_header_bytes", "h2_max_concurrent_streams", "host_idle_ttl",
+                                    "max_parked", "max_client_connections"});
             if (l["request_line_bytes"]) c.limits.request_line_bytes = count(l["request_line_bytes"], "limits.request_line_bytes", 256);
             if (l["request_header_fields"]) c.limits.request_header_fields = count(l["request_header_fields"], "limits.request_header_fields", 8);
             if (l["request_header_bytes"]) c.limits.request_header_bytes = count(l["request_header_bytes"], "limits.request_header_bytes", 1024);
@@ -280,6 +281,9 @@ public:
                 c.limits.h2_max_concurrent_streams =
                     count(l["h2_max_concurrent_streams"], "limits.h2_max_concurrent_streams", 1);
             if (l["host_idle_ttl"]) c.limits.host_idle_ttl = duration(l["host_idle_ttl"], "limits.host_idle_ttl");
+            if (l["max_parked"]) c.limits.max_parked = count(l["max_parked"], "limits.max_parked", 1);
+            if (l["max_client_connections"])
+                c.limits.max_client_connections = count(l["max_client_connections"], "limits.max_client_connections", 1);
         }
         security(root["security"], c);
         tls(root["tls"], c);

@@ -66,6 +66,7 @@ outcome outcome_of(errc why) {
     case errc::origin_closed: return outcome::refused;
     case errc::queue_full:
     case errc::queue_timeout:
+    case errc::parked_full:
     case errc::shutting_down:
     case errc::fleet_unavailable:
     case errc::destination_denied: return outcome::rejected;

@@ -63,6 +63,29 @@ constexpr auto fleet_poll_initial = std::chrono::milliseconds(5);
 constexpr auto fleet_poll_max = std::chrono::milliseconds(50);
 constexpr auto fleet_place_keepalive = std::chrono::milliseconds(200);
 constexpr auto fleet_retry_after = std::chrono::seconds(1);
+constexpr auto parked_retry_after = std::chrono::seconds(1);
+
+// One place among limits.max_parked, held while a request waits at a gate (whatever
+// ends the wait gives it back).
+class parked_place {
+public:
+    parked_place(std::atomic<std::size_t>& count, std::size_t max) {
+        auto n = count.load(std::memory_order_relaxed);
+        do {
+            if (n >= max) return;
+        } while (!count.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+        count_ = &count;
+    }
+    parked_place(const parked_place&) = delete;
+    parked_place& operator=(const parked_place&) = delete;
+    ~parked_place() {
+        if (count_) count_->fetch_sub(1, std::memory_order_relaxed);
+    }
+    explicit operator bool() const { return count_ != nullptr; }
+
+private:
+    std::atomic<std::size_t>* count_ = nullptr;
+};
 
 clock::duration retry_after_hint(const host_entry& e, clock::time_point now) {
     // Roughly how long the queue ahead needs to drain, or the pause. The host serves at
@@ -281,10 +304,17 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
                                                clock::time_point start) {
     shard& s = shards_[shard_of(key, shard_count)];
     std::shared_ptr<host_entry> entry;
+    // Every parked request costs memory (a coroutine chain, its header, its connection):
+    // their number across all hosts is bounded, whichever clients and hosts they are.
+    const parked_place parked(parked_, current_config()->limits.max_parked);
     {
         std::lock_guard lock(s.mutex);
         if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
         entry = find_or_create(s, key, start);
+        if (!parked) {
+            ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
+            co_return acquire_result{{}, errc::parked_full, parked_retry_after};
+        }
     }
 
     auto w = std::make_shared<async_waiter>(co_await asio::this_coro::executor);

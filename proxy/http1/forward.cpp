@@ -110,6 +110,8 @@ public:
     }
 
     task<admission> admit(std::string key, std::string address) {
+        // Parked, it keeps no read buffer (4 KiB); the next read takes one again.
+        if (buffer_.size() == 0) buffer_.shrink_to_fit();
         return politeproxy::admit(ctx_, client_, std::move(key), std::move(address), keeping_);
     }
 

@@ -129,6 +129,7 @@ int proxy_server::run() {
     metrics m;
     session_set sessions;
     std::atomic<bool> draining{false};
+    std::atomic<std::size_t> open_clients{0};  // limits.max_client_connections
     // TLS for interception: the CA was checked when the config loaded; a reload keeps
     // these and the tls keys they were made from (see reload()).
     std::optional<tls::leaf_cache> leaves;
@@ -207,8 +208,18 @@ int proxy_server::run() {
                 co_await pause.async_wait(use_tuple);
                 continue;
             }
+            // One client may open connections without end (and park 100 streams on each
+            // HTTP/2 one): beyond the cap a new connection is closed at once.
+            if (open_clients.load(std::memory_order_relaxed) >= gates.current_config()->limits.max_client_connections) {
+                m.rejected(errc::client_connections_full);
+                boost::system::error_code ignored;
+                socket.close(ignored);
+                continue;
+            }
+            open_clients.fetch_add(1, std::memory_order_relaxed);
             asio::co_spawn(target.ioc, run_client_session(*target.ctx, std::move(socket)),
-                           [this](std::exception_ptr e) {
+                           [this, &open_clients](std::exception_ptr e) {
+                               open_clients.fetch_sub(1, std::memory_order_relaxed);
                                if (!e) return;
                                // A bug, not a network event: log it loudly and keep
                                // serving everyone else. The session's permits were

@@ -73,6 +73,10 @@ enum class errc {
     fleet_unavailable,
     /// New proxy credentials could not be checked: too many wait for password hashing.
     auth_checks_busy,
+    /// limits.max_parked requests are parked already, across all hosts.
+    parked_full,
+    /// limits.max_client_connections client connections are open already.
+    client_connections_full,
 };
 
 const boost::system::error_category& politeproxy_category() noexcept;

@@ -322,6 +322,7 @@ private:
     std::mutex robots_mutex_;  ///< after a shard's mutex, never before it
     robots_book robots_;
     fleet::fleet_client* fleet_ = nullptr;  ///< set once, before any request
+    std::atomic<std::size_t> parked_{0};  ///< requests waiting at a gate, all hosts (limits.max_parked)
     std::atomic<bool> fleet_down_{false};
     std::atomic<clock::rep> fleet_down_since_{0};  ///< clock ticks
     std::atomic<bool> fleet_hold_pending_{false};  ///< a hold may still be running (tick re-applies)

@@ -13,7 +13,7 @@ using wire_allocator = std::pmr::polymorphic_allocator<char>;
 using wire_fields = boost::beast::http::basic_fields<wire_allocator>;
 
 /// The arena of one request: hands out memory by bumping a pointer in blocks taken from
-/// `blocks` (the first, 1 KiB, when the first field arrives; each next one larger) and
+/// `blocks` (the first, under 1 KiB, when the first field arrives; each next one larger) and
 /// gives them all back at once when the request ends. `blocks` is the worker's pool of
 /// such blocks, which keeps them for the next request instead of returning them to
 /// malloc. Everything allocated from the arena must be gone before it is.
@@ -26,7 +26,9 @@ public:
     wire_allocator allocator() { return wire_allocator(&resource_); }
 
 private:
-    static constexpr std::size_t first_block = 1024;
+    // With the monotonic resource's own record the first block still fits the pool's
+    // 1 KiB size; 1024 spilled into the next size (measured: +560 B per parked request).
+    static constexpr std::size_t first_block = 1024 - 64;
     std::pmr::monotonic_buffer_resource resource_;
 };
 
