@@ -98,7 +98,7 @@ struct limits_config {
     std::size_t response_header_bytes = 64 * 1024;  ///< larger -> 502
     std::size_t h2_max_concurrent_streams = 100;     ///< advertised to HTTP/2 clients; more are refused
     clock::duration host_idle_ttl = 60s;             ///< an idle host's gate is forgotten after this
-    /// Requests parked across all hosts (about 11 KiB each, measured); beyond -> 503.
+    /// Requests parked across all hosts (about 13 KB each, measured); beyond -> 503.
     std::size_t max_parked = 50000;
     /// Open client connections; beyond, a new one is closed as it is accepted.
     std::size_t max_client_connections = 10000;

@@ -81,12 +81,6 @@ void pool_key_of(const origin_target& target, std::string& out);
 
 }  // namespace forwarding
 
-namespace forwarding {
-template <class Downstream>
-task<bool> exchange_with_origin(proxy_context& ctx, const config& cfg, Downstream& down, const origin_target& target,
-                                permit slot, const std::string& key, const pinned_address& pinned);
-}  // namespace forwarding
-
 template <class Downstream>
 task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream down, const origin_target& target) {
     if (down.via_loop(ctx.via)) co_return co_await down.answer(errc::loop_detected, "this proxy's Via entry came back");
@@ -115,17 +109,6 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
         if (!admitted.granted) co_return admitted.keep;
         slot = std::move(admitted.granted);
     }
-    co_return co_await forwarding::exchange_with_origin(ctx, cfg, down, target, std::move(slot), key, pinned);
-}
-
-namespace forwarding {
-
-// The request's way once it holds its slot: a coroutine of its own, so that a parked
-// request's frame (forward_to_origin's) holds only what admission needs, not the
-// origin side's locals (measured: about 3 KiB less per parked request).
-template <class Downstream>
-task<bool> exchange_with_origin(proxy_context& ctx, const config& cfg, Downstream& down, const origin_target& target,
-                                permit slot, const std::string& key, const pinned_address& pinned) {
     namespace asio = boost::asio;
     namespace beast = boost::beast;
     namespace http = beast::http;
@@ -279,7 +262,5 @@ task<bool> exchange_with_origin(proxy_context& ctx, const config& cfg, Downstrea
         co_return keep;
     }
 }
-
-}  // namespace forwarding
 
 }  // namespace politeproxy
