@@ -13,14 +13,13 @@ std::optional<timed_socket> origin_pool::take(const std::string& origin) {
         idle_connection c = std::move(conns.back());  // most recently used: warmest
         conns.pop_back();
         --count_;
-        if (now < c.expires && !c.connection.spoiled()) found.emplace(std::move(c.connection));
+        if (now < c.expires && !c.connection.has_unread()) found.emplace(std::move(c.connection));
     }
     if (conns.empty()) idle_.erase(it);
     return found;
 }
 
 void origin_pool::put(const std::string& origin, timed_socket connection, clock::duration lifetime) {
-    if (!connection.watch_idle()) return;  // the origin sent or closed already: closes it
     std::lock_guard lock(mutex_);
     if (count_ >= max_idle_total) return;  // closes it: file descriptors are finite
     auto& conns = idle_[origin];
@@ -38,7 +37,7 @@ void origin_pool::sweep(clock::time_point now) {
     for (auto it = idle_.begin(); it != idle_.end();) {
         auto& conns = it->second;
         const auto before = conns.size();
-        std::erase_if(conns, [now](idle_connection& c) { return now >= c.expires || c.connection.spoiled(); });
+        std::erase_if(conns, [now](idle_connection& c) { return now >= c.expires || c.connection.has_unread(); });
         count_ -= before - conns.size();
         it = conns.empty() ? idle_.erase(it) : std::next(it);
     }

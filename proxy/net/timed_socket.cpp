@@ -42,12 +42,16 @@ void timed_socket::expires_never() {
 
 void timed_socket::cancel() { state_->socket.cancel(); }
 
-bool timed_socket::watch_idle() {
+bool timed_socket::has_unread() {
     state& s = *state_;
     char byte;
     const ::ssize_t n = ::recv(s.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (!(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) return false;  // bytes, a close, or an error
-    if (s.tls && tls_holds_unread(s)) return false;
+    if (!(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) return true;  // bytes, a close, or an error
+    return s.tls && tls_holds_unread(s);
+}
+
+void timed_socket::watch() {
+    state& s = *state_;
     s.watching = true;
     s.spoiled = false;
     const std::uint32_t id = ++s.watch;
@@ -57,9 +61,8 @@ bool timed_socket::watch_idle() {
         st.watching = false;
         st.spoiled = true;
         boost::system::error_code ignored;
-        st.socket.close(ignored);  // a pending write of the next request fails with it
+        st.socket.close(ignored);  // a pending write fails with it
     });
-    return true;
 }
 
 bool timed_socket::unwatch() {

@@ -12,6 +12,7 @@
 // coroutine frame of its own: this is every request's path):
 //   bool via_loop(std::string_view via) const      this proxy's Via entry came back
 //   bool retryable() const                         may be sent again on a new connection
+//   bool has_body() const                          the request has a body (streamed after its head)
 //   std::string_view method_string() const
 //   std::string_view user_agent() const            the client's User-Agent (robots.txt groups)
 //   wire_allocator arena()                         the request's arena (the response header's memory)
@@ -133,7 +134,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
         std::shared_ptr<origin_session> h2;
         if (may_h2) h2 = co_await ctx.h2_origins.find(pool_key);  // not in a conditional expression: see below
         std::optional<timed_socket> origin;
-        if (!h2 && attempt == 0) origin = ctx.pool.take(pool_key);  // watched until the request is written
+        if (!h2 && attempt == 0) origin = ctx.pool.take(pool_key);  // with nothing unread
         const bool reused = origin.has_value();
         const bool fresh_session = !h2;
         if (!h2 && !reused) {
@@ -185,14 +186,18 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
 
         if (down.wants_continue() && !co_await down.send_continue()) co_return false;
         trip.request_sent();
+        // On a reused connection the origin speaks only once the request is written whole:
+        // while a body streams (it may take long), whatever it sends or a close spoils it.
+        const bool watched = reused && down.has_body();
+        if (watched) origin->watch();
         const auto sent = co_await down.send_request(*origin, scratch, policy.timeouts.idle);
         if (sent.end == relay_end::read_failed || sent.end == relay_end::malformed) {
             trip.client_failed();
             co_return co_await down.upload_broken(sent);
         }
-        // A pooled connection on which the origin sent or closed before its request was
-        // written whole: what it sent answers no request of ours.
-        const bool spoke_early = reused && !origin->unwatch();
+        // The origin sent or closed before its request was written whole: what it sent
+        // answers no request of ours.
+        const bool spoke_early = watched && !origin->unwatch();
         if (sent.end == relay_end::write_failed || spoke_early) {
             if (may_retry) continue;
             trip.request_refused();

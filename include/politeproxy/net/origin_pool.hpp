@@ -12,12 +12,13 @@
 namespace politeproxy {
 
 /// Idle keep-alive connections to origins, keyed by "host:port". A connection is
-/// handed out to one request at a time. Nothing may arrive on a pooled connection: it is
-/// parked only with nothing unread, and watched while it waits (timed_socket::watch_idle):
-/// a byte or a close from the origin spoils it, and a spoiled connection is never handed
-/// out. The watch goes on after take() until the caller has written its request and calls
-/// unwatch(): whatever the origin sent before that answers no request. Bounded per origin
-/// and in total, and each expires after the lifetime it was parked with.
+/// handed out to one request at a time. Nothing may arrive on a pooled connection: what
+/// an origin sent while it was idle (bytes behind a bodiless response, a close) answers
+/// no request, so take() hands out only a connection with nothing unread, checked then
+/// (timed_socket::has_unread: one recv(MSG_PEEK) per reuse, the exact check; a reactor
+/// wait armed while idle would miss bytes whose readiness the event loop took before the
+/// wait began, Asio's epoll being edge-triggered). Bounded per origin and in total, and
+/// each expires after the lifetime it was parked with.
 ///
 /// Each worker thread has its own pool: a socket belongs to the event loop it was opened
 /// on. Thread safety: members lock, so the admin listener may read idle_count() from
@@ -27,16 +28,14 @@ public:
     static constexpr std::size_t max_idle_per_origin = 1024;
     static constexpr std::size_t max_idle_total = 4096;
 
-    /// An unspoiled idle connection to `origin`, if there is one, still watched: the
-    /// caller calls unwatch() once its request is written, and must not use it as a
-    /// response if that says false. No system call.
+    /// An idle connection to `origin` with nothing unread, if there is one (the others
+    /// found on the way are closed).
     std::optional<timed_socket> take(const std::string& origin);
 
-    /// Parks a connection whose last response was read completely, for `lifetime`; one
-    /// with anything unread is closed instead.
+    /// Parks a connection whose last response was read completely, for `lifetime`.
     void put(const std::string& origin, timed_socket connection, clock::duration lifetime);
 
-    /// Closes expired connections and spoiled ones.
+    /// Closes expired connections and ones with something unread (sent or closed by the origin).
     void sweep(clock::time_point now);
 
     /// Closes every idle connection.

@@ -117,20 +117,17 @@ public:
     /// Whether reads and writes go through TLS (tls/session.hpp starts it).
     bool secure() const { return state_->tls != nullptr; }
 
-    /// Begins watching a connection on which nothing is expected (an idle pooled origin
-    /// connection, and one whose next request is still being written): a byte or a close
-    /// from the peer spoils it, and the watch closes it at once. False, without a watch,
-    /// when it is spoiled already: bytes or a close unread, in the socket or in its TLS
-    /// session. That check is one recv(MSG_PEEK): Asio's epoll reactor is edge-triggered
-    /// and does not tell a wait about bytes that arrived before it began. The watch
-    /// itself is a reactor wait: no system call, and none to end it.
-    bool watch_idle();
+    /// Whether the peer sent anything not yet read, or closed: bytes or EOF in the socket
+    /// (one recv(MSG_PEEK)), or bytes its TLS session holds. An idle keep-alive connection
+    /// must have none.
+    bool has_unread();
 
+    /// Watches a connection on which the peer is to send nothing for a while (an origin's
+    /// while its request's body is still being written): a byte or a close spoils it, and
+    /// closes it at once (a write in progress then fails). A reactor wait: no system call.
+    void watch();
     /// Ends the watch: false if the peer sent something or closed while it lasted.
     bool unwatch();
-
-    /// The watch saw the peer send or close (the socket is closed).
-    bool spoiled() const { return state_->spoiled; }
 
     /// The connection's bytes as they are on the wire, under its deadline: what a TLS
     /// session reads its records from and writes them to. Models AsyncReadStream and
@@ -221,7 +218,7 @@ private:
         unsigned pending = 0;  ///< operations started through this object, not yet complete
         bool timed_out = false;
         bool close_on_timeout = true;
-        bool watching = false;     ///< watch_idle() began a watch that has not ended
+        bool watching = false;     ///< watch() began a watch that has not ended
         bool spoiled = false;      ///< the watch saw bytes or a close
         std::uint32_t watch = 0;   ///< of the current watch; a stale wait's completion is void
         std::shared_ptr<tls::session> tls;  ///< set once TLS is started on the connection
