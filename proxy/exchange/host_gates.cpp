@@ -798,6 +798,7 @@ std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_f
         evicted += std::erase_if(s.entries, [&](const auto& kv) {
             const host_entry& e = *kv.second;
             if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) return false;
+            if (!e.h2_sessions.empty()) return false;  // its stream ceiling lasts as long as its sessions
             if (on_evicted) on_evicted(kv.first, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
             return true;
         });

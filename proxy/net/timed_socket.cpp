@@ -60,9 +60,13 @@ void timed_socket::watch() {
         if (ec || !st.watching || st.watch != id) return;  // ended, or a later watch runs
         st.watching = false;
         st.spoiled = true;
-        boost::system::error_code ignored;
-        st.socket.close(ignored);  // a pending write fails with it
     });
+}
+
+std::size_t timed_socket::peek(std::span<char> out) {
+    if (state_->tls || out.empty()) return 0;
+    const ::ssize_t n = ::recv(state_->socket.native_handle(), out.data(), out.size(), MSG_PEEK | MSG_DONTWAIT);
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
 }
 
 bool timed_socket::unwatch() {

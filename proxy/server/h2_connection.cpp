@@ -57,7 +57,7 @@ request_verdict refused(errc why, const char* details) {
 // refused malformed pseudo-header and connection-specific fields.) The body's framing is
 // nghttp2's too: it holds DATA to a content-length.
 request_verdict judge_head(const http2::request_head& head, const limits_config& limits, bool in_tls) {
-    std::size_t fields = 0;
+    std::size_t fields = 1;  // :authority, as HTTP/1.1 counts Host
     bool cookie = false, has_max_forwards = false;
     std::string_view max_forwards;
     for (const auto& f : head.fields) {
@@ -392,6 +392,7 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
             if (f.name == "proxy-authorization") credentials.add(f.value);
         if (const auto refused = co_await check_credentials(*cfg, credentials); refused) {
             co_await down.answer(refused->why, refused->details, refused->retry_after);
+            if (credentials_refused_ && s->gone.is_set()) drain();  // no stream close left to do it
             co_return;
         }
     }
@@ -483,12 +484,13 @@ void h2_downstream::write_head(const origin_target& target, relay_buffers& scrat
     target.append_host(out);
     out += "\r\n";
     // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
-    // trailers; Host, the length and TE are the proxy's to write. Cookies come as
-    // separate fields in HTTP/2 and go as one to HTTP/1.1 (section 8.2.3).
+    // trailers; Host, the length and TE are the proxy's to write. Expect is not passed on:
+    // the body streams as it comes (a 100 Continue would only be dropped here). Cookies
+    // come as separate fields in HTTP/2 and go as one to HTTP/1.1 (section 8.2.3).
     std::string cookies;
     for (const auto& f : head.fields) {
-        if (f.name == "host" || f.name == "content-length" || f.name == "te" || for_the_proxy(f.name) ||
-            (max_forwards_ >= 0 && f.name == "max-forwards"))
+        if (f.name == "host" || f.name == "content-length" || f.name == "te" || f.name == "expect" ||
+            for_the_proxy(f.name) || (max_forwards_ >= 0 && f.name == "max-forwards"))
             continue;
         if (f.name == "cookie") {
             if (!cookies.empty()) cookies += "; ";
@@ -510,10 +512,10 @@ void h2_downstream::write_head(const origin_target& target, relay_buffers& scrat
 
 void h2_downstream::h2_fields(std::vector<http2::field>& out) const {
     // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
-    // trailers; the length and TE are the proxy's to write.
+    // trailers; the length and TE are the proxy's to write; Expect is not passed on.
     for (const auto& f : s_->head.fields)
-        if (f.name != "host" && f.name != "content-length" && f.name != "te" && !for_the_proxy(f.name) &&
-            (max_forwards_ < 0 || f.name != "max-forwards"))
+        if (f.name != "host" && f.name != "content-length" && f.name != "te" && f.name != "expect" &&
+            !for_the_proxy(f.name) && (max_forwards_ < 0 || f.name != "max-forwards"))
             out.push_back(f);
     if (max_forwards_ >= 0) out.push_back({"max-forwards", std::to_string(max_forwards_)});
     if (body_.kind == body_kind::length) out.push_back({"content-length", std::to_string(body_.length)});

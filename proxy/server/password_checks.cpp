@@ -76,7 +76,8 @@ task<password_checks::result> password_checks::check(std::shared_ptr<const proxy
         if (queue.size() >= max_per_client_ && std::none_of(queue.begin(), queue.end(), same)) {
             co_return result{{}, true};
         }
-        if (queue.empty()) fresh_.push_back(std::move(client));
+        // A client whose check is hashing right now had its turn: it is not fresh.
+        if (queue.empty()) (client == hashing_ ? turns_ : fresh_).push_back(std::move(client));
         queue.push_back(j);
     }
     boost::asio::post(pool_, [this] { run_next(); });
@@ -105,10 +106,10 @@ void password_checks::run_next() {
         const auto it = queues_.find(client);
         j = std::move(it->second.front());
         it->second.pop_front();
-        if (it->second.empty())
-            queues_.erase(it);
-        else
-            turns_.push_back(std::move(client));  // its next check after every other client's
+        const bool more = !it->second.empty();
+        if (!more) queues_.erase(it);
+        if (!j->abandoned) hashing_ = client;
+        if (more) turns_.push_back(std::move(client));  // its next check after every other client's
         if (j->abandoned) return;  // skipped: its place goes back with it
     }
     // check() looks in the memory first: the same credentials queued twice hash once.
@@ -116,6 +117,7 @@ void password_checks::run_next() {
     {
         std::lock_guard lock(mutex_);
         j->verdict.emplace(std::move(verdict));
+        hashing_.clear();
     }
     j->place.release();  // now, not when the waiter's loop gets to it
     auto ex = j->done.get_executor();

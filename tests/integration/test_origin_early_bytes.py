@@ -7,7 +7,8 @@ head it sends a complete response ("EARLY") and then keeps reading. Whatever an 
 sends before its request was written whole answers no request the proxy can tell: the
 proxy treats it as a protocol error on that connection (closed), answers the POST 502
 (not retryable), never relays "EARLY", and the next request gets its own answer on a new
-connection."""
+connection. An interim response that early (100 Continue to the body) is this request's:
+a POST whose origin sends one while the body streams gets its 200."""
 import os
 import socket
 import sys
@@ -36,6 +37,17 @@ class EarlyOrigin(H.RawServer):
                 line = head.split(b"\r\n", 1)[0].decode("latin-1")
                 with self.lock:
                     self.heads.append((idx, line))
+                if line.startswith("POST") and "/continue" in line:
+                    # An interim answer while the body streams, then the final one after it.
+                    s.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    while len(buf) < 10:
+                        d = s.recv(65536)
+                        if not d:
+                            return
+                        buf += d
+                    buf = buf[10:]
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\nanswer to post")
+                    continue
                 if line.startswith("POST"):
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEARLY")
                     continue  # and reads on: the body's rest arrives as the next "request"
@@ -88,6 +100,12 @@ def test(t):
             "client: %r" % post[:120])
     H.check(post.startswith(b"HTTP/1.1 502"), "expected 502 for the POST, got %r" % post[:60])
     after = raw(proxy, b"GET http://%s/x?id=3 HTTP/1.1\r\nHost: early.test\r\n\r\n" % host.encode())
+    # An interim 100 Continue while the body streams answers this request: no 502.
+    cont = raw(proxy, b"POST http://%s/continue HTTP/1.1\r\nHost: early.test\r\nContent-Length: 10\r\n\r\n12345"
+               % host.encode(), pause_then=b"67890")
+    H.log("a POST whose origin sent 100 Continue while the body streamed: %r" % cont[:40])
+    H.check(cont.startswith(b"HTTP/1.1 200") and cont.endswith(b"answer to post"),
+            "an interim 100 while the body streamed spoiled the request: %r" % cont[:120])
     H.check(b"answer to 3" in after, "the next request after the early bytes: %r" % after[:120])
     with origin.lock:
         conns = [c for c, line in origin.heads if line.startswith("GET") and "id=3" in line]

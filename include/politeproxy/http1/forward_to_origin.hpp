@@ -48,8 +48,10 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace politeproxy {
 
@@ -65,6 +67,20 @@ inline constexpr int max_h2_attempts = 3;
 /// forwards one) and other 1xx codes mean nothing known: either is a bad response (502),
 /// and the connection, whose protocol the origin may believe switched, is closed.
 inline bool is_interim(unsigned status) { return status == 100 || status == 102 || status == 103; }
+
+/// What an origin sent while its request's body was still being written, left unread on
+/// `origin`, is an interim response (100 Continue to the body, 102, 103): it answers this
+/// request. Anything else that early (a final answer, a close) answers none the proxy can
+/// tell. Over TLS the bytes cannot be looked at: not interim.
+inline bool interim_ahead(timed_socket& origin) {
+    std::array<char, 13> head{};  // "HTTP/1.1 100 "
+    if (origin.peek(head) < head.size()) return false;
+    const std::string_view v(head.data(), head.size());
+    if (!(v.starts_with("HTTP/1.1 ") || v.starts_with("HTTP/1.0 ")) || v[12] != ' ') return false;
+    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    if (!digit(v[9]) || !digit(v[10]) || !digit(v[11])) return false;
+    return is_interim(static_cast<unsigned>((v[9] - '0') * 100 + (v[10] - '0') * 10 + (v[11] - '0')));
+}
 
 /// RFC 9110 section 9.2.2: only these may be sent again without the client asking.
 inline bool idempotent(boost::beast::http::verb m) {
@@ -195,15 +211,19 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             trip.client_failed();
             co_return co_await down.upload_broken(sent);
         }
-        // The origin sent or closed before its request was written whole: what it sent
-        // answers no request of ours.
-        const bool spoke_early = watched && !origin->unwatch();
-        if (sent.end == relay_end::write_failed || spoke_early) {
+        // The origin sent or closed before its request was written whole: unless it is an
+        // interim response, what it sent answers no request of ours.
+        const bool spoke_early = watched && !origin->unwatch() && !forwarding::interim_ahead(*origin);
+        if (sent.end == relay_end::write_failed) {
             if (may_retry) continue;
             trip.request_refused();
-            co_return co_await down.answer(errc::origin_closed,
-                                           spoke_early ? "the origin sent or closed before its request was written"
-                                                       : "origin closed the connection while receiving the request");
+            co_return co_await down.answer(errc::origin_closed, "origin closed the connection while receiving the request");
+        }
+        if (spoke_early) {  // a protocol error of this connection, not a refusal: no backoff
+            if (may_retry) continue;
+            trip.response_failed(errc::origin_bad_response);
+            co_return co_await down.answer(errc::origin_bad_response,
+                                           "the origin answered before its request was written whole");
         }
 
         beast::flat_buffer& origin_buffer = scratch.from_origin;
@@ -261,7 +281,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
         }
         trip.origin_done();
         if (received.end == relay_end::write_failed) co_return false;
-        // Relayed whole (done); nothing unasked-for behind it (put() checks the socket).
+        // Relayed whole (done); nothing unasked-for behind it (take() checks the socket).
         if (origin_keeps && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
             ctx.pool.put(pool_key, std::move(*origin), lifetime);
         co_return keep;

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 
 namespace politeproxy {
@@ -123,11 +124,14 @@ public:
     bool has_unread();
 
     /// Watches a connection on which the peer is to send nothing for a while (an origin's
-    /// while its request's body is still being written): a byte or a close spoils it, and
-    /// closes it at once (a write in progress then fails). A reactor wait: no system call.
+    /// while its request's body is still being written): a reactor wait, no system call.
     void watch();
     /// Ends the watch: false if the peer sent something or closed while it lasted.
     bool unwatch();
+
+    /// Copies what the peer sent and nobody read yet into `out`, leaving it unread (one
+    /// recv(MSG_PEEK)); 0 when nothing is there, on a close or an error, and over TLS.
+    std::size_t peek(std::span<char> out);
 
     /// The connection's bytes as they are on the wire, under its deadline: what a TLS
     /// session reads its records from and writes them to. Models AsyncReadStream and

@@ -26,9 +26,10 @@ class proxy_users;
 /// rest, queued behind it, find them in proxy_users' memory.
 ///
 /// Algorithm: each client (its address) has a queue of its own; the thread takes the
-/// clients in turn (round robin), one check each. A client whose queue was empty goes
-/// before those back for another turn, so a client that queues hundreds of guesses delays
-/// another client's first check by the one hash running, not by its whole queue. Bounds: `max_pending` checks queued or running in all and
+/// clients in turn (round robin), one check each. A client with nothing queued and
+/// nothing hashing goes before those back for another turn, so a client that queues
+/// hundreds of guesses delays another client's first check by the one hash running, not
+/// by its whole queue. Bounds: `max_pending` checks queued or running in all and
 /// `max_per_client` per client; a check beyond them, or one that waits longer than
 /// `max_wait`, is `busy` (the request gets 503 with Retry-After: the credentials were
 /// not judged); a check whose waiter gave up before it started is skipped.
@@ -69,6 +70,7 @@ private:
     std::unordered_map<std::string, std::deque<std::shared_ptr<job>>> queues_;  ///< per client, oldest first
     std::deque<std::string> fresh_;  ///< clients whose queue was empty, the next one first
     std::deque<std::string> turns_;  ///< clients back for another turn, after the fresh ones
+    std::string hashing_;            ///< the client whose check runs now (empty: none)
     boost::asio::thread_pool pool_{1};  ///< last: joined before the queues go
 };
 
