@@ -11,7 +11,6 @@ bcrypt cost 12: about a quarter of a second per new credential).
    credentials: 3 s and more of hashing, one at a time); a crawler from 127.0.0.2 with
    the right credentials, new to the proxy, is answered 200 after about one hash, not
    after the guesser's queue."""
-import base64
 import os
 import socket
 import sys
@@ -28,12 +27,9 @@ import harness as H  # noqa: E402
 import hpack  # noqa: E402  (python3-h2's dependencies)
 import hyperframe.frame  # noqa: E402
 from test_h2c import H2Client  # noqa: E402
+from test_proxy_auth import basic  # noqa: E402
 
 HOST = "guess.test"
-
-
-def basic(user, password):
-    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
 
 
 def get_from(source, proxy, url, credentials, timeout=20):

@@ -45,6 +45,22 @@ class FleetScenarios(ScenarioBase):
         return (i == n - 1 or self.stop.is_set()
                 or c.remaining() < MAX_WAIT + RESPONSE_HEADERS + 5)
 
+    def _tagged_requests(self, rng, c, scn, edge, host, n, kind, delay_share, max_delay, head):
+        """n tagged GETs of /KIND on connection c, each judged by _fleet_answer;
+        head(path, rid, conn) is the request's bytes."""
+        for i in range(n):
+            last = self._last(c, i, n)
+            rid = new_id(kind[0])
+            path = "/%s?id=%s" % (kind, rid)
+            if rng.random() < delay_share:
+                path += "&delay=%.2f" % rng.uniform(0.05, max_delay)
+            t0 = time.monotonic()
+            c.send(head(path, rid, "close" if last else "keep-alive"))
+            resp = c.read_response("GET")
+            closing = last or "close" in resp.hd.get("connection", "").lower()
+            if self._fleet_answer(scn, edge, host, rid, resp, t0, c, closing) or closing:
+                return
+
     def scn_fleet(self, rng):
         edge = rng.choice(self.fleet.edges)
         host = rng.choice(FLEET_HOSTS)
@@ -52,19 +68,8 @@ class FleetScenarios(ScenarioBase):
         n = rng.randint(1, 3)
         c = Client(edge.proxy.port, self.deadline())
         try:
-            for i in range(n):
-                last = self._last(c, i, n)
-                rid = new_id("f")
-                path = "/fleet?id=%s" % rid
-                if rng.random() < 0.3:
-                    path += "&delay=%.2f" % rng.uniform(0.05, 0.6)
-                t0 = time.monotonic()
-                c.send(req_head("GET", host, self.origin.port, path, [("X-Req-Id", rid)],
-                                conn="close" if last else "keep-alive"))
-                resp = c.read_response("GET")
-                closing = last or "close" in resp.hd.get("connection", "").lower()
-                if self._fleet_answer(scn, edge, host, rid, resp, t0, c, closing) or closing:
-                    return
+            self._tagged_requests(rng, c, scn, edge, host, n, "fleet", 0.3, 0.6, lambda path, rid, conn: req_head(
+                "GET", host, self.origin.port, path, [("X-Req-Id", rid)], conn=conn))
         except ConnError as e:
             self.conn_fail(scn, e, "%s %s" % (edge.name, host))
         finally:
@@ -97,19 +102,8 @@ class FleetScenarios(ScenarioBase):
                                   " intercepting proxy failed", detail="%s %s: %s" % (
                                       edge.name, host, e))
                 return
-            n = rng.randint(1, 4)
-            for i in range(n):
-                last = self._last(c, i, n)
-                rid = new_id("t")
-                path = "/tls?id=%s" % rid
-                if rng.random() < 0.2:
-                    path += "&delay=%.2f" % rng.uniform(0.05, 0.4)
-                t0 = time.monotonic()
-                c.send(origin_form(host, port, path, rid, "close" if last else "keep-alive"))
-                resp = c.read_response("GET")
-                closing = last or "close" in resp.hd.get("connection", "").lower()
-                if self._fleet_answer(scn, edge, host, rid, resp, t0, c, closing) or closing:
-                    return
+            self._tagged_requests(rng, c, scn, edge, host, rng.randint(1, 4), "tls", 0.2, 0.4,
+                                  lambda path, rid, conn: origin_form(host, port, path, rid, conn))
         except ConnError as e:
             self.conn_fail(scn, e, "%s %s" % (edge.name, host))
         finally:
