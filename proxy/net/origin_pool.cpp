@@ -13,7 +13,7 @@ std::optional<timed_socket> origin_pool::take(const std::string& origin) {
         idle_connection c = std::move(conns.back());  // most recently used: warmest
         conns.pop_back();
         --count_;
-        if (now < c.expires && !c.connection.has_unread()) found.emplace(std::move(c.connection));
+        if (now < c.expires && !c.connection.holds_unread()) found.emplace(std::move(c.connection));
     }
     if (conns.empty()) idle_.erase(it);
     return found;
@@ -37,7 +37,7 @@ void origin_pool::sweep(clock::time_point now) {
     for (auto it = idle_.begin(); it != idle_.end();) {
         auto& conns = it->second;
         const auto before = conns.size();
-        std::erase_if(conns, [now](idle_connection& c) { return now >= c.expires || c.connection.has_unread(); });
+        std::erase_if(conns, [now](idle_connection& c) { return now >= c.expires; });
         count_ -= before - conns.size();
         it = conns.empty() ? idle_.erase(it) : std::next(it);
     }

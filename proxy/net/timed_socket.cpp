@@ -1,5 +1,7 @@
 #include "politeproxy/net/timed_socket.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+
 #include <cerrno>
 
 #include <sys/socket.h>
@@ -42,41 +44,33 @@ void timed_socket::expires_never() {
 
 void timed_socket::cancel() { state_->socket.cancel(); }
 
-bool timed_socket::has_unread() {
-    state& s = *state_;
-    char byte;
-    const ::ssize_t n = ::recv(s.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (!(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) return true;  // bytes, a close, or an error
-    return s.tls && tls_holds_unread(s);
-}
-
 void timed_socket::watch() {
     state& s = *state_;
+    end_watch();  // a receive still queued would take the new one's attempt
     s.watching = true;
-    s.spoiled = false;
+    s.heard = false;
     const std::uint32_t id = ++s.watch;
-    s.socket.async_wait(socket_type::wait_read, [self = s.shared_from_this(), id](boost::system::error_code ec) {
-        state& st = *self;
-        if (ec || !st.watching || st.watch != id) return;  // ended, or a later watch runs
-        st.watching = false;
-        st.spoiled = true;
-    });
+    s.socket.async_receive(
+        boost::asio::buffer(&s.peeked, 1), socket_type::message_peek,
+        boost::asio::bind_cancellation_slot(s.watch_cancel.slot(), [self = s.shared_from_this(), id](
+                                                                       boost::system::error_code ec, std::size_t) {
+            state& st = *self;
+            if (st.watch != id) return;  // a later watch runs
+            st.watching = false;
+            if (ec != boost::asio::error::operation_aborted) st.heard = true;  // bytes, EOF, a reset
+        }));
 }
 
-std::size_t timed_socket::peek(std::span<char> out) {
-    if (state_->tls || out.empty()) return 0;
-    const ::ssize_t n = ::recv(state_->socket.native_handle(), out.data(), out.size(), MSG_PEEK | MSG_DONTWAIT);
-    return n > 0 ? static_cast<std::size_t>(n) : 0;
+void timed_socket::stop_watch(state& s) {
+    s.watching = false;
+    // Cancels this receive only (a read may be queued behind it), if it is still queued;
+    // one the loop completed already reports what it found.
+    s.watch_cancel.emit(boost::asio::cancellation_type::total);
 }
 
-bool timed_socket::unwatch() {
+bool timed_socket::holds_unread() {
     state& s = *state_;
-    if (s.watching) {
-        s.watching = false;
-        boost::system::error_code ignored;
-        s.socket.cancel(ignored);  // the wait completes as aborted; nothing else is pending here
-    }
-    return !s.spoiled;
+    return s.tls && tls_holds_unread(s);
 }
 
 std::size_t timed_socket::write_now(const ::iovec* iov, std::size_t count, boost::system::error_code& ec) {

@@ -65,7 +65,7 @@ public:
         buffer.consume(n);
         consumed_ += n;
     }
-    /// Something sent and not yet read: what origin_pool::take's has_unread() finds.
+    /// Something sent and not yet read: what the pool's watch (timed_socket::watch) hears.
     bool unread() const { return next_ < sent_.size(); }
     /// The bytes of the connection the proxy has taken as messages so far.
     std::size_t consumed() const { return consumed_; }

@@ -8,7 +8,10 @@ sends before its request was written whole answers no request the proxy can tell
 proxy treats it as a protocol error on that connection (closed), answers the POST 502
 (not retryable), never relays "EARLY", and the next request gets its own answer on a new
 connection. An interim response that early (100 Continue to the body) is this request's:
-a POST whose origin sends one while the body streams gets its 200."""
+a POST whose origin sends one while the body streams gets its 200. And an origin that
+closes a pooled connection while it idles: the next request, a POST (never sent twice),
+goes on a new connection and gets its 200, no 502: the close is seen before the POST is
+written, not after."""
 import os
 import socket
 import sys
@@ -48,6 +51,20 @@ class EarlyOrigin(H.RawServer):
                     buf = buf[10:]
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\nanswer to post")
                     continue
+                if line.startswith("POST") and "/after-close" in line:
+                    while len(buf) < 10:  # the whole body, then the answer
+                        d = s.recv(65536)
+                        if not d:
+                            return
+                        buf += d
+                    buf = buf[10:]
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\nanswer to post")
+                    continue
+                if "/then-close" in line:  # answered, then closed while the proxy pools it
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nclosed")
+                    time.sleep(0.1)
+                    s.close()
+                    return
                 if line.startswith("POST"):
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEARLY")
                     continue  # and reads on: the body's rest arrives as the next "request"
@@ -107,6 +124,16 @@ def test(t):
     H.check(cont.startswith(b"HTTP/1.1 200") and cont.endswith(b"answer to post"),
             "an interim 100 while the body streamed spoiled the request: %r" % cont[:120])
     H.check(b"answer to 3" in after, "the next request after the early bytes: %r" % after[:120])
+    # The origin closes the pooled connection while it idles: the POST after it never
+    # goes on it (a POST is not sent again), so it gets its answer.
+    closing = raw(proxy, b"GET http://%s/then-close HTTP/1.1\r\nHost: early.test\r\n\r\n" % host.encode())
+    H.check(closing.endswith(b"closed"), "the GET before the idle close: %r" % closing[:120])
+    time.sleep(0.4)
+    late = raw(proxy, b"POST http://%s/after-close HTTP/1.1\r\nHost: early.test\r\nContent-Length: 10\r\n\r\n"
+               b"1234567890" % host.encode())
+    H.log("a POST after the origin closed the pooled connection: %r" % late[:40])
+    H.check(late.startswith(b"HTTP/1.1 200") and late.endswith(b"answer to post"),
+            "a POST after the origin closed its pooled connection while idle: %r" % late[:120])
     with origin.lock:
         conns = [c for c, line in origin.heads if line.startswith("GET") and "id=3" in line]
         post_conn = [c for c, line in origin.heads if line.startswith("POST")]

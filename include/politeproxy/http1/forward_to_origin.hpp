@@ -48,7 +48,6 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/this_coro.hpp>
 
-#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,20 +66,6 @@ inline constexpr int max_h2_attempts = 3;
 /// forwards one) and other 1xx codes mean nothing known: either is a bad response (502),
 /// and the connection, whose protocol the origin may believe switched, is closed.
 inline bool is_interim(unsigned status) { return status == 100 || status == 102 || status == 103; }
-
-/// What an origin sent while its request's body was still being written, left unread on
-/// `origin`, is an interim response (100 Continue to the body, 102, 103): it answers this
-/// request. Anything else that early (a final answer, a close) answers none the proxy can
-/// tell. Over TLS the bytes cannot be looked at: not interim.
-inline bool interim_ahead(timed_socket& origin) {
-    std::array<char, 13> head{};  // "HTTP/1.1 100 "
-    if (origin.peek(head) < head.size()) return false;
-    const std::string_view v(head.data(), head.size());
-    if (!(v.starts_with("HTTP/1.1 ") || v.starts_with("HTTP/1.0 ")) || v[12] != ' ') return false;
-    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-    if (!digit(v[9]) || !digit(v[10]) || !digit(v[11])) return false;
-    return is_interim(static_cast<unsigned>((v[9] - '0') * 100 + (v[10] - '0') * 10 + (v[11] - '0')));
-}
 
 /// RFC 9110 section 9.2.2: only these may be sent again without the client asking.
 inline bool idempotent(boost::beast::http::verb m) {
@@ -150,7 +135,16 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
         std::shared_ptr<origin_session> h2;
         if (may_h2) h2 = co_await ctx.h2_origins.find(pool_key);  // not in a conditional expression: see below
         std::optional<timed_socket> origin;
-        if (!h2 && attempt == 0) origin = ctx.pool.take(pool_key);  // with nothing unread
+        while (!h2 && attempt == 0) {  // a pooled one the origin sent nothing on while it idled
+            origin = ctx.pool.take(pool_key);
+            if (!origin) break;
+            // The watch looks at once (timed_socket::watch); what it found is reported when
+            // the loop has run what was queued before this turn ends.
+            origin->watch();
+            co_await asio::post(origin->get_executor(), asio::deferred);
+            if (!origin->heard()) break;
+            origin.reset();
+        }
         const bool reused = origin.has_value();
         const bool fresh_session = !h2;
         if (!h2 && !reused) {
@@ -202,34 +196,22 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
 
         if (down.wants_continue() && !co_await down.send_continue()) co_return false;
         trip.request_sent();
-        // On a reused connection the origin speaks only once the request is written whole:
-        // while a body streams (it may take long), whatever it sends or a close spoils it.
-        const bool watched = reused && down.has_body();
-        if (watched) origin->watch();
         const auto sent = co_await down.send_request(*origin, scratch, policy.timeouts.idle);
         if (sent.end == relay_end::read_failed || sent.end == relay_end::malformed) {
             trip.client_failed();
             co_return co_await down.upload_broken(sent);
         }
-        // The origin sent or closed before its request was written whole: unless it is an
-        // interim response, what it sent answers no request of ours.
-        const bool spoke_early = watched && !origin->unwatch() && !forwarding::interim_ahead(*origin);
         if (sent.end == relay_end::write_failed) {
             if (may_retry) continue;
             trip.request_refused();
             co_return co_await down.answer(errc::origin_closed, "origin closed the connection while receiving the request");
-        }
-        if (spoke_early) {  // a protocol error of this connection, not a refusal: no backoff
-            if (may_retry) continue;
-            trip.response_failed(errc::origin_bad_response);
-            co_return co_await down.answer(errc::origin_bad_response,
-                                           "the origin answered before its request was written whole");
         }
 
         beast::flat_buffer& origin_buffer = scratch.from_origin;
         origin_buffer.clear();  // whatever a previous connection left is not ours
         std::optional<origin_response_parser> response;
         boost::system::error_code ec;
+        bool spoke_early = false;
         // Interim (1xx) responses are dropped; a bounded number of them, as each takes
         // its own header memory from the request's arena.
         int interim = 0;
@@ -242,7 +224,18 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             response->header_limit(cfg.limits.response_header_bytes);
             origin->expires_after(policy.timeouts.response_headers);
             ec = co_await read_header(*origin, origin_buffer, *response);
-        } while (!ec && forwarding::is_interim(response->status()));
+            // On a reused connection the origin speaks only once its request is written
+            // whole (a body may stream for long): what the watch heard before the first
+            // read began, bytes or a close, answers no request of ours, unless it is an
+            // interim response (100 Continue to the body).
+            spoke_early = interim == 1 && origin->heard() && (ec || !forwarding::is_interim(response->status()));
+        } while (!spoke_early && !ec && forwarding::is_interim(response->status()));
+        if (spoke_early) {  // a protocol error of this connection, not a refusal: no backoff
+            if (may_retry) continue;
+            trip.response_failed(errc::origin_bad_response);
+            co_return co_await down.answer(errc::origin_bad_response,
+                                           "the origin answered before its request was written whole");
+        }
         if (!ec && response->status() < 200) {
             trip.response_failed(errc::origin_bad_response);
             const std::string details = "the origin answered " + std::to_string(response->status()) +
@@ -281,7 +274,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
         }
         trip.origin_done();
         if (received.end == relay_end::write_failed) co_return false;
-        // Relayed whole (done); nothing unasked-for behind it (take() checks the socket).
+        // Relayed whole (done); nothing unasked-for behind it (the pool watches the socket).
         if (origin_keeps && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
             ctx.pool.put(pool_key, std::move(*origin), lifetime);
         co_return keep;

@@ -14,10 +14,9 @@ namespace politeproxy {
 /// Idle keep-alive connections to origins, keyed by "host:port". A connection is
 /// handed out to one request at a time. Nothing may arrive on a pooled connection: what
 /// an origin sent while it was idle (bytes behind a bodiless response, a close) answers
-/// no request, so take() hands out only a connection with nothing unread, checked then
-/// (timed_socket::has_unread: one recv(MSG_PEEK) per reuse, the exact check; a reactor
-/// wait armed while idle would miss bytes whose readiness the event loop took before the
-/// wait began, Asio's epoll being edge-triggered). Bounded per origin and in total, and
+/// no request. take() leaves out connections whose TLS session holds such bytes; the
+/// caller checks the socket itself with timed_socket::watch() before writing to it (a
+/// check that costs no system call of its own). Bounded per origin and in total, and
 /// each expires after the lifetime it was parked with.
 ///
 /// Each worker thread has its own pool: a socket belongs to the event loop it was opened
@@ -28,14 +27,15 @@ public:
     static constexpr std::size_t max_idle_per_origin = 1024;
     static constexpr std::size_t max_idle_total = 4096;
 
-    /// An idle connection to `origin` with nothing unread, if there is one (the others
-    /// found on the way are closed).
+    /// An idle connection to `origin`, if there is one: the most recently parked that has
+    /// not expired and whose TLS session holds nothing unread (the others found on the
+    /// way are closed). The caller watches it before using it (see above).
     std::optional<timed_socket> take(const std::string& origin);
 
     /// Parks a connection whose last response was read completely, for `lifetime`.
     void put(const std::string& origin, timed_socket connection, clock::duration lifetime);
 
-    /// Closes expired connections and ones with something unread (sent or closed by the origin).
+    /// Closes expired connections.
     void sweep(clock::time_point now);
 
     /// Closes every idle connection.

@@ -4,6 +4,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -15,7 +16,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <utility>
 
 namespace politeproxy {
@@ -80,7 +80,7 @@ public:
                 if (s->tls)
                     tls_read_some(*s, first_buffer<boost::asio::mutable_buffer>(b), std::move(handler));
                 else
-                    s->socket.async_read_some(b, watched(*s, std::move(handler)));
+                    read_after_watch(*s, b, std::move(handler));
             },
             token, state_.get(), buffers);
     }
@@ -118,20 +118,23 @@ public:
     /// Whether reads and writes go through TLS (tls/session.hpp starts it).
     bool secure() const { return state_->tls != nullptr; }
 
-    /// Whether the peer sent anything not yet read, or closed: bytes or EOF in the socket
-    /// (one recv(MSG_PEEK)), or bytes its TLS session holds. An idle keep-alive connection
-    /// must have none.
-    bool has_unread();
-
-    /// Watches a connection on which the peer is to send nothing for a while (an origin's
-    /// while its request's body is still being written): a reactor wait, no system call.
+    /// Watches a reused connection on which the peer is to send nothing until its
+    /// request is written whole: a one-byte MSG_PEEK receive (what it finds stays unread)
+    /// queued in the reactor. Asio attempts it at once, as it does every read: that one
+    /// recv() is the check that nothing arrived while the connection idled, and it is the
+    /// attempt the response's first read would have made, since a read started while the
+    /// watch is queued queues behind it with no attempt of its own, and ends the watch.
+    /// So the watch costs no system call of its own. What the first attempt found is
+    /// reported once the event loop has run what was queued before it (heard()).
     void watch();
-    /// Ends the watch: false if the peer sent something or closed while it lasted.
-    bool unwatch();
-
-    /// Copies what the peer sent and nobody read yet into `out`, leaving it unread (one
-    /// recv(MSG_PEEK)); 0 when nothing is there, on a close or an error, and over TLS.
-    std::size_t peek(std::span<char> out);
+    /// Whether the watch found bytes or a close before a read ended it.
+    bool heard() const { return state_->heard; }
+    /// Ends the watch, if one runs (no system call).
+    void end_watch() {
+        if (state_->watching) stop_watch(*state_);
+    }
+    /// Whether the TLS session holds bytes nobody read (none without TLS).
+    bool holds_unread();
 
     /// The connection's bytes as they are on the wire, under its deadline: what a TLS
     /// session reads its records from and writes them to. Models AsyncReadStream and
@@ -147,7 +150,7 @@ public:
         auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
             return boost::asio::async_initiate<ReadToken, void(boost::system::error_code, std::size_t)>(
                 [](auto handler, state* s, const MutableBufferSequence& b) {
-                    s->socket.async_read_some(b, watched(*s, std::move(handler)));
+                    read_after_watch(*s, b, std::move(handler));
                 },
                 token, s_, buffers);
         }
@@ -201,6 +204,14 @@ private:
     // Bytes the TLS session took from the wire and nobody has read yet.
     static bool tls_holds_unread(state& s);
 
+    // A read, queued behind the watch (if one runs) before that ends.
+    template <class MutableBufferSequence, class Handler>
+    static void read_after_watch(state& s, const MutableBufferSequence& b, Handler handler) {
+        s.socket.async_read_some(b, watched(s, std::move(handler)));
+        if (s.watching) stop_watch(s);
+    }
+    static void stop_watch(state& s);
+
     // A TLS session reads or writes one buffer at a time: the sequence's first non-empty one.
     template <class Buffer, class Sequence>
     static Buffer first_buffer(const Sequence& buffers) {
@@ -222,9 +233,11 @@ private:
         unsigned pending = 0;  ///< operations started through this object, not yet complete
         bool timed_out = false;
         bool close_on_timeout = true;
-        bool watching = false;     ///< watch() began a watch that has not ended
-        bool spoiled = false;      ///< the watch saw bytes or a close
-        std::uint32_t watch = 0;   ///< of the current watch; a stale wait's completion is void
+        bool watching = false;     ///< the watch's receive may be queued
+        bool heard = false;        ///< the watch's receive found bytes or a close
+        std::uint32_t watch = 0;   ///< of the current watch; a stale receive's completion is void
+        char peeked = 0;           ///< the watch's receive buffer (MSG_PEEK: the byte stays unread)
+        boost::asio::cancellation_signal watch_cancel;  ///< ends the watch's receive alone
         std::shared_ptr<tls::session> tls;  ///< set once TLS is started on the connection
     };
 
