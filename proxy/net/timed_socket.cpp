@@ -49,6 +49,7 @@ void timed_socket::watch() {
     end_watch();  // a receive still queued would take the new one's attempt
     s.watching = true;
     s.heard = false;
+    s.heard_close = false;
     const std::uint32_t id = ++s.watch;
     s.socket.async_receive(
         boost::asio::buffer(&s.peeked, 1), socket_type::message_peek,
@@ -57,7 +58,15 @@ void timed_socket::watch() {
             state& st = *self;
             if (st.watch != id) return;  // a later watch runs
             st.watching = false;
-            if (ec != boost::asio::error::operation_aborted) st.heard = true;  // bytes, EOF, a reset
+            if (ec == boost::asio::error::operation_aborted) return;  // ended by a read, or closed
+            st.heard = true;
+            if (!ec) return;  // bytes, left unread
+            // A close or an error: Asio now attempts no read until readiness that will not
+            // come, so one queued or started later would wait out its deadline. Closed, it
+            // fails at once.
+            st.heard_close = true;
+            boost::system::error_code ignored;
+            st.socket.close(ignored);
         }));
 }
 

@@ -548,6 +548,10 @@ task<relay_status> h2_downstream::send_request(timed_socket& origin, relay_buffe
     const bool chunked = body_.kind == body_kind::chunked;
     const std::span<char> room(scratch.body_buffer(), relay_buffers::chunk_size);
     std::string& framed = scratch.joined;
+    // A body of known length is written whole with its last byte, whether END_STREAM came
+    // with it or comes later (nghttp2 holds the client to its content-length): the origin
+    // may answer from then on, and that answer is not early.
+    std::uint64_t unsent = body_.length;
     for (;;) {
         const auto piece = co_await read_body(room, idle);
         if (piece.failure.end != relay_end::done) co_return piece.failure;
@@ -560,7 +564,8 @@ task<relay_status> h2_downstream::send_request(timed_socket& origin, relay_buffe
         origin.expires_after(idle);
         if (auto [ec, n] = co_await send_all(origin, asio::buffer(framed)); ec)
             co_return relay_status{relay_end::write_failed, ec};
-        if (piece.last) break;
+        if (!chunked) unsent -= std::min<std::uint64_t>(unsent, piece.size);
+        if (piece.last || (!chunked && unsent == 0)) break;
     }
     origin.expires_never();
     co_return relay_status{relay_end::done, {}};

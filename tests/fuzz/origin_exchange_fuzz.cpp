@@ -65,7 +65,7 @@ public:
         buffer.consume(n);
         consumed_ += n;
     }
-    /// Something sent and not yet read: what the pool's watch (timed_socket::watch) hears.
+    /// Something sent and not yet read: what the reuse check (timed_socket::watch) finds.
     bool unread() const { return next_ < sent_.size(); }
     /// The bytes of the connection the proxy has taken as messages so far.
     std::size_t consumed() const { return consumed_; }

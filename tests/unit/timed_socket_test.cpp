@@ -2,6 +2,7 @@
 // beast::error::timeout, a deadline pushed forward does not, and a deadline that passes
 // while none of its operations is pending leaves other waits on the socket alone.
 // send_all writes what the socket takes at once, and the rest as the peer reads it.
+// watch() hears bytes or a close that wait, and a read started while it is queued ends it.
 // Deadlines are tens of milliseconds; every test stops by itself within a second.
 #include "politeproxy/net/timed_socket.hpp"
 #include "politeproxy/net/send_all.hpp"
@@ -11,6 +12,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
 #include <doctest/doctest.h>
@@ -251,4 +253,92 @@ TEST_CASE("send_all to a peer that reset the connection fails") {
         std::tie(got, std::ignore) = co_await send_all(*p.near, asio::buffer("x", 1));
     });
     CHECK(got);
+}
+
+// watch(): the reuse check of a pooled origin connection (forward_to_origin.hpp).
+// What its first attempt finds is reported after one trip through the loop.
+namespace {
+task<void> through_the_loop() { co_await asio::post(co_await asio::this_coro::executor, asio::deferred); }
+}  // namespace
+
+TEST_CASE("watch: bytes that arrived while idle are heard, and left unread") {
+    connected_pair p;
+    std::string read;
+    bool heard = false, closed = true;
+    p.run([&]() -> task<void> {
+        asio::write(p.far, asio::buffer(std::string_view("stray")));
+        co_await pause(20ms);
+        p.near->watch();
+        co_await through_the_loop();
+        heard = p.near->heard();
+        closed = p.near->heard_close();
+        std::array<char, 16> buf;
+        p.near->expires_after(500ms);
+        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        if (!ec) read.assign(buf.data(), n);
+    });
+    CHECK(heard);
+    CHECK_FALSE(closed);
+    CHECK(read == "stray");
+}
+
+TEST_CASE("watch: nothing waiting; a read started while it is queued gets the answer, unheard") {
+    connected_pair p;
+    std::string read;
+    bool heard_before = true, heard_after = true;
+    p.run([&]() -> task<void> {
+        p.near->watch();
+        co_await through_the_loop();
+        heard_before = p.near->heard();
+        steady_timer later(co_await asio::this_coro::executor, 20ms);  // the answer, once the read waits
+        later.async_wait([&](boost::system::error_code) { asio::write(p.far, asio::buffer(std::string_view("answer"))); });
+        std::array<char, 16> buf;
+        p.near->expires_after(500ms);
+        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        if (!ec) read.assign(buf.data(), n);
+        heard_after = p.near->heard();
+    });
+    CHECK_FALSE(heard_before);
+    CHECK(read == "answer");
+    CHECK_FALSE(heard_after);
+}
+
+TEST_CASE("watch: a close already waiting is heard at once") {
+    connected_pair p;
+    bool heard = false, closed = false;
+    p.run([&]() -> task<void> {
+        p.far.close();
+        co_await pause(20ms);
+        p.near->watch();
+        co_await through_the_loop();
+        heard = p.near->heard();
+        closed = p.near->heard_close();
+    });
+    CHECK(heard);
+    CHECK(closed);
+}
+
+TEST_CASE("watch: a close heard while it is queued fails the next read at once, not at its deadline") {
+    // Asio attempts no read after one that found the close, and no readiness follows it:
+    // without the watch closing the connection, this read would wait out its second.
+    connected_pair p;
+    boost::system::error_code got;
+    clock::duration took{};
+    bool closed = false;
+    p.run([&]() -> task<void> {
+        p.near->watch();
+        co_await through_the_loop();
+        p.far.close();
+        co_await pause(50ms);
+        closed = p.near->heard_close();
+        std::array<char, 16> buf;
+        const auto start = clock::now();
+        p.near->expires_after(1s);
+        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+        got = ec;
+        took = clock::now() - start;
+    });
+    CHECK(closed);
+    CHECK(got);
+    CHECK(took < 200ms);
 }

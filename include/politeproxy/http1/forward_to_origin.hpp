@@ -45,6 +45,7 @@
 #include "politeproxy/server/proxy_context.hpp"
 #include "politeproxy/tls/session.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/this_coro.hpp>
 
@@ -57,6 +58,7 @@ namespace politeproxy {
 namespace forwarding {
 
 inline constexpr int max_interim_responses = 16;
+inline constexpr std::string_view closed_while_sending = "origin closed the connection while receiving the request";
 /// Streams a request tries when HTTP/2 origins leave it unprocessed: above a GOAWAY's last
 /// stream (then on a new session), or REFUSED_STREAM (the session may still take it later).
 inline constexpr int max_h2_attempts = 3;
@@ -201,10 +203,10 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             trip.client_failed();
             co_return co_await down.upload_broken(sent);
         }
-        if (sent.end == relay_end::write_failed) {
+        if (sent.end == relay_end::write_failed || origin->heard_close()) {
             if (may_retry) continue;
             trip.request_refused();
-            co_return co_await down.answer(errc::origin_closed, "origin closed the connection while receiving the request");
+            co_return co_await down.answer(errc::origin_closed, forwarding::closed_while_sending);
         }
 
         beast::flat_buffer& origin_buffer = scratch.from_origin;
@@ -230,11 +232,19 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             // interim response (100 Continue to the body).
             spoke_early = interim == 1 && origin->heard() && (ec || !forwarding::is_interim(response->status()));
         } while (!spoke_early && !ec && forwarding::is_interim(response->status()));
-        if (spoke_early) {  // a protocol error of this connection, not a refusal: no backoff
+        if (spoke_early) {
             if (may_retry) continue;
-            trip.response_failed(errc::origin_bad_response);
-            co_return co_await down.answer(errc::origin_bad_response,
-                                           "the origin answered before its request was written whole");
+            // A close (the watch heard it after the request was written) is a refusal, as
+            // above; bytes are a protocol error of this connection: no backoff.
+            const bool closed = origin->heard_close();
+            if (closed)
+                trip.request_refused();
+            else
+                trip.response_failed(errc::origin_bad_response);
+            const std::string_view details =
+                closed ? forwarding::closed_while_sending : "the origin answered before its request was written whole";
+            const errc why = closed ? errc::origin_closed : errc::origin_bad_response;
+            co_return co_await down.answer(why, details);
         }
         if (!ec && response->status() < 200) {
             trip.response_failed(errc::origin_bad_response);
@@ -274,7 +284,7 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
         }
         trip.origin_done();
         if (received.end == relay_end::write_failed) co_return false;
-        // Relayed whole (done); nothing unasked-for behind it (the pool watches the socket).
+        // Relayed whole (done); nothing unasked-for behind it (its next taker checks the socket).
         if (origin_keeps && origin_buffer.size() == 0 && lifetime > clock::duration::zero())
             ctx.pool.put(pool_key, std::move(*origin), lifetime);
         co_return keep;

@@ -32,8 +32,8 @@ class session;
 /// it passes with an operation pending, the socket is closed and the operation fails
 /// with beast::error::timeout (as does one started after it passed, unless it can
 /// complete at once). Operations started on socket() directly (a wait for readability)
-/// are not timed, and not cancelled by a deadline that passes while none of this
-/// object's operations is pending. One watchdog timer per socket fires no later than
+/// and the watch (watch()) are not timed, and not cancelled by a deadline that passes
+/// while none of this object's operations is pending. One watchdog timer per socket fires no later than
 /// the deadline; when the deadline has moved on (it usually has: every request pushes
 /// it forward), it goes back to sleep until the new one. So a busy connection costs one
 /// timer wake-up per timeout period, not two timer operations per read or write.
@@ -121,18 +121,18 @@ public:
     /// Watches a reused connection on which the peer is to send nothing until its
     /// request is written whole: a one-byte MSG_PEEK receive (what it finds stays unread)
     /// queued in the reactor. Asio attempts it at once, as it does every read: that one
-    /// recv() is the check that nothing arrived while the connection idled, and it is the
-    /// attempt the response's first read would have made, since a read started while the
-    /// watch is queued queues behind it with no attempt of its own, and ends the watch.
-    /// So the watch costs no system call of its own. What the first attempt found is
-    /// reported once the event loop has run what was queued before it (heard()).
+    /// recv() is the check that nothing arrived while the connection idled. It is also the
+    /// attempt the response's first read would have made: a read started while the watch
+    /// is queued queues behind it with no attempt of its own, and ends the watch. What the
+    /// first attempt found is reported once the event loop has run what was queued before
+    /// it (one thread per io_context: a posted continuation runs after it). A close or an
+    /// error the watch hears closes the connection at once (Asio would not attempt the
+    /// next read, and no readiness is to come), so no operation waits on a dead one.
     void watch();
-    /// Whether the watch found bytes or a close before a read ended it.
+    /// Whether the watch found bytes, a close or an error before a read ended it.
     bool heard() const { return state_->heard; }
-    /// Ends the watch, if one runs (no system call).
-    void end_watch() {
-        if (state_->watching) stop_watch(*state_);
-    }
+    /// Whether what it found was a close or an error (the connection is closed).
+    bool heard_close() const { return state_->heard_close; }
     /// Whether the TLS session holds bytes nobody read (none without TLS).
     bool holds_unread();
 
@@ -211,6 +211,9 @@ private:
         if (s.watching) stop_watch(s);
     }
     static void stop_watch(state& s);
+    void end_watch() {
+        if (state_->watching) stop_watch(*state_);
+    }
 
     // A TLS session reads or writes one buffer at a time: the sequence's first non-empty one.
     template <class Buffer, class Sequence>
@@ -234,7 +237,8 @@ private:
         bool timed_out = false;
         bool close_on_timeout = true;
         bool watching = false;     ///< the watch's receive may be queued
-        bool heard = false;        ///< the watch's receive found bytes or a close
+        bool heard = false;        ///< the watch's receive found bytes, a close or an error
+        bool heard_close = false;  ///< a close or an error
         std::uint32_t watch = 0;   ///< of the current watch; a stale receive's completion is void
         char peeked = 0;           ///< the watch's receive buffer (MSG_PEEK: the byte stays unread)
         boost::asio::cancellation_signal watch_cancel;  ///< ends the watch's receive alone
