@@ -11,14 +11,20 @@ connection. An interim response that early (100 Continue to the body) is this re
 a POST whose origin sends one while the body streams gets its 200. And an origin that
 closes a pooled connection while it idles: the next request, a POST (never sent twice),
 goes on a new connection and gets its 200, no 502: the close is seen before the POST is
-written, not after."""
+written, not after. An h2c client's POST (content-length 10) whose 10 bytes come without
+END_STREAM, then an empty END_STREAM DATA frame 0.5 s later: the origin (on a pooled
+connection) answers once it has the 10 bytes, and the client gets that 200, no 502: the
+body is written whole when content-length is reached, not when END_STREAM comes."""
 import os
 import socket
 import sys
 import time
 
+import h2.exceptions
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+from test_h2c import H2Client  # noqa: E402
 
 
 class EarlyOrigin(H.RawServer):
@@ -59,6 +65,15 @@ class EarlyOrigin(H.RawServer):
                         buf += d
                     buf = buf[10:]
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\nanswer to post")
+                    continue
+                if line.startswith("POST") and "/whole-body" in line:
+                    while len(buf) < 10:  # the whole body (content-length 10), answered at once
+                        d = s.recv(65536)
+                        if not d:
+                            return
+                        buf += d
+                    buf = buf[10:]
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\nanswer to whole-body")
                     continue
                 if "/then-close" in line:  # answered, then closed while the proxy pools it
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nclosed")
@@ -139,6 +154,40 @@ def test(t):
         post_conn = [c for c, line in origin.heads if line.startswith("POST")]
     H.check(post_conn and conns and conns[0] != post_conn[0],
             "the next request went on the connection the origin spoke early on (%s, %s)" % (post_conn, conns))
+    # An h2c POST whose body is whole (content-length 10) before its END_STREAM, on a
+    # pooled connection: the origin's answer to the whole body is its answer.
+    pooled = raw(proxy, b"GET http://%s/x?id=5 HTTP/1.1\r\nHost: early.test\r\n\r\n" % host.encode())
+    H.check(b"answer to 5" in pooled, "the GET before the h2c POST: %r" % pooled[:120])
+    c = H2Client(proxy.port)
+    try:
+        sid = c.conn.get_next_available_stream_id()
+        c.conn.send_headers(sid, [(":method", "POST"), (":scheme", "http"), (":authority", host),
+                                  (":path", "/whole-body"), ("content-length", "10")])
+        c.responses[sid] = {"status": None, "headers": {}, "body": b"", "ended": False, "reset": None}
+        c.conn.send_data(sid, b"1234567890")  # the whole body, without END_STREAM
+        c.flush()
+        c.pump(lambda: False, 0.5)  # reads what comes for 0.5 s: the answer may come meanwhile
+        early = c.responses[sid]["status"] is not None
+        try:
+            c.conn.send_data(sid, b"", end_stream=True)  # END_STREAM 0.5 s later
+            c.flush()
+        except (h2.exceptions.StreamClosedError, OSError):
+            pass  # the proxy closed the stream once it answered
+        c.pump(c.done([sid]), 5)
+        r = c.responses[sid]
+    finally:
+        c.close()
+    H.log("an h2c POST whose body was whole before its END_STREAM: status %s, body %r (answered before "
+          "END_STREAM: %s)" % (r["status"], r["body"][:40], early))
+    H.check(r["status"] == 200 and r["body"] == b"answer to whole-body",
+            "an h2c POST (content-length 10, END_STREAM 0.5 s after the 10 bytes) whose origin answered the "
+            "whole body before END_STREAM: status %s, proxy-status %r, body %r; expected 200 and "
+            "'answer to whole-body'" % (r["status"], r["headers"].get("proxy-status"), r["body"][:120]))
+    with origin.lock:
+        get5 = [n for n, line in origin.heads if "id=5" in line]
+        whole = [n for n, line in origin.heads if "/whole-body" in line]
+    H.check(get5 and whole == get5, "the h2c POST did not go on the GET's pooled connection (%s, %s)"
+            % (get5, whole))
 
 
 if __name__ == "__main__":
