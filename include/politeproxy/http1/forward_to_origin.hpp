@@ -141,7 +141,8 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
             origin = ctx.pool.take(pool_key);
             if (!origin) break;
             // The watch looks at once (timed_socket::watch); what it found is reported when
-            // the loop has run what was queued before this turn ends.
+            // the loop has run what was queued before this turn ends. (On an otherwise idle
+            // loop that turn, and the ended watch's completion, each cost an epoll_wait.)
             origin->watch();
             co_await asio::post(origin->get_executor(), asio::deferred);
             if (!origin->heard()) break;
