@@ -2,7 +2,7 @@
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/error.hpp"
 #include "politeproxy/policy/outcome.hpp"
-#include "politeproxy/policy/permit.hpp"
+#include "politeproxy/exchange/permit.hpp"
 
 #include <string>
 #include <string_view>

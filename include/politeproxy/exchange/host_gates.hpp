@@ -5,7 +5,7 @@
 #include "politeproxy/exchange/group_gates.hpp"
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/policy/outcome.hpp"
-#include "politeproxy/policy/permit.hpp"
+#include "politeproxy/exchange/permit.hpp"
 #include "politeproxy/policy/robots_book.hpp"
 
 #include "politeproxy/base/executor.hpp"
