@@ -92,15 +92,6 @@ bool config::connect_port_allowed(std::uint16_t port) const {
     return std::find(ports.begin(), ports.end(), port) != ports.end();
 }
 
-const char* name_of(upstream_protocol p) {
-    switch (p) {
-    case upstream_protocol::automatic: return "auto";
-    case upstream_protocol::http1: return "http1";
-    case upstream_protocol::h2c: return "h2c";
-    }
-    return "auto";
-}
-
 std::chrono::sys_days utc_today() {
     return std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now());
 }

@@ -13,7 +13,7 @@ namespace asio = boost::asio;
 namespace {
 
 // "name: value\r\n" lines, as chunked_decoder checked them: tchar names, OWS around values.
-void parse_trailers(std::string_view lines, std::vector<http2::field>& out) {
+void parse_trailers(std::string_view lines, std::vector<field>& out) {
     while (!lines.empty()) {
         const std::size_t end = lines.find("\r\n");
         std::string_view line = lines.substr(0, end);
@@ -38,7 +38,7 @@ bool trailer_allowed(std::string_view name) {
     return std::find(std::begin(refused), std::end(refused), name) == std::end(refused);
 }
 
-void append_trailer_section(std::span<const http2::field> trailers, std::string& out) {
+void append_trailer_section(std::span<const field> trailers, std::string& out) {
     out += "0\r\n";
     for (const auto& f : trailers) {
         if (!trailer_allowed(f.name)) continue;

@@ -158,7 +158,7 @@ public:
 
     // The request and its response as messages, for an HTTP/2 origin (forward_over_h2.hpp).
 
-    void h2_fields(std::vector<http2::field>& out) {
+    void h2_fields(std::vector<field>& out) {
         strip_hop_by_hop(req_);
         for (const auto& f : req_) {
             const http::field name = f.name();
@@ -175,8 +175,8 @@ public:
     }
 
     bool has_body() const { return verdict_.has_body(); }
-    std::span<const http2::field> request_trailers() const {
-        return body_ ? body_->trailers() : std::span<const http2::field>();
+    std::span<const field> request_trailers() const {
+        return body_ ? body_->trailers() : std::span<const field>();
     }
 
     task<body_reader::piece> read_body(std::span<char> room, clock::duration idle) {
@@ -216,7 +216,7 @@ public:
         co_return !ec;
     }
 
-    task<bool> respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers) {
+    task<bool> respond_body(std::span<const char> data, bool last, std::span<const field> trailers) {
         if (plan_.from_origin.kind == body_kind::none) co_return true;  // HEAD, 204, 304: nothing goes
         std::string& out = response_head_;
         out.clear();

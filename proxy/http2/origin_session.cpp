@@ -57,7 +57,7 @@ task<bool> origin_session::start(clock::duration timeout) {
 
 std::shared_ptr<origin_stream> origin_session::open(std::string_view method, std::string_view scheme,
                                                     std::string_view authority, std::string_view path,
-                                                    std::span<const http2::field> fields, bool end_stream) {
+                                                    std::span<const field> fields, bool end_stream) {
     if (!accepts_streams()) return nullptr;
     const std::int32_t id = session_.request(method, scheme, authority, path, fields, end_stream);
     if (id <= 0) return nullptr;
@@ -70,7 +70,7 @@ std::shared_ptr<origin_stream> origin_session::open(std::string_view method, std
 }
 
 void origin_session::send_body(origin_stream& s, std::span<const char> data, bool end,
-                               std::span<const http2::field> trailers) {
+                               std::span<const field> trailers) {
     if (s.closed) return;
     if (end) s.uploading = false;
     session_.send_body(s.id, bytes_of(data), end, trailers);
@@ -124,7 +124,7 @@ void origin_session::on_body(std::int32_t stream, std::span<const std::uint8_t> 
     s->changed.notify();
 }
 
-void origin_session::on_trailers(std::int32_t stream, std::vector<http2::field> fields) {
+void origin_session::on_trailers(std::int32_t stream, std::vector<field> fields) {
     if (origin_stream* s = find(stream)) s->trailers = std::move(fields);
 }
 

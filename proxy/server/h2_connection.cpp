@@ -97,7 +97,7 @@ struct h2_stream {
     h2_stream(const executor& ex, http2::request_head h) : head(std::move(h)), changed(ex), gone(ex) {}
     http2::request_head head;
     std::string body;         ///< request body bytes received and not yet forwarded
-    std::vector<http2::field> trailers;  ///< the request's trailer fields, if it ended with some
+    std::vector<field> trailers;  ///< the request's trailer fields, if it ended with some
     bool body_ended = false;  ///< the client's END_STREAM came
     event changed;            ///< body bytes or their end arrived, or the send window moved
     event gone;               ///< set when the stream closed (reset, or the connection ended)
@@ -155,12 +155,12 @@ public:
 
     // The request and its response as messages (forward_over_h2.hpp; deliver and
     // send_request are built on them too).
-    void h2_fields(std::vector<http2::field>& out) const;
+    void h2_fields(std::vector<field>& out) const;
     bool has_body() const { return body_.kind != body_kind::none; }
-    std::span<const http2::field> request_trailers() const { return s_->trailers; }
+    std::span<const field> request_trailers() const { return s_->trailers; }
     task<body_reader::piece> read_body(std::span<char> room, clock::duration idle);
     task<bool> respond_message(exchange& trip, const http2::response_head& head);
-    task<bool> respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers = {});
+    task<bool> respond_body(std::span<const char> data, bool last, std::span<const field> trailers = {});
     void body_broken();
     bool keeps_message() const { return true; }
     void watch(event* e) { s_->watcher = e; }
@@ -256,7 +256,7 @@ public:
         it->second->body.append(reinterpret_cast<const char*>(data.data()), data.size());
         it->second->changed.notify();
     }
-    void on_trailers(std::int32_t id, std::vector<http2::field> fields) override {
+    void on_trailers(std::int32_t id, std::vector<field> fields) override {
         if (const auto it = streams_.find(id); it != streams_.end()) it->second->trailers = std::move(fields);
     }
     void on_body_end(std::int32_t id) override {
@@ -431,7 +431,7 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
 
 bool h2_downstream::via_loop(std::string_view via) const {
     return std::any_of(s_->head.fields.begin(), s_->head.fields.end(),
-                       [&](const http2::field& f) { return f.name == "via" && via_value_contains(f.value, via); });
+                       [&](const field& f) { return f.name == "via" && via_value_contains(f.value, via); });
 }
 
 task<bool> h2_downstream::answer(errc why, std::string_view details, std::optional<clock::duration> retry_after) {
@@ -446,7 +446,7 @@ task<bool> h2_downstream::answer(errc why, std::string_view details, std::option
 
 void h2_downstream::respond_with(const politeproxy::answer& res) {
     if (s_->gone.is_set()) return;
-    std::vector<http2::field> fields;
+    std::vector<field> fields;
     for (const auto& f : res) {
         const std::string name = lower_case(f.name_string());
         if (name == "connection" || name == "keep-alive") continue;  // connection-specific: not in HTTP/2
@@ -510,7 +510,7 @@ void h2_downstream::write_head(const origin_target& target, relay_buffers& scrat
     out += "\r\n";
 }
 
-void h2_downstream::h2_fields(std::vector<http2::field>& out) const {
+void h2_downstream::h2_fields(std::vector<field>& out) const {
     // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
     // trailers; the length and TE are the proxy's to write; Expect is not passed on.
     for (const auto& f : s_->head.fields)
@@ -586,7 +586,7 @@ void h2_downstream::body_broken() {
 
 task<bool> h2_downstream::respond_message(exchange& trip, const http2::response_head& head) {
     if (s_->gone.is_set()) co_return false;
-    std::vector<http2::field> fields;
+    std::vector<field> fields;
     fields.reserve(head.fields.size() + 2);
     fields = head.fields;
     fields.push_back({"via", conn_->ctx().via});
@@ -600,7 +600,7 @@ task<bool> h2_downstream::respond_message(exchange& trip, const http2::response_
     co_return true;
 }
 
-task<bool> h2_downstream::respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers) {
+task<bool> h2_downstream::respond_body(std::span<const char> data, bool last, std::span<const field> trailers) {
     h2_stream& s = *s_;
     http2::server_session& session = conn_->session();
     if (responded_whole_) co_return true;  // HEAD, 204, 304: nothing goes
@@ -646,7 +646,7 @@ task<relay_status> h2_downstream::deliver(exchange& trip, const origin_response_
             co_return piece.failure;
         }
         if (!co_await respond_body(room.first(piece.size), piece.last, piece.last ? reader.trailers()
-                                                                                 : std::span<const http2::field>()))
+                                                                                 : std::span<const field>()))
             co_return relay_status{relay_end::write_failed, asio::error::connection_aborted};
         if (piece.last) break;
     }

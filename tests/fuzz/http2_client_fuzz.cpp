@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     recording events;
     http2::client_session session(events, {.max_header_bytes = 4096});
     events.session = &session;
-    const std::vector<http2::field> fields{{"accept", "*/*"}};
+    const std::vector<politeproxy::field> fields{{"accept", "*/*"}};
     for (const char* path : {"/1", "/2"})
         events.opened.insert(session.request("GET", "https", "origin.test", path, fields, true));
     const std::int32_t upload = session.request("POST", "https", "origin.test", "/up", fields, false);

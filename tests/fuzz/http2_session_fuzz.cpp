@@ -19,7 +19,7 @@ struct answering : http2::session_events {
     void on_request(http2::request_head head) override {
         fuzz::require(!head.method.empty(), "a request without :method");
         fuzz::require(head.method == "CONNECT" || !head.path.empty(), "a request without :path");
-        const http2::field f{"content-type", "text/plain"};
+        const politeproxy::field f{"content-type", "text/plain"};
         session->respond(head.stream, 200, {&f, 1}, false);
         const std::string body = "ok";
         session->send_body(head.stream, {reinterpret_cast<const std::uint8_t*>(body.data()), body.size()}, true);

@@ -46,34 +46,23 @@ class EarlyOrigin(H.RawServer):
                 line = head.split(b"\r\n", 1)[0].decode("latin-1")
                 with self.lock:
                     self.heads.append((idx, line))
-                if line.startswith("POST") and "/continue" in line:
-                    # An interim answer while the body streams, then the final one after it.
-                    s.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                # POSTs whose whole body (10 bytes) is read before their answer: after a 100
+                # Continue sent while it streams, after an idle close, or as soon as it is whole.
+                answers = {"/continue": b"answer to post", "/after-close": b"answer to post",
+                           "/whole-body": b"answer to whole-body"}
+                path = line.split(" ")[1] if " " in line else ""
+                wanted = [p for p in answers if path.endswith(p)]
+                if line.startswith("POST") and wanted:
+                    if wanted[0] == "/continue":
+                        s.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
                     while len(buf) < 10:
                         d = s.recv(65536)
                         if not d:
                             return
                         buf += d
                     buf = buf[10:]
-                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\nanswer to post")
-                    continue
-                if line.startswith("POST") and "/after-close" in line:
-                    while len(buf) < 10:  # the whole body, then the answer
-                        d = s.recv(65536)
-                        if not d:
-                            return
-                        buf += d
-                    buf = buf[10:]
-                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\nanswer to post")
-                    continue
-                if line.startswith("POST") and "/whole-body" in line:
-                    while len(buf) < 10:  # the whole body (content-length 10), answered at once
-                        d = s.recv(65536)
-                        if not d:
-                            return
-                        buf += d
-                    buf = buf[10:]
-                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\nanswer to whole-body")
+                    body = answers[wanted[0]]
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
                     continue
                 if "/then-close" in line:  # answered, then closed while the proxy pools it
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nclosed")

@@ -15,6 +15,7 @@
 #include <vector>
 
 using namespace politeproxy::http2;
+using politeproxy::field;
 
 namespace {
 

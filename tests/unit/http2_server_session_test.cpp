@@ -13,6 +13,7 @@
 #include <vector>
 
 using namespace politeproxy::http2;
+using politeproxy::field;
 using time_point = politeproxy::clock::time_point;
 using namespace std::chrono_literals;
 

@@ -2,6 +2,7 @@
 // The configuration, parsed once into plain structs (see SPEC.md "Configuration").
 // Shared as std::shared_ptr<const config>; a reload builds a new one and swaps it.
 #include "politeproxy/policy/address_filter.hpp"
+#include "politeproxy/policy/host_policy.hpp"
 #include "politeproxy/base/clock.hpp"
 
 #include <chrono>
@@ -24,52 +25,6 @@ struct listen_address {
     std::string host;  ///< an IP literal, without brackets
     std::uint16_t port = 0;
     std::string text() const;
-};
-
-struct queue_config {
-    std::size_t max_waiting = 1000;
-    clock::duration max_wait = 60s;
-};
-
-struct adaptive_config {
-    bool enabled = true;
-    std::size_t hard_max = 4;
-    clock::duration grow_interval = 30s;
-};
-
-struct backoff_config {
-    clock::duration initial = 5s;
-    clock::duration max = 10min;
-    clock::duration forgive_after = 2min;  // see adaptive_limit_sim_test: a throttling host escalates, capacity changes do not
-    double jitter = 0.1;
-};
-
-struct timeouts_config {
-    clock::duration connect = 10s;
-    clock::duration response_headers = 60s;
-    clock::duration idle = 60s;
-};
-
-/// How requests go to a host's origins (`upstream_protocol`).
-enum class upstream_protocol {
-    automatic,  ///< `auto`: HTTP/2 when the origin picks h2 by ALPN over TLS, else HTTP/1.1
-    http1,      ///< HTTP/1.1 only (ALPN offers http/1.1 alone)
-    h2c,        ///< HTTP/2 with prior knowledge over plain TCP (TLS origins as `auto`)
-};
-const char* name_of(upstream_protocol p);
-
-/// Everything that applies to one host key: `defaults`, or defaults with an override on top.
-struct host_policy {
-    std::size_t concurrency = 2;
-    double rate = 1.0;
-    double burst = 1.0;
-    queue_config queue;
-    adaptive_config adaptive;
-    backoff_config backoff;
-    clock::duration retry_after_cap = 1h;
-    bool enforce = true;
-    upstream_protocol upstream = upstream_protocol::automatic;
-    timeouts_config timeouts;
 };
 
 /// One registry entry under `hosts:`.

@@ -1,10 +1,10 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/executor.hpp"
+#include "politeproxy/base/field.hpp"
 #include "politeproxy/http1/chunked_decoder.hpp"
 #include "politeproxy/http1/framing.hpp"
 #include "politeproxy/http1/relay.hpp"
-#include "politeproxy/http2/server_session.hpp"
 #include "politeproxy/net/timed_socket.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -42,7 +42,7 @@ public:
 
     /// A chunked body's trailer fields, once it ended: names in lower case, without the
     /// fields a trailer must not carry (trailer_allowed). Empty otherwise.
-    std::span<const http2::field> trailers() const { return trailers_; }
+    std::span<const field> trailers() const { return trailers_; }
 
 private:
     timed_socket& in_;
@@ -52,7 +52,7 @@ private:
     std::uint64_t remaining_ = 0;  ///< of a body of known length
     bool ended_ = false;
     std::string raw_trailers_;              ///< the trailer section's lines, as the decoder kept them
-    std::vector<http2::field> trailers_;   ///< parsed from them at the end
+    std::vector<field> trailers_;   ///< parsed from them at the end
 };
 
 /// Whether a trailer field may be forwarded: not one a trailer must not carry (framing,
@@ -60,6 +60,6 @@ private:
 bool trailer_allowed(std::string_view name);
 
 /// Appends the last chunk with `trailers` (RFC 9112 section 7.1.2), less the ones not allowed.
-void append_trailer_section(std::span<const http2::field> trailers, std::string& out);
+void append_trailer_section(std::span<const field> trailers, std::string& out);
 
 }  // namespace politeproxy

@@ -6,16 +6,16 @@
 // each into its own framing. Included by forward_to_origin.hpp only.
 //
 // What it asks of `Downstream` beyond forward_to_origin's contract:
-//   void h2_fields(std::vector<http2::field>& out)   the request's regular fields as HTTP/2
+//   void h2_fields(std::vector<field>& out)   the request's regular fields as HTTP/2
 //                                                  carries them (lowercase, no connection-specific
 //                                                  field, no Host), Via last; content-length when known
 //   bool has_body() const
 //   task<body_reader::piece> read_body(std::span<char> room, clock::duration idle)
 //                                                  the request body's next bytes (decoded)
-//   std::span<const http2::field> request_trailers() const    once the body was read: its trailer fields
+//   std::span<const field> request_trailers() const    once the body was read: its trailer fields
 //   task<bool> respond_message(exchange&, const http2::response_head&)
 //                                                  the response's header, as the client's protocol frames it
-//   task<bool> respond_body(std::span<const char> data, bool last, std::span<const http2::field> trailers)
+//   task<bool> respond_body(std::span<const char> data, bool last, std::span<const field> trailers)
 //                                                  trailers with the last piece, where the client's framing carries them
 //   void body_broken()                             the response body cannot be completed: tell the client
 //   bool keeps_message() const                     the client connection goes on after it
@@ -61,7 +61,7 @@ template <class Downstream>
 task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_session& session, bool fresh_session,
                                    const origin_target& target, relay_buffers& scratch) {
     const host_policy& policy = trip.policy();
-    std::vector<http2::field> fields;
+    std::vector<field> fields;
     down.h2_fields(fields);
     std::string& authority = scratch.added;
     authority.clear();
@@ -107,7 +107,7 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
             }
             body_started = true;
             session.send_body(*stream, room.first(piece.size), piece.last,
-                              piece.last ? down.request_trailers() : std::span<const http2::field>());
+                              piece.last ? down.request_trailers() : std::span<const field>());
             deadline = clock::now() + policy.timeouts.idle;
             if (piece.last) break;
         }

@@ -34,7 +34,7 @@ struct origin_stream {
     std::int32_t id = 0;
     std::optional<http2::response_head> head;  ///< the final response header, once it came
     std::string body;                          ///< response body bytes not yet taken
-    std::vector<http2::field> trailers;        ///< the response's trailer fields, when it ended with some
+    std::vector<field> trailers;        ///< the response's trailer fields, when it ended with some
     bool body_ended = false;
     bool closed = false;      ///< the stream is over (reset when `error` is not 0)
     std::uint32_t error = 0;  ///< its RST_STREAM or the session's end
@@ -64,10 +64,10 @@ public:
     /// Opens a stream for a request (see client_session::request); null when the session
     /// takes no more streams.
     std::shared_ptr<origin_stream> open(std::string_view method, std::string_view scheme, std::string_view authority,
-                                        std::string_view path, std::span<const http2::field> fields, bool end_stream);
+                                        std::string_view path, std::span<const field> fields, bool end_stream);
     /// Request body bytes (and with the end, its trailers); check queued() before
     /// reading more from the client.
-    void send_body(origin_stream& s, std::span<const char> data, bool end, std::span<const http2::field> trailers = {});
+    void send_body(origin_stream& s, std::span<const char> data, bool end, std::span<const field> trailers = {});
     std::size_t queued(const origin_stream& s) const { return session_.queued(s.id); }
     /// The response body bytes taken from `s.body` were forwarded: the origin may send more.
     void consumed(origin_stream& s, std::size_t n);
@@ -81,7 +81,7 @@ public:
 private:
     void on_response(http2::response_head head) override;
     void on_body(std::int32_t stream, std::span<const std::uint8_t> data) override;
-    void on_trailers(std::int32_t stream, std::vector<http2::field> fields) override;
+    void on_trailers(std::int32_t stream, std::vector<field> fields) override;
     void on_body_end(std::int32_t stream) override;
     void on_stream_closed(std::int32_t stream, std::uint32_t error_code) override;
     void on_settings(std::optional<std::uint32_t> max_concurrent_streams) override;

@@ -4,6 +4,7 @@
 // hears of requests through `events`. No sockets, no timers, no threads: the adapter
 // that drives it from a connection (and gates each stream) is built on top.
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/field.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -13,11 +14,6 @@
 #include <vector>
 
 namespace politeproxy::http2 {
-
-struct field {
-    std::string name;  ///< lowercase, as HTTP/2 requires (checked by nghttp2)
-    std::string value;
-};
 
 /// A request as a client's HEADERS opened it. nghttp2 has checked the pseudo-header
 /// fields and refused connection-specific fields (RFC 9113 section 8.2.2) before this.

@@ -1,6 +1,6 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
-#include "politeproxy/config/config.hpp"
+#include "politeproxy/policy/host_policy.hpp"
 #include "politeproxy/policy/latency_baseline.hpp"
 #include "politeproxy/policy/latency_window.hpp"
 

@@ -1,0 +1,14 @@
+#pragma once
+#include <string>
+
+namespace politeproxy {
+
+/// A header or trailer field, as every protocol of the proxy hands it on: HTTP/1.1's
+/// bodies (trailers) and HTTP/2's streams share this type, so neither protocol's code
+/// includes the other's for it. HTTP/2 names are lowercase (nghttp2 checks them).
+struct field {
+    std::string name;
+    std::string value;
+};
+
+}  // namespace politeproxy
