@@ -1,0 +1,68 @@
+// host_gates: robots.txt turns (the fetch first, the gate held meanwhile, the Crawl-delay applied).
+#include "host_gates_parts.hpp"
+
+namespace politeproxy {
+namespace asio = boost::asio;
+using namespace gates_detail;
+
+host_gates::robots_turn host_gates::robots_due(const std::string& origin, const std::string& key,
+                                               const std::string& address) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    std::lock_guard lock(s.mutex);
+    const auto now = clock::now();
+    {
+        std::lock_guard robots_lock(robots_mutex_);
+        if (!robots_.on_request(origin, now)) return {};
+    }
+    robots_turn turn;
+    turn.gates_ = this;
+    turn.origin_ = origin;
+    turn.key_ = key;
+    if (fleet_) return turn;
+    turn.slot = depart_at_once_locked(s, key, address, now);
+    if (turn.slot) {
+        turn.held_ = true;
+        turn.slot.entry_->robots_hold = true;
+        apply_health(*turn.slot.entry_, now);
+    }
+    return turn;
+}
+
+host_gates::robots_turn::robots_turn(robots_turn&& other) noexcept
+    : slot(std::move(other.slot)),
+      delay(other.delay),
+      failed(other.failed),
+      gates_(std::exchange(other.gates_, nullptr)),
+      origin_(std::move(other.origin_)),
+      key_(std::move(other.key_)),
+      held_(other.held_) {}
+
+host_gates::robots_turn::~robots_turn() {
+    if (gates_) gates_->robots_done(origin_, key_, delay, failed, held_);
+}
+
+void host_gates::robots_done(const std::string& origin, const std::string& key, std::optional<double> delay,
+                             bool failed, bool held) {
+    const auto now = clock::now();
+    std::optional<double> cap;
+    {
+        std::lock_guard lock(robots_mutex_);
+        robots_.fetched(origin, key, delay, failed, now);
+        cap = robots_.rate_cap(key, now);
+    }
+    shard& s = shards_[shard_of(key, shard_count)];
+    wake_list wake;
+    {
+        std::lock_guard lock(s.mutex);
+        const auto it = s.entries.find(key);
+        if (it == s.entries.end()) return;
+        host_entry& e = *it->second;
+        if (held) e.robots_hold = false;  // only the fetch that set the hold lifts it
+        e.robots_rate = cap;
+        apply_health(e, now);
+        advance_locked(e, now, wake);
+    }
+    poke(wake);
+}
+
+}  // namespace politeproxy

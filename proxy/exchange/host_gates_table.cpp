@@ -1,0 +1,138 @@
+// host_gates: what the table shows and sheds: eviction of idle hosts, HTTP/2 stream ceilings, the admin snapshot.
+#include "host_gates_parts.hpp"
+
+namespace politeproxy {
+namespace asio = boost::asio;
+using namespace gates_detail;
+
+host_counts& host_counts::operator+=(const host_counts& o) {
+    for (std::size_t i = 0; i < outcomes.size(); ++i) outcomes[i] += o.outcomes[i];
+    for (std::size_t i = 0; i < limit_changes.size(); ++i) limit_changes[i] += o.limit_changes[i];
+    would_have_waited += o.would_have_waited;
+    return *this;
+}
+
+std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
+    std::size_t evicted = 0;
+    for (auto& s : shards_) {
+        std::lock_guard lock(s.mutex);
+        evicted += std::erase_if(s.entries, [&](const auto& kv) {
+            const host_entry& e = *kv.second;
+            if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) return false;
+            if (!e.h2_sessions.empty()) return false;  // its stream ceiling lasts as long as its sessions
+            if (on_evicted) on_evicted(kv.first, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
+            return true;
+        });
+    }
+    std::lock_guard lock(groups_.mutex());
+    groups_.evict_idle();  // after the hosts: they refer to their domain's group
+    return evicted;
+}
+
+namespace {
+
+std::optional<std::size_t> lowest_ceiling(const host_entry& e) {
+    std::optional<std::size_t> lowest;
+    for (const auto& [session, ceiling] : e.h2_sessions)
+        if (ceiling && (!lowest || *ceiling < *lowest)) lowest = ceiling;
+    return lowest;
+}
+
+}  // namespace
+
+void host_gates::set_stream_ceiling(const std::string& key, const void* session, std::optional<std::size_t> streams) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    wake_list wake;
+    {
+        std::lock_guard lock(s.mutex);
+        const auto now = clock::now();
+        auto entry = find_or_create(s, key, now);
+        auto& sessions = entry->h2_sessions;
+        const auto it = std::find_if(sessions.begin(), sessions.end(), [&](const auto& p) { return p.first == session; });
+        if (it == sessions.end())
+            sessions.emplace_back(session, streams);
+        else
+            it->second = streams;
+        entry->h2 = true;
+        const auto ceiling = lowest_ceiling(*entry);
+        if (entry->stream_ceiling == ceiling) return;
+        entry->stream_ceiling = ceiling;
+        apply_health(*entry, now);
+        advance_locked(*entry, now, wake);
+    }
+    poke(wake);
+}
+
+void host_gates::forget_stream_ceiling(const std::string& key, const void* session) {
+    shard& s = shards_[shard_of(key, shard_count)];
+    wake_list wake;
+    {
+        std::lock_guard lock(s.mutex);
+        const auto found = s.entries.find(key);
+        if (found == s.entries.end()) return;  // forgotten while idle: nothing holds a ceiling
+        host_entry& entry = *found->second;
+        std::erase_if(entry.h2_sessions, [&](const auto& p) { return p.first == session; });
+        entry.h2 = !entry.h2_sessions.empty();
+        const auto ceiling = lowest_ceiling(entry);
+        if (entry.stream_ceiling == ceiling) return;
+        const auto now = clock::now();
+        entry.stream_ceiling = ceiling;
+        apply_health(entry, now);
+        advance_locked(entry, now, wake);
+    }
+    poke(wake);
+}
+
+std::size_t host_gates::size() const {
+    std::size_t n = 0;
+    for (const auto& s : shards_) {
+        std::lock_guard lock(s.mutex);
+        n += s.entries.size();
+    }
+    return n;
+}
+
+std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const {
+    std::vector<host_snapshot> out;
+    for (const auto& s : shards_) {
+        std::lock_guard lock(s.mutex);
+        for (const auto& [key, e] : s.entries) {
+            host_snapshot h;
+            h.key = key;
+            // A request waiting for its fleet lease holds a local slot but is not at the origin.
+            h.in_flight = e->g.in_flight() - e->fleet_line.size();
+            h.fleet_in_flight = e->fleet_held;
+            h.waiting = e->g.waiting() + e->fleet_line.size();
+            h.limit = e->g.limit();
+            h.configured_limit = e->policy->concurrency;
+            h.stream_ceiling = e->stream_ceiling;
+            h.h2 = e->h2;
+            h.rate = e->g.limits().rate;
+            h.configured_rate = e->policy->rate;
+            h.rate_from = e->robots_rate && *e->robots_rate < e->health.rate() ? rate_source::robots
+                          : h.rate < h.configured_rate                       ? rate_source::adaptive
+                                                                             : rate_source::config;
+            const auto paused_until = e->health.paused_until();  // a robots.txt hold is not a pause
+            h.paused_for = paused_until > now ? paused_until - now : clock::duration::zero();
+            h.p95 = e->health.p95();
+            h.baseline = e->health.baseline();
+            h.epoch_latency = e->health.epoch_latency();
+            h.last_reason = e->health.last_reason();
+            h.since_last_change = now - e->health.last_change();
+            if (e->override_entry) h.override_reason = e->override_entry->reason;
+            if (e->domain_group) {
+                std::lock_guard group_lock(groups_.mutex());
+                const group_gate& g = *e->domain_group;
+                h.domain_group = host_snapshot::group_view{e->domain_group_key, g.in_flight(), g.waiting(), g.limit()};
+            }
+            h.enforce = e->policy->enforce;
+            h.would_have_waited = e->g.would_have_waited();
+            h.outcomes = e->outcomes;
+            h.limit_changes = e->limit_changes;
+            out.push_back(std::move(h));
+        }
+    }
+    return out;
+}
+
+}  // namespace politeproxy
