@@ -613,6 +613,26 @@ class RawServer:
                 pass
 
 
+def recv_until(s, buf, done):
+    """Receives on `s` into `buf` until done(buf): the bytes, or None if the peer closed first."""
+    while not done(buf):
+        d = s.recv(65536)
+        if not d:
+            return None
+        buf += d
+    return buf
+
+
+def recv_head(s, buf):
+    """A whole message head from `s` (what `buf` already holds first): (head, the bytes
+    after it), or None if the peer closed first."""
+    buf = recv_until(s, buf, lambda b: b"\r\n\r\n" in b)
+    if buf is None:
+        return None
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    return head, rest
+
+
 def overlap_peak(records):
     """Max number of request records (start, end; end None = still open) overlapping."""
     ev = []

@@ -69,12 +69,10 @@ class FaultOrigin(H.RawServer):
         buf = b""
         try:
             while True:
-                while b"\r\n\r\n" not in buf:
-                    d = s.recv(65536)
-                    if not d:
-                        return
-                    buf += d
-                head, _, buf = buf.partition(b"\r\n\r\n")
+                got = H.recv_head(s, buf)
+                if got is None:
+                    return
+                head, buf = got
                 lines = head.decode("latin-1").split("\r\n")
                 parts = (lines[0].split(" ", 2) + ["", "", ""])[:3]
                 headers = {}

@@ -37,12 +37,10 @@ class EarlyOrigin(H.RawServer):
         s.settimeout(5)
         try:
             while True:
-                while b"\r\n\r\n" not in buf:
-                    d = s.recv(65536)
-                    if not d:
-                        return
-                    buf += d
-                head, _, buf = buf.partition(b"\r\n\r\n")
+                got = H.recv_head(s, buf)
+                if got is None:
+                    return
+                head, buf = got
                 line = head.split(b"\r\n", 1)[0].decode("latin-1")
                 with self.lock:
                     self.heads.append((idx, line))
@@ -55,11 +53,9 @@ class EarlyOrigin(H.RawServer):
                 if line.startswith("POST") and wanted:
                     if wanted[0] == "/continue":
                         s.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
-                    while len(buf) < 10:
-                        d = s.recv(65536)
-                        if not d:
-                            return
-                        buf += d
+                    buf = H.recv_until(s, buf, lambda b: len(b) >= 10)  # the whole body
+                    if buf is None:
+                        return
                     buf = buf[10:]
                     body = answers[wanted[0]]
                     s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))

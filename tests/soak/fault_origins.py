@@ -47,12 +47,10 @@ class FaultOrigin(_PrunedServer):
         s.settimeout(10)
         buf = b""
         while True:
-            while b"\r\n\r\n" not in buf:
-                d = s.recv(65536)
-                if not d:
-                    return
-                buf += d
-            head, _, buf = buf.partition(b"\r\n\r\n")
+            got = H.recv_head(s, buf)
+            if got is None:
+                return
+            head, buf = got
             line = head.split(b"\r\n", 1)[0].decode("latin-1")
             parts = line.split(" ")
             path = parts[1].split("?")[0] if len(parts) > 1 else "/"

@@ -58,6 +58,7 @@ namespace politeproxy {
 namespace forwarding {
 
 inline constexpr int max_interim_responses = 16;
+/// The answer's details when the origin closed before its request was written whole.
 inline constexpr std::string_view closed_while_sending = "origin closed the connection while receiving the request";
 /// Streams a request tries when HTTP/2 origins leave it unprocessed: above a GOAWAY's last
 /// stream (then on a new session), or REFUSED_STREAM (the session may still take it later).

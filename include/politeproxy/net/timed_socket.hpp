@@ -33,9 +33,9 @@ class session;
 /// with beast::error::timeout (as does one started after it passed, unless it can
 /// complete at once). Operations started on socket() directly (a wait for readability)
 /// and the watch (watch()) are not timed, and not cancelled by a deadline that passes
-/// while none of this object's operations is pending. One watchdog timer per socket fires no later than
-/// the deadline; when the deadline has moved on (it usually has: every request pushes
-/// it forward), it goes back to sleep until the new one. So a busy connection costs one
+/// while none of this object's operations is pending. One watchdog timer per socket
+/// fires no later than the deadline; when the deadline has moved on (it usually has:
+/// every request pushes it forward), it goes back to sleep until the new one. So a busy connection costs one
 /// timer wake-up per timeout period, not two timer operations per read or write.
 ///
 /// Reads and writes go to the socket with the caller's buffers unchanged, so a single
