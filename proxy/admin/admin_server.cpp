@@ -3,7 +3,7 @@
 
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/admin/hosts_view.hpp"
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/admin/metrics_renderer.hpp"
 #include "politeproxy/admin/status_page.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -38,7 +38,7 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
         res.body() = "405 Method Not Allowed: the admin listener is read-only\n";
     } else if (path == "/metrics") {
         res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-        res.body() = view.metrics.render(view.gates, view.idle_origin_connections());
+        res.body() = view.renderer.render(view.metrics, view.gates, view.idle_origin_connections());
     } else if (path == "/hosts") {
         res.set(http::field::content_type, "application/json");
         res.body() = render_hosts_json(view.gates, clock::now(), std::chrono::system_clock::now());

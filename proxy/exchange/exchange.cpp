@@ -1,6 +1,6 @@
 #include "politeproxy/exchange/exchange.hpp"
 
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/policy/adaptive_limit.hpp"
 #include "politeproxy/policy/retry_after.hpp"

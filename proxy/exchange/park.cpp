@@ -3,7 +3,7 @@
 
 #include "politeproxy/http1/answers.hpp"
 #include "politeproxy/base/error.hpp"
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/server/proxy_context.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>

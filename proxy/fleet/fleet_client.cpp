@@ -1,6 +1,6 @@
 #include "politeproxy/fleet/fleet_client.hpp"
 
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/fleet/lease_scripts.hpp"
 #include "politeproxy/fleet/redis_connection.hpp"

@@ -2,7 +2,7 @@
 
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/base/log.hpp"
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/server/proxy_context.hpp"
 #include "politeproxy/http1/request_head.hpp"
 #include "politeproxy/base/executor.hpp"

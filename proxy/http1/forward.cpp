@@ -10,7 +10,7 @@
 #include "politeproxy/http1/hop_by_hop.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/base/log.hpp"
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/char_class.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"

@@ -1,6 +1,6 @@
 #include "politeproxy/http2/origin_session.hpp"
 
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/net/send_all.hpp"

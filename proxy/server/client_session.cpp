@@ -8,7 +8,7 @@
 #include "politeproxy/server/proxy_auth.hpp"
 #include "politeproxy/server/tunnel.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/request_head.hpp"

@@ -7,7 +7,7 @@
 #include "politeproxy/server/h2_connection.hpp"
 
 
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/char_class.hpp"
 #include "politeproxy/base/event.hpp"
 #include "politeproxy/base/log.hpp"
@@ -271,7 +271,7 @@ public:
             it->second->changed.notify();
         }
     }
-    void on_guard(http2::guard g) override { ctx_.metrics.h2_refused(g); }
+    void on_guard(http2::guard g) override { ctx_.metrics.h2_refused(http2::label(g)); }
     void on_stream_closed(std::int32_t id, std::uint32_t) override {
         const auto it = streams_.find(id);
         if (it == streams_.end()) return;

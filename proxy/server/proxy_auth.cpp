@@ -1,6 +1,6 @@
 #include "politeproxy/server/proxy_auth.hpp"
 
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/policy/proxy_users.hpp"
 #include "politeproxy/server/password_checks.hpp"

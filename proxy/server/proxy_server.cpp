@@ -4,13 +4,15 @@
 #include "politeproxy/base/off_thread.hpp"
 
 #include "politeproxy/admin/admin_server.hpp"
+#include "politeproxy/admin/metrics_renderer.hpp"
+#include "politeproxy/http2/server_session.hpp"
 #include "politeproxy/server/client_session.hpp"
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/net/dns_resolver.hpp"
 #include "politeproxy/server/password_checks.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/fleet/fleet_client.hpp"
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/http2/origin_session.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"
@@ -126,7 +128,10 @@ int proxy_server::run() {
     // Declared before the workers: destroying a worker's io_context destroys suspended
     // sessions, whose permits and connection counters still refer to these.
     host_gates gates(cfg_);
-    metrics m;
+    std::vector<std::string_view> h2_guards;
+    for (http2::guard g : http2::all_guards) h2_guards.emplace_back(http2::label(g));
+    metrics m(h2_guards);
+    metrics_renderer rendered;
     session_set sessions;
     std::atomic<bool> draining{false};
     std::atomic<std::size_t> open_clients{0};  // limits.max_client_connections
@@ -235,7 +240,7 @@ int proxy_server::run() {
 
     asio::co_spawn(control,
                    run_admin_listener(admin_acceptor,
-                                      admin_view{gates, m, idle_origin_connections, [&] { return !draining.load(); },
+                                      admin_view{gates, m, rendered, idle_origin_connections, [&] { return !draining.load(); },
                                                  [&]() -> const char* {
                                                      if (!fleet) return nullptr;
                                                      return fleet->store_up() ? "up" : "down";
@@ -256,8 +261,8 @@ int proxy_server::run() {
                 if (evicts) gates.tick(now);
                 // Give freed gate memory back to the system, not only to the heap.
                 if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl,
-                                              [&m](const std::string& key, const host_counts& final) {
-                                                  m.host_evicted(key, final);
+                                              [&rendered](const std::string& key, const host_counts& final) {
+                                                  rendered.host_evicted(key, final);
                                               }) > 0)
                     ::malloc_trim(0);
             }

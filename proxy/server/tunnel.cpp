@@ -5,7 +5,7 @@
 #include "politeproxy/http1/hop_by_hop.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/http1/origin_target.hpp"
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/exchange/park.hpp"
 #include "politeproxy/base/executor.hpp"

@@ -3,7 +3,7 @@
 // metrics, no sockets and no waiting: every step is a call.
 #include "politeproxy/exchange/exchange.hpp"
 
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/exchange/host_gates.hpp"

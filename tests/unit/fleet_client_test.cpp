@@ -2,7 +2,8 @@
 // the EVALSHA -> NOSCRIPT -> EVAL fallback, and a store that goes away.
 #include "politeproxy/fleet/fleet_client.hpp"
 
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/admin/metrics_renderer.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "redis_server.hpp"
@@ -134,8 +135,9 @@ TEST_CASE("the store going away is noticed and reported; leases held are re-asse
     CHECK(eventually([&] { return store->command({"ZCARD", "pp:{back.example}:leases"})->integer == 2; }));
     // The store had lost both: fleet_lease_lost_total counts them.
     const host_gates gates(std::make_shared<const config>());
+    metrics_renderer rendered;
     CHECK(eventually([&] {
-        return m.render(gates, 0).find("politeproxy_fleet_lease_lost_total 2") != std::string::npos;
+        return rendered.render(m, gates, 0).find("politeproxy_fleet_lease_lost_total 2") != std::string::npos;
     }));
     w.ioc.stop();
     w.thread.join();

@@ -9,11 +9,13 @@ namespace politeproxy {
 
 class host_gates;
 class metrics;
+class metrics_renderer;
 
 /// The admin listener's view of the proxy.
 struct admin_view {
     const host_gates& gates;
     const politeproxy::metrics& metrics;
+    metrics_renderer& renderer;  ///< GET /metrics
     std::function<std::size_t()> idle_origin_connections;
     std::function<bool()> ready;  ///< listening and configured
     std::function<const char*()> fleet_store;  ///< "up" or "down"; null without a fleet

@@ -29,7 +29,7 @@
 //   task<relay_status> deliver(exchange&, const origin_response_parser&, const response_plan&, bool keeps,
 //                              timed_socket& origin, beast::flat_buffer&, relay_buffers&, clock::duration idle)
 //                                                  the response, read from the origin as the plan says
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/exchange/park.hpp"

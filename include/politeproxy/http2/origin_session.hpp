@@ -7,7 +7,7 @@
 // queue, never in nghttp2's. An idle session is checked with a PING and closed after
 // timeouts.idle. A worker keeps its sessions in origin_sessions: a socket belongs to
 // the loop it was opened on.
-#include "politeproxy/admin/metrics.hpp"
+#include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/event.hpp"
 #include "politeproxy/base/executor.hpp"

@@ -1,22 +1,25 @@
 #pragma once
-// Every metric family politeproxy exports (names: SPEC.md "Metrics"), declared in one
-// place and handed to components by reference. Per-host series are not stored here:
-// they are read from the gates at scrape time, so they vanish when a gate is evicted
-// and cost nothing per request.
+// The counter sink every layer records into: each metric family politeproxy exports
+// (names: SPEC.md "Metrics") that is counted as things happen, declared in one place and
+// handed to components by reference. Per-host series are not here: admin/'s
+// metrics_renderer reads them from the gates at scrape time, so they vanish when a gate
+// is evicted and cost nothing per request.
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/error.hpp"
 
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
+
+namespace prometheus {
+class Registry;
+}
 
 namespace politeproxy {
 
-namespace http2 {
-enum class guard;
-}
-
-class host_gates;
-struct host_counts;
+/// Every metric's name starts with this.
+inline constexpr const char* metric_prefix = "politeproxy_";
 
 enum class connection_side { client, origin };
 enum class connection_protocol { http1, http2, tunnel };
@@ -24,7 +27,9 @@ enum class connect_mode { intercepted, tunneled };
 
 class metrics {
 public:
-    metrics();
+    /// `h2_refusal_reasons`: the reason labels of h2_streams_refused_total (the HTTP/2
+    /// layer's abuse guards), each exported from the start, at 0.
+    explicit metrics(std::span<const std::string_view> h2_refusal_reasons = {});
     ~metrics();
     metrics(const metrics&) = delete;
     metrics& operator=(const metrics&) = delete;
@@ -32,8 +37,9 @@ public:
     /// rejected_total{reason}: a request the proxy refused (queue, policy, bad input).
     /// Other errcs (origin failures) are not refusals and are not counted here.
     void rejected(errc reason);
-    /// h2_streams_refused_total{reason}: an HTTP/2 abuse guard acted.
-    void h2_refused(http2::guard reason);
+    /// h2_streams_refused_total{reason}: an HTTP/2 abuse guard acted; `reason` is one of
+    /// those given at construction.
+    void h2_refused(std::string_view reason);
     /// config_reloads_total{result}.
     void config_reload(bool ok);
     /// queue_wait_seconds: time from parking to departure.
@@ -65,13 +71,8 @@ public:
     /// edge (metrics.per_user): a CONNECT counts once for everything inside it.
     void user_request(const std::string& user);
 
-    /// A host's gate was evicted with these counts (they stay in host="_other" when the
-    /// host had no series of its own: see host_series).
-    void host_evicted(const std::string& key, const host_counts& final);
-
-    /// The Prometheus text exposition of everything, per-host series from `gates`;
-    /// `idle_origin_connections` (pooled) count as open upstream connections.
-    std::string render(const host_gates& gates, std::size_t idle_origin_connections) const;
+    /// What has been counted, for the renderer (admin/metrics_renderer.hpp).
+    const prometheus::Registry& registry() const;
 
 private:
     struct impl;

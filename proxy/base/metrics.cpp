@@ -1,25 +1,19 @@
-#include "politeproxy/admin/metrics.hpp"
-
-#include "politeproxy/admin/host_series.hpp"
-#include "politeproxy/exchange/host_gates.hpp"
-#include "politeproxy/http2/server_session.hpp"
+#include "politeproxy/base/metrics.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 
-#include <algorithm>
-#include <array>
+#include <cassert>
 #include <map>
-#include <sstream>
+#include <vector>
 
 namespace politeproxy {
 namespace {
 
-constexpr const char* prefix = "politeproxy_";
+constexpr const char* prefix = metric_prefix;
 
 constexpr errc rejection_reasons[] = {
     errc::queue_full,          errc::queue_timeout,      errc::shutting_down,      errc::bad_host,
@@ -56,27 +50,10 @@ const char* reason_label(errc e) {
 const prometheus::Histogram::BucketBoundaries latency_buckets{
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
 
-prometheus::MetricFamily host_family(const char* name, const char* help, prometheus::MetricType type) {
-    prometheus::MetricFamily f;
-    f.name = std::string(prefix) + name;
-    f.help = help;
-    f.type = type;
-    return f;
-}
-
-void add_sample(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> labels, double v) {
-    prometheus::ClientMetric m;
-    m.label = std::move(labels);
-    if (f.type == prometheus::MetricType::Counter) m.counter.value = v;
-    else m.gauge.value = v;
-    f.metric.push_back(std::move(m));
-}
-
 }  // namespace
 
 struct metrics::impl {
     prometheus::Registry registry;
-    host_series series;  ///< who has per-host series of their own
     prometheus::Family<prometheus::Counter>& user_requests =
         prometheus::BuildCounter().Name(std::string(prefix) + "user_requests_total")
             .Help("Requests authenticated at the edge under each proxy user (a CONNECT counts once)").Register(registry);
@@ -87,7 +64,7 @@ struct metrics::impl {
     prometheus::Family<prometheus::Counter>& h2_refused_family =
         prometheus::BuildCounter().Name(std::string(prefix) + "h2_streams_refused_total")
             .Help("HTTP/2 streams refused or connections ended by an abuse guard, by reason").Register(registry);
-    std::map<http2::guard, prometheus::Counter*> h2_refused;
+    std::vector<std::pair<std::string_view, prometheus::Counter*>> h2_refused;  ///< fixed at construction
     prometheus::Histogram& queue_wait =
         prometheus::BuildHistogram().Name(std::string(prefix) + "queue_wait_seconds")
             .Help("Time a request waited for its slot and token").Register(registry)
@@ -133,9 +110,10 @@ struct metrics::impl {
     prometheus::Counter* fleet_lost = nullptr;
     prometheus::Counter* fleet_degraded = nullptr;
 
-    impl() {
+    explicit impl(std::span<const std::string_view> h2_refusal_reasons) {
         for (errc e : rejection_reasons) rejected[e] = &rejected_family.Add({{"reason", reason_label(e)}});
-        for (http2::guard g : http2::all_guards) h2_refused[g] = &h2_refused_family.Add({{"reason", http2::label(g)}});
+        for (std::string_view r : h2_refusal_reasons)
+            h2_refused.emplace_back(r, &h2_refused_family.Add({{"reason", std::string(r)}}));
     }
 
     prometheus::Gauge& connections(connection_side side, connection_protocol protocol) {
@@ -144,7 +122,8 @@ struct metrics::impl {
     }
 };
 
-metrics::metrics() : impl_(std::make_unique<impl>()) {}
+metrics::metrics(std::span<const std::string_view> h2_refusal_reasons)
+    : impl_(std::make_unique<impl>(h2_refusal_reasons)) {}
 metrics::~metrics() = default;
 
 void metrics::rejected(errc reason) {
@@ -152,7 +131,14 @@ void metrics::rejected(errc reason) {
     if (it != impl_->rejected.end()) it->second->Increment();
 }
 
-void metrics::h2_refused(http2::guard reason) { impl_->h2_refused.at(reason)->Increment(); }
+void metrics::h2_refused(std::string_view reason) {
+    for (auto& [label, counter] : impl_->h2_refused)
+        if (label == reason) {
+            counter->Increment();
+            return;
+        }
+    assert(!"h2_refused: a reason not given at construction");
+}
 
 void metrics::config_reload(bool ok) { (ok ? impl_->reload_ok : impl_->reload_failed).Increment(); }
 
@@ -202,8 +188,6 @@ void metrics::user_request(const std::string& user) {
     impl_->user_requests.Add({{"user", user}}).Increment();
 }
 
-void metrics::host_evicted(const std::string& key, const host_counts& final) { impl_->series.evicted(key, final); }
-
 void metrics::fleet_store(bool up) {
     if (impl_->fleet_up) impl_->fleet_up->Set(up ? 1 : 0);
 }
@@ -220,81 +204,6 @@ void metrics::fleet_degraded(clock::duration d) {
     if (impl_->fleet_degraded) impl_->fleet_degraded->Increment(std::chrono::duration<double>(d).count());
 }
 
-std::string metrics::render(const host_gates& gates, std::size_t idle_origin_connections) const {
-    using prometheus::MetricType;
-    auto families = impl_->registry.Collect();
-    for (auto& f : families)
-        if (f.name == std::string(prefix) + "upstream_connections")
-            for (auto& m : f.metric)
-                if (!m.label.empty() && m.label[0].value == "http1")
-                    m.gauge.value += static_cast<double>(idle_origin_connections);
-    const auto cfg = gates.current_config();
-
-    auto in_flight = host_family("host_in_flight", "Requests in flight to the host", MetricType::Gauge);
-    auto waiting = host_family("host_waiting", "Requests parked for the host", MetricType::Gauge);
-    auto limit = host_family("host_concurrency_limit", "The host's current concurrency limit", MetricType::Gauge);
-    auto rate = host_family("host_rate_limit", "The host's token refill rate (tokens per second)", MetricType::Gauge);
-    auto rate_from = host_family("host_rate_source",
-                                 "1 for where the host's rate comes from: config, adaptive (health or the fleet's share) "
-                                 "or robots (its robots.txt Crawl-delay)",
-                                 MetricType::Gauge);
-    auto ceiling = host_family("host_stream_ceiling",
-                               "The host's HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS, a cap on its limit",
-                               MetricType::Gauge);
-    auto requests = host_family("requests_total", "Requests by host and outcome", MetricType::Counter);
-    auto paused = host_family("host_paused_seconds", "Seconds until the host's pause (Retry-After or backoff) ends",
-                              MetricType::Gauge);
-    auto changes = host_family("limit_changes_total", "Adaptive concurrency limit changes by host and direction",
-                               MetricType::Counter);
-    auto would_wait = host_family("would_have_waited_total",
-                                  "Requests forwarded at once in observe-only mode that the limits would have parked",
-                                  MetricType::Counter);
-    auto fleet_in_flight = host_family("host_fleet_in_flight",
-                                       "Leases the host holds across the fleet, at the store's last answer",
-                                       MetricType::Gauge);
-    constexpr const char* directions[limit_change_count] = {"up", "down", "collapse"};
-
-    // Past metrics.max_host_series the rest are summed as "_other" (host_series: who keeps a name).
-    impl_->series.begin_scrape();
-    const auto hosts = gates.snapshot(clock::now());
-    const auto picked = impl_->series.pick(hosts, cfg->max_host_series);
-    auto add_host = [&](const host_snapshot& h, bool gauges_of_gate) {
-        add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));
-        add_sample(waiting, {{"host", h.key}}, static_cast<double>(h.waiting));
-        if (gauges_of_gate) {
-            add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
-            if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));
-            add_sample(rate, {{"host", h.key}}, h.rate);
-            add_sample(rate_from, {{"host", h.key}, {"source", std::string(name_of(h.rate_from))}}, 1);
-            if (h.fleet_in_flight) add_sample(fleet_in_flight, {{"host", h.key}}, static_cast<double>(*h.fleet_in_flight));
-            add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
-        }
-        for (std::size_t d = 0; d < limit_change_count; ++d)
-            add_sample(changes, {{"host", h.key}, {"direction", directions[d]}}, static_cast<double>(h.limit_changes[d]));
-        if (!h.enforce || (!gauges_of_gate && h.would_have_waited > 0))
-            add_sample(would_wait, {{"host", h.key}}, static_cast<double>(h.would_have_waited));
-        for (std::size_t o = 0; o < outcome_count; ++o)
-            add_sample(requests, {{"host", h.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
-                       static_cast<double>(h.outcomes[o]));
-    };
-    for (std::size_t i = 0; i < hosts.size(); ++i)
-        if (picked.named[i]) add_host(hosts[i], true);
-    if (picked.has_other) add_host(picked.other, false);
-
-    auto tracked = host_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
-    add_sample(tracked, {}, static_cast<double>(hosts.size()));
-
-    auto overrides = host_family("host_override_info", "Active registry overrides and their reasons", MetricType::Gauge);
-    const auto today = utc_today();
-    for (const auto& o : cfg->hosts)
-        if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
-
-    for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &rate_from, &fleet_in_flight, &paused, &requests, &changes, &would_wait, &tracked,
-                    &overrides})
-        families.push_back(std::move(*f));
-    std::ostringstream out;
-    prometheus::TextSerializer{}.Serialize(out, families);
-    return out.str();
-}
+const prometheus::Registry& metrics::registry() const { return impl_->registry; }
 
 }  // namespace politeproxy

@@ -1,0 +1,28 @@
+#pragma once
+// The Prometheus text exposition (GET /metrics): what the counter sink (base/metrics.hpp)
+// counted, and the per-host series read from the gates at scrape time.
+#include "politeproxy/admin/host_series.hpp"
+
+#include <cstddef>
+#include <string>
+
+namespace politeproxy {
+
+class host_gates;
+class metrics;
+
+class metrics_renderer {
+public:
+    /// A host's gate was evicted with these counts (they stay in host="_other" when the
+    /// host had no series of its own: see host_series). Called under a gate's lock.
+    void host_evicted(const std::string& key, const host_counts& final) { series_.evicted(key, final); }
+
+    /// Everything `counted` holds, per-host series from `gates`; `idle_origin_connections`
+    /// (pooled) count as open upstream connections.
+    std::string render(const metrics& counted, const host_gates& gates, std::size_t idle_origin_connections);
+
+private:
+    host_series series_;  ///< who has per-host series of their own
+};
+
+}  // namespace politeproxy

@@ -1,0 +1,111 @@
+#include "politeproxy/admin/metrics_renderer.hpp"
+
+#include "politeproxy/base/metrics.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+#include <vector>
+
+namespace politeproxy {
+namespace {
+
+prometheus::MetricFamily host_family(const char* name, const char* help, prometheus::MetricType type) {
+    prometheus::MetricFamily f;
+    f.name = std::string(metric_prefix) + name;
+    f.help = help;
+    f.type = type;
+    return f;
+}
+
+void add_sample(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> labels, double v) {
+    prometheus::ClientMetric m;
+    m.label = std::move(labels);
+    if (f.type == prometheus::MetricType::Counter) m.counter.value = v;
+    else m.gauge.value = v;
+    f.metric.push_back(std::move(m));
+}
+
+}  // namespace
+
+std::string metrics_renderer::render(const metrics& counted, const host_gates& gates, std::size_t idle_origin_connections) {
+    using prometheus::MetricType;
+    auto families = counted.registry().Collect();
+    for (auto& f : families)
+        if (f.name == std::string(metric_prefix) + "upstream_connections")
+            for (auto& m : f.metric)
+                if (!m.label.empty() && m.label[0].value == "http1")
+                    m.gauge.value += static_cast<double>(idle_origin_connections);
+    const auto cfg = gates.current_config();
+
+    auto in_flight = host_family("host_in_flight", "Requests in flight to the host", MetricType::Gauge);
+    auto waiting = host_family("host_waiting", "Requests parked for the host", MetricType::Gauge);
+    auto limit = host_family("host_concurrency_limit", "The host's current concurrency limit", MetricType::Gauge);
+    auto rate = host_family("host_rate_limit", "The host's token refill rate (tokens per second)", MetricType::Gauge);
+    auto rate_from = host_family("host_rate_source",
+                                 "1 for where the host's rate comes from: config, adaptive (health or the fleet's share) "
+                                 "or robots (its robots.txt Crawl-delay)",
+                                 MetricType::Gauge);
+    auto ceiling = host_family("host_stream_ceiling",
+                               "The host's HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS, a cap on its limit",
+                               MetricType::Gauge);
+    auto requests = host_family("requests_total", "Requests by host and outcome", MetricType::Counter);
+    auto paused = host_family("host_paused_seconds", "Seconds until the host's pause (Retry-After or backoff) ends",
+                              MetricType::Gauge);
+    auto changes = host_family("limit_changes_total", "Adaptive concurrency limit changes by host and direction",
+                               MetricType::Counter);
+    auto would_wait = host_family("would_have_waited_total",
+                                  "Requests forwarded at once in observe-only mode that the limits would have parked",
+                                  MetricType::Counter);
+    auto fleet_in_flight = host_family("host_fleet_in_flight",
+                                       "Leases the host holds across the fleet, at the store's last answer",
+                                       MetricType::Gauge);
+    constexpr const char* directions[limit_change_count] = {"up", "down", "collapse"};
+
+    // Past metrics.max_host_series the rest are summed as "_other" (host_series: who keeps a name).
+    series_.begin_scrape();
+    const auto hosts = gates.snapshot(clock::now());
+    const auto picked = series_.pick(hosts, cfg->max_host_series);
+    auto add_host = [&](const host_snapshot& h, bool gauges_of_gate) {
+        add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));
+        add_sample(waiting, {{"host", h.key}}, static_cast<double>(h.waiting));
+        if (gauges_of_gate) {
+            add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
+            if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));
+            add_sample(rate, {{"host", h.key}}, h.rate);
+            add_sample(rate_from, {{"host", h.key}, {"source", std::string(name_of(h.rate_from))}}, 1);
+            if (h.fleet_in_flight) add_sample(fleet_in_flight, {{"host", h.key}}, static_cast<double>(*h.fleet_in_flight));
+            add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
+        }
+        for (std::size_t d = 0; d < limit_change_count; ++d)
+            add_sample(changes, {{"host", h.key}, {"direction", directions[d]}}, static_cast<double>(h.limit_changes[d]));
+        if (!h.enforce || (!gauges_of_gate && h.would_have_waited > 0))
+            add_sample(would_wait, {{"host", h.key}}, static_cast<double>(h.would_have_waited));
+        for (std::size_t o = 0; o < outcome_count; ++o)
+            add_sample(requests, {{"host", h.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
+                       static_cast<double>(h.outcomes[o]));
+    };
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+        if (picked.named[i]) add_host(hosts[i], true);
+    if (picked.has_other) add_host(picked.other, false);
+
+    auto tracked = host_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
+    add_sample(tracked, {}, static_cast<double>(hosts.size()));
+
+    auto overrides = host_family("host_override_info", "Active registry overrides and their reasons", MetricType::Gauge);
+    const auto today = utc_today();
+    for (const auto& o : cfg->hosts)
+        if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
+
+    for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &rate_from, &fleet_in_flight, &paused, &requests, &changes, &would_wait, &tracked,
+                    &overrides})
+        families.push_back(std::move(*f));
+    std::ostringstream out;
+    prometheus::TextSerializer{}.Serialize(out, families);
+    return out.str();
+}
+
+}  // namespace politeproxy
