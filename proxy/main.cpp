@@ -3,6 +3,7 @@
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/server/proxy_server.hpp"
 #include "politeproxy/tls/certificate_authority.hpp"
+#include "politeproxy/tls/config_check.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -92,7 +93,7 @@ int main(int argc, char** argv) {
         return 0;
     };
     if (!check_path.empty()) {
-        auto cfg = load_config_file(check_path);
+        auto cfg = tls::load_config_checked(check_path);
         if (!cfg) {
             std::fprintf(stderr, "politeproxy: %s\n", cfg.error().c_str());
             return 1;
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
         std::fputs(usage, stderr);
         return 2;
     }
-    auto cfg = load_config_file(config_path);
+    auto cfg = tls::load_config_checked(config_path);
     if (!cfg) {
         std::fprintf(stderr, "politeproxy: %s\n", cfg.error().c_str());
         return 1;

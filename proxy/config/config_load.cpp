@@ -1,7 +1,6 @@
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/policy/proxy_users.hpp"
 #include "politeproxy/policy/public_suffixes.hpp"
-#include "politeproxy/tls/certificate_authority.hpp"
 
 #include "politeproxy/base/duration.hpp"
 #include "politeproxy/policy/host_key.hpp"
@@ -412,8 +411,6 @@ public:
         if (c.tls.mode == tls_config::mode_type::intercept) {
             if (c.tls.ca_cert.empty() || c.tls.ca_key.empty())
                 fail(t["mode"], "tls.mode intercept needs tls.ca_cert and tls.ca_key (politeproxy --gen-ca DIR writes them)");
-            if (auto ca = tls::certificate_authority::load(c.tls.ca_cert, c.tls.ca_key); !ca)
-                fail(t["ca_key"], "tls: " + ca.error());
         }
     }
 

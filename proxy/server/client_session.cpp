@@ -2,8 +2,8 @@
 #include "politeproxy/base/executor.hpp"
 
 #include "politeproxy/policy/address_filter.hpp"
-#include "politeproxy/http1/answers.hpp"
-#include "politeproxy/http1/forward.hpp"
+#include "politeproxy/server/send_answer.hpp"
+#include "politeproxy/server/h1_downstream.hpp"
 #include "politeproxy/server/h2_connection.hpp"
 #include "politeproxy/server/proxy_auth.hpp"
 #include "politeproxy/server/tunnel.hpp"

@@ -14,7 +14,7 @@
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/http1/answers.hpp"
 #include "politeproxy/http1/body_reader.hpp"
-#include "politeproxy/http1/forward_to_origin.hpp"
+#include "politeproxy/exchange/forward_to_origin.hpp"
 #include "politeproxy/http1/hop_by_hop.hpp"
 #include "politeproxy/server/proxy_auth.hpp"
 #include "politeproxy/http1/request_head.hpp"
@@ -145,7 +145,7 @@ public:
     task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = std::nullopt);
     /// One of the proxy's own answers (made for HTTP/1.1), as HTTP/2 carries it.
     void respond_with(const politeproxy::answer& res);
-    task<admission> admit(std::string key, std::string address);
+    client_watch parking() { return &s_->gone; }
     void write_head(const origin_target& target, relay_buffers& scratch) const;
     bool wants_continue() const { return false; }
     task<bool> send_continue() { co_return true; }

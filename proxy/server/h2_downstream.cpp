@@ -34,20 +34,6 @@ void h2_downstream::respond_with(const politeproxy::answer& res) {
     conn_->flush();
 }
 
-task<admission> h2_downstream::admit(std::string key, std::string address) {
-    proxy_context& ctx = conn_->ctx();
-    auto r = co_await park(ctx.gates, std::move(key), std::move(address), s_->gone);
-    if (r.ec == errc::cancelled) co_return admission{};  // the stream or its connection went away
-    if (r.ec) {
-        const auto why = static_cast<errc>(r.ec.value());
-        const std::string details = r.ec.message();
-        co_await answer(why, details, r.retry_after);
-        co_return admission{};
-    }
-    ctx.metrics.queue_wait(r.granted.queue_wait());
-    co_return admission{std::move(r.granted), true};
-}
-
 void h2_downstream::write_head(const origin_target& target, relay_buffers& scratch) const {
     const http2::request_head& head = s_->head;
     std::string& out = scratch.head;

@@ -1,4 +1,5 @@
 #include "politeproxy/server/proxy_server.hpp"
+#include "politeproxy/tls/config_check.hpp"
 #include "politeproxy/tls/session.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/base/off_thread.hpp"
@@ -13,7 +14,7 @@
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/fleet/fleet_client.hpp"
 #include "politeproxy/base/metrics.hpp"
-#include "politeproxy/http2/origin_session.hpp"
+#include "politeproxy/exchange/h2_origin_session.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"
 #include "politeproxy/server/proxy_context.hpp"
@@ -156,8 +157,9 @@ int proxy_server::run() {
     asio::thread_pool config_loader(1);  // SIGHUP's reads; the same
     password_checks passwords;             // the same
     const std::string via = make_via();
-    for (auto& w : workers) w->ctx.emplace(proxy_context{gates, w->pool, m, via, draining, sessions, resolver, log_, w->field_blocks,
-                                           intercept.get(), origin_tls.get(), w->h2_origins, passwords});
+    for (auto& w : workers)
+        w->ctx.emplace(proxy_context{{gates, w->pool, m, resolver, log_, origin_tls.get(), w->h2_origins, via},
+                                     draining, sessions, w->field_blocks, intercept.get(), passwords});
     // The fleet store, one connection per worker, reached before any listener opens: a
     // fleet that starts together never exceeds its bound. Destroyed before the workers
     // (its connections live on their loops), detached from the gates first.
@@ -276,7 +278,7 @@ int proxy_server::run() {
         for (;;) {
             auto [ec, signo] = co_await reload_signal.async_wait(use_tuple);
             if (ec) co_return;
-            auto read = [path = config_path_] { return load_config_file(path); };
+            auto read = [path = config_path_] { return tls::load_config_checked(path); };
             auto loaded = co_await off_thread(config_loader, std::move(read), clock::now() + reload_read_timeout);
             if (!loaded) loaded.emplace(boost::system::in_place_error, config_path_ + ": not read within " +
                                                                            std::to_string(reload_read_timeout.count()) + " s");

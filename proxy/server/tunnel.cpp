@@ -1,13 +1,13 @@
 #include "politeproxy/server/tunnel.hpp"
 
-#include "politeproxy/http1/answers.hpp"
+#include "politeproxy/server/send_answer.hpp"
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/http1/hop_by_hop.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/net/origin_connect.hpp"
-#include "politeproxy/exchange/park.hpp"
+#include "politeproxy/exchange/admission.hpp"
 #include "politeproxy/base/executor.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -115,9 +115,13 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     const std::string& gate_key = ctx.gates.gate_key(cfg, key, pinned.text, domain_key);
     permit slot = admit_at_once(ctx, gate_key, pinned.text);
     if (!slot) {
-        auto admitted = co_await admit(ctx, client, gate_key, pinned.text, {});
-        if (!admitted.granted) co_return std::nullopt;
-        slot = std::move(admitted.granted);
+        auto admitted = co_await admit(ctx, gate_key, pinned.text, &client.socket());
+        if (!admitted) {
+            const refusal& no = admitted.error();
+            if (no.why != errc::cancelled) co_await send_answer(ctx, client, no.why, no.details, {}, no.retry_after);
+            co_return std::nullopt;
+        }
+        slot = std::move(*admitted);
     }
     exchange trip(ctx.metrics, ctx.log, std::move(slot), gate_key);  // the tunnel is one request
     const host_policy& policy = trip.policy();

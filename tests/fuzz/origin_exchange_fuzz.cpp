@@ -16,7 +16,7 @@
 
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/http1/chunked_decoder.hpp"
-#include "politeproxy/http1/forward_to_origin.hpp"
+#include "politeproxy/exchange/forward_to_origin.hpp"
 #include "politeproxy/http1/framing.hpp"
 #include "politeproxy/http1/origin_response.hpp"
 #include "politeproxy/http1/relay.hpp"

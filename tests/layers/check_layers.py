@@ -9,15 +9,13 @@ http1 and http2 are peers: neither includes the other (their shared vocabulary, 
 base/field.hpp, lives lower). A file's layer is its directory under include/politeproxy/
 or proxy/ (proxy/main.cpp and proxy/asio_impl.cpp stand above every layer).
 
-Until the layers are libraries of their own, this is what holds them: every include that
-runs upward or sideways must be listed in upward_includes.txt ("from -> to", one per line,
-with the reason after a '#'). The check fails on one not listed (a new upward include:
-move the shared part down instead), and on a listed one that is gone (strike it: the list
-only shrinks).
+Each layer is also a library that links only those below it (politeproxy_layer() in
+CMakeLists.txt). This check runs with every build (target 'layers') and as the ctest
+'layers'. It fails on any include that runs upward or sideways (move the shared part down
+instead), and on a library that does not match its directory: a source of proxy/LAYER/
+that is not in politeproxy_LAYER, or a library that links a layer not below its own.
 
-    /usr/bin/python3 tests/layers/check_layers.py [--source DIR] [--list]
-
---list prints every upward include found, in the list's format."""
+    /usr/bin/python3 tests/layers/check_layers.py [--source DIR]"""
 import argparse
 import os
 import re
@@ -64,35 +62,58 @@ def upward_includes(source):
     return found
 
 
-def read_list(path):
-    listed = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            entry = line.split("#", 1)[0].strip()
-            if entry:
-                listed[entry] = n
-    return listed
+LAYER_CALL = re.compile(r"politeproxy_layer\(\s*([a-z0-9_]+)(.*?)\)\s*$", re.S | re.M)
+
+
+def library_faults(source):
+    """What CMakeLists.txt's politeproxy_layer() calls say against the directories."""
+    with open(os.path.join(source, "CMakeLists.txt"), encoding="utf-8") as f:
+        text = f.read()
+    faults = []
+    libraries = {}
+    for name, body in LAYER_CALL.findall(text):
+        words = body.split()
+        sources, links, part = [], [], None
+        for w in words:
+            if w in ("SOURCES", "LINKS"):
+                part = w
+            elif part == "SOURCES":
+                sources.append(w)
+            elif part == "LINKS":
+                links.append(w)
+        libraries[name] = (sources, links)
+    for layer in RANK:
+        if layer not in libraries:
+            faults.append("no politeproxy_layer(%s ...) in CMakeLists.txt" % layer)
+            continue
+        sources, links = libraries[layer]
+        on_disk = {"proxy/%s/%s" % (layer, n) for n in os.listdir(os.path.join(source, "proxy", layer))
+                   if n.endswith(".cpp")}
+        for missing in sorted(on_disk - set(sources)):
+            faults.append("%s is not in politeproxy_%s" % (missing, layer))
+        for stray in sorted(set(sources) - on_disk):
+            faults.append("politeproxy_%s lists %s, which is not in proxy/%s/" % (layer, stray, layer))
+        for link in links:
+            linked = link[len("politeproxy_"):] if link.startswith("politeproxy_") else None
+            if linked in RANK and RANK[linked] >= RANK[layer]:
+                faults.append("politeproxy_%s links politeproxy_%s, which is not below it" % (layer, linked))
+    for name in sorted(set(libraries) - set(RANK)):
+        faults.append("politeproxy_layer(%s ...) names no layer of ORDER" % name)
+    return faults
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", default=os.path.normpath(os.path.join(HERE, "..", "..")))
-    ap.add_argument("--list", action="store_true", help="print every upward include found")
     args = ap.parse_args()
-    found = upward_includes(args.source)
-    if args.list:
-        for entry in sorted(found):
-            print(entry)
-        return 0
-    listed = read_list(os.path.join(HERE, "upward_includes.txt"))
-    new = sorted(found - listed.keys())
-    gone = sorted(listed.keys() - found)
-    for entry in new:
-        print("NEW upward include (not in tests/layers/upward_includes.txt): %s" % entry)
-    for entry in gone:
-        print("GONE (strike it from upward_includes.txt, line %d): %s" % (listed[entry], entry))
-    print("%d upward includes, %d listed, %d new, %d gone" % (len(found), len(listed), len(new), len(gone)))
-    return 1 if new or gone else 0
+    found = sorted(upward_includes(args.source))
+    for entry in found:
+        print("upward include: %s" % entry)
+    faults = library_faults(args.source)
+    for fault in faults:
+        print("library: %s" % fault)
+    print("%d upward includes, %d library faults" % (len(found), len(faults)))
+    return 1 if found or faults else 0
 
 
 if __name__ == "__main__":

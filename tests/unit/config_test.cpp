@@ -1,4 +1,5 @@
 #include "politeproxy/config/config_load.hpp"
+#include "politeproxy/tls/config_check.hpp"
 #include "politeproxy/policy/public_suffixes.hpp"
 
 #include <doctest/doctest.h>
@@ -187,8 +188,14 @@ TEST_CASE("tls: intercept needs a CA; its keys are checked") {
     CHECK(e.find("tls.ca_cert and tls.ca_key") != std::string::npos);
     CHECK(e.starts_with("test.yaml:1"));
     CHECK(load_error("tls: { mode: bump }\n").find("not tunnel or intercept") != std::string::npos);
-    CHECK(load_error("tls: { mode: intercept, ca_cert: /nonexistent/ca.pem, ca_key: /nonexistent/ca.key }\n")
-              .find("/nonexistent/ca.pem") != std::string::npos);
+    // The CA's files are the TLS layer's to check.
+    const auto no_ca = tls::check_interception_ca(
+        load_config_text("tls: { mode: intercept, ca_cert: /nonexistent/ca.pem, ca_key: /nonexistent/ca.key }\n",
+                         "test.yaml"),
+        "test.yaml");
+    REQUIRE_FALSE(no_ca.has_value());
+    CHECK(no_ca.error().starts_with("test.yaml: tls: "));
+    CHECK(no_ca.error().find("/nonexistent/ca.pem") != std::string::npos);
     CHECK(load_error("tls: { alpn: [spdy] }\n").find("spdy") != std::string::npos);
     CHECK(load_error("tls: { alpn: [] }\n").find("must name") != std::string::npos);
     CHECK(load_error("tls: { intercept_exclude: ['bad host!'] }\n").find("bad host!") != std::string::npos);

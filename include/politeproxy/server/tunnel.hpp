@@ -1,5 +1,5 @@
 #pragma once
-#include "politeproxy/http1/forward.hpp"
+#include "politeproxy/server/h1_downstream.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 
 #include <optional>

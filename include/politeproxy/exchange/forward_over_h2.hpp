@@ -1,5 +1,5 @@
 #pragma once
-// The HTTP/2 origin half of forward_to_origin (http1/forward_to_origin.hpp): one request
+// The HTTP/2 origin half of forward_to_origin (exchange/forward_to_origin.hpp): one request
 // as one stream of the origin's session, whatever protocol the client speaks. The
 // request goes as a message (pseudo-header fields, regular fields, body pieces), the
 // response comes back as one (status, fields, body pieces); the client's adapter turns
@@ -25,7 +25,7 @@
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/relay.hpp"
-#include "politeproxy/http2/origin_session.hpp"
+#include "politeproxy/exchange/h2_origin_session.hpp"
 
 #include <nghttp2/nghttp2.h>
 

@@ -5,7 +5,7 @@
 // back, every step reported to the request's exchange, and the connection pooled
 // again. A template over the client's side, so each protocol brings only its adapter
 // and the HTTP/1.1 path pays no indirection. Included by the adapters' sources only
-// (http1/forward.cpp, server/h2_connection.cpp): it pulls in the whole origin side.
+// (server/h1_downstream.cpp, server/h2_connection_parts.hpp): it pulls in the whole origin side.
 //
 // `Downstream` (the client's side of one request, moved into the coroutine) provides,
 // where a task is asked for preferably from a plain function that returns one (no
@@ -16,9 +16,9 @@
 //   std::string_view method_string() const
 //   std::string_view user_agent() const            the client's User-Agent (robots.txt groups)
 //   wire_allocator arena()                         the request's arena (the response header's memory)
-//   task<bool> answer(errc, std::string_view details)    the proxy's own answer;
-//                                                  true: the client connection goes on
-//   task<admission> admit(std::string key, std::string address)   parks at the gate (admit_at_once failed)
+//   task<bool> answer(errc, std::string_view details, std::optional<clock::duration> retry_after = {})
+//                                                  the proxy's own answer; true: the client connection goes on
+//   client_watch parking()                         the request parks at its gate: what tells its client left
 //   void write_head(const origin_target&, relay_buffers&)  the origin's request head, into scratch.head
 //   bool wants_continue() const; task<bool> send_continue()    100 Continue, once a connection is open
 //   task<relay_status> send_request(timed_socket& origin, relay_buffers&, clock::duration idle)
@@ -32,17 +32,17 @@
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/exchange/exchange.hpp"
-#include "politeproxy/exchange/park.hpp"
+#include "politeproxy/exchange/admission.hpp"
 #include "politeproxy/http1/origin_response.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/relay.hpp"
-#include "politeproxy/http1/robots_fetch.hpp"
-#include "politeproxy/http2/forward_over_h2.hpp"
-#include "politeproxy/http2/origin_session.hpp"
+#include "politeproxy/exchange/robots_fetch.hpp"
+#include "politeproxy/exchange/forward_over_h2.hpp"
+#include "politeproxy/exchange/h2_origin_session.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"
-#include "politeproxy/server/proxy_context.hpp"
+#include "politeproxy/exchange/exchange_context.hpp"
 #include "politeproxy/tls/session.hpp"
 
 #include <boost/asio/post.hpp>
@@ -87,7 +87,7 @@ void pool_key_of(const origin_target& target, std::string& out);
 }  // namespace forwarding
 
 template <class Downstream>
-task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream down, const origin_target& target) {
+task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstream down, const origin_target& target) {
     if (down.via_loop(ctx.via)) co_return co_await down.answer(errc::loop_detected, "this proxy's Via entry came back");
     if (auto denied = check_known_destination(cfg, target.key, target.port, target.address))
         co_return co_await down.answer(denied->why, denied->details);
@@ -110,9 +110,13 @@ task<bool> forward_to_origin(proxy_context& ctx, const config& cfg, Downstream d
     }
     permit slot = admit_at_once(ctx, key, pinned.text);
     if (!slot) {
-        auto admitted = co_await down.admit(key, pinned.text);
-        if (!admitted.granted) co_return admitted.keep;
-        slot = std::move(admitted.granted);
+        auto admitted = co_await admit(ctx, key, pinned.text, down.parking());
+        if (!admitted) {
+            const refusal& no = admitted.error();
+            if (no.why == errc::cancelled) co_return false;  // the client left: nobody to answer
+            co_return co_await down.answer(no.why, no.details, no.retry_after);
+        }
+        slot = std::move(*admitted);
     }
     namespace asio = boost::asio;
     namespace beast = boost::beast;

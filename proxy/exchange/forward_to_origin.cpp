@@ -1,4 +1,4 @@
-#include "politeproxy/http1/forward_to_origin.hpp"
+#include "politeproxy/exchange/forward_to_origin.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,10 +1,10 @@
-#include "politeproxy/http2/origin_session.hpp"
+#include "politeproxy/exchange/h2_origin_session.hpp"
 
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/net/send_all.hpp"
-#include "politeproxy/server/proxy_context.hpp"
+#include "politeproxy/exchange/exchange_context.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
@@ -27,7 +27,7 @@ std::span<const std::uint8_t> bytes_of(std::span<const char> s) {
 
 }  // namespace
 
-origin_session::origin_session(proxy_context& ctx, timed_socket connection, std::string key, std::string pool_key,
+origin_session::origin_session(exchange_context& ctx, timed_socket connection, std::string key, std::string pool_key,
                                clock::duration idle, std::size_t max_header_bytes)
     : ctx_(ctx),
       connection_(std::move(connection)),
@@ -249,7 +249,7 @@ void origin_session::end() {
     flush();  // what is left to say (a GOAWAY), then the close
 }
 
-task<std::shared_ptr<origin_session>> open_origin_session(proxy_context& ctx, timed_socket connection,
+task<std::shared_ptr<origin_session>> open_origin_session(exchange_context& ctx, timed_socket connection,
                                                           const std::string& key, const std::string& pool_key,
                                                           const host_policy& policy, std::size_t max_header_bytes) {
     auto s = std::make_shared<origin_session>(ctx, std::move(connection), key, pool_key, policy.timeouts.idle,

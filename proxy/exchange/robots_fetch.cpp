@@ -1,12 +1,13 @@
-#include "politeproxy/http1/robots_fetch.hpp"
+#include "politeproxy/exchange/robots_fetch.hpp"
 
 #include "politeproxy/config/config.hpp"
+#include "politeproxy/exchange/admission.hpp"
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/policy/robots_txt.hpp"
-#include "politeproxy/server/proxy_context.hpp"
+#include "politeproxy/exchange/exchange_context.hpp"
 #include "politeproxy/tls/session.hpp"
 
 #include <boost/asio/write.hpp>
@@ -45,13 +46,13 @@ std::string field_safe(std::string_view v) {
 
 }  // namespace
 
-task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_target& target, const pinned_address& pinned,
+task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_target& target, const pinned_address& pinned,
                         std::string user_agent, host_gates::robots_turn& turn) {
     permit slot = std::move(turn.slot);
     if (!slot) {
-        auto parked = co_await ctx.gates.acquire(turn.key(), pinned.text);
-        if (!parked.granted) co_return;
-        slot = std::move(parked.granted);
+        auto admitted = co_await admit(ctx, turn.key(), pinned.text, {});
+        if (!admitted) co_return;
+        slot = std::move(*admitted);
     }
     exchange trip(ctx.metrics, ctx.log, std::move(slot), turn.key());
     const host_policy& policy = trip.policy();

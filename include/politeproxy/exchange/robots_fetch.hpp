@@ -9,7 +9,7 @@ namespace politeproxy {
 struct config;
 struct origin_target;
 struct pinned_address;
-struct proxy_context;
+struct exchange_context;
 
 /// The key robots.txt is kept under: "http://host:port" or "https://host:port".
 std::string robots_origin(const origin_target& target);
@@ -23,7 +23,7 @@ std::string robots_origin(const origin_target& target);
 /// is asked; anything else (3xx, 429, 5xx, a failure, a body over robots_txt_max_bytes)
 /// counts as failed: the rate stays as configured. The fetch writes what it learnt into
 /// `turn`, whose owner (the request) ends it, also when the fetch never ran.
-task<void> fetch_robots(proxy_context& ctx, const config& cfg, const origin_target& target, const pinned_address& pinned,
+task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_target& target, const pinned_address& pinned,
                         std::string user_agent, host_gates::robots_turn& turn);
 
 }  // namespace politeproxy

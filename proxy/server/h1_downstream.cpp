@@ -1,10 +1,10 @@
-#include "politeproxy/http1/forward.hpp"
-#include "politeproxy/http1/forward_to_origin.hpp"
+#include "politeproxy/server/h1_downstream.hpp"
+#include "politeproxy/exchange/forward_to_origin.hpp"
 
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/tls/session.hpp"
 
-#include "politeproxy/http1/answers.hpp"
+#include "politeproxy/server/send_answer.hpp"
 #include "politeproxy/net/dns_resolver.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/http1/hop_by_hop.hpp"
@@ -16,7 +16,7 @@
 #include "politeproxy/net/origin_pool.hpp"
 #include "politeproxy/http1/origin_response.hpp"
 #include "politeproxy/http1/origin_target.hpp"
-#include "politeproxy/exchange/park.hpp"
+#include "politeproxy/exchange/admission.hpp"
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/relay.hpp"
 #include "politeproxy/http1/body_reader.hpp"
@@ -102,17 +102,17 @@ public:
     std::string_view user_agent() const { return req_[http::field::user_agent]; }
     wire_allocator arena() { return req_.get_allocator(); }
 
-    task<bool> answer(errc why, std::string_view details) {
+    task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = {}) {
         // Once the request went out (and for a loop) the connection closes: what the
         // client sent may be half read, and the origin's side is in doubt.
         const bool keep = keeping_.keep_alive && !sent_ && why != errc::loop_detected;
-        return send_answer(ctx_, client_, why, details, answer_mode{keep, keeping_.head});
+        return send_answer(ctx_, client_, why, details, answer_mode{keep, keeping_.head}, retry_after);
     }
 
-    task<admission> admit(std::string key, std::string address) {
+    client_watch parking() {
         // Parked, it keeps no read buffer (4 KiB); the next read takes one again.
         if (buffer_.size() == 0) buffer_.shrink_to_fit();
-        return politeproxy::admit(ctx_, client_, std::move(key), std::move(address), keeping_);
+        return &client_.socket();
     }
 
     void write_head(const origin_target& target, relay_buffers& scratch) {

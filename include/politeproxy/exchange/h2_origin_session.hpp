@@ -26,7 +26,7 @@
 
 namespace politeproxy {
 
-struct proxy_context;
+struct exchange_context;
 
 /// One request's stream as its coroutine and the session's reader share it.
 struct origin_stream {
@@ -49,7 +49,7 @@ class origin_session : public std::enable_shared_from_this<origin_session>, priv
 public:
     /// `key`: the host key whose ceiling the origin's SETTINGS set; `pool_key`: the
     /// origin's key in ctx.h2_origins. `idle`: how long the session stays open with no stream.
-    origin_session(proxy_context& ctx, timed_socket connection, std::string key, std::string pool_key,
+    origin_session(exchange_context& ctx, timed_socket connection, std::string key, std::string pool_key,
                    clock::duration idle, std::size_t max_header_bytes);
     ~origin_session() override;
 
@@ -94,7 +94,7 @@ private:
     task<void> watch_loop(std::shared_ptr<origin_session> self);
     void end();
 
-    proxy_context& ctx_;
+    exchange_context& ctx_;
     timed_socket connection_;
     const std::string key_;
     const std::string pool_key_;
@@ -116,7 +116,7 @@ struct host_policy;
 /// and made the origin's (`pool_key`) session in ctx.h2_origins -- or the one already
 /// there, when another request opened one meanwhile. Null when the origin did not
 /// answer as HTTP/2 within timeouts.connect.
-task<std::shared_ptr<origin_session>> open_origin_session(proxy_context& ctx, timed_socket connection,
+task<std::shared_ptr<origin_session>> open_origin_session(exchange_context& ctx, timed_socket connection,
                                                           const std::string& key, const std::string& pool_key,
                                                           const host_policy& policy, std::size_t max_header_bytes);
 

@@ -1,10 +1,9 @@
-#include "politeproxy/exchange/park.hpp"
-#include "politeproxy/base/executor.hpp"
+#include "politeproxy/exchange/admission.hpp"
 
-#include "politeproxy/http1/answers.hpp"
-#include "politeproxy/base/error.hpp"
+#include "politeproxy/base/event.hpp"
 #include "politeproxy/base/metrics.hpp"
-#include "politeproxy/server/proxy_context.hpp"
+#include "politeproxy/exchange/exchange_context.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
@@ -16,11 +15,9 @@
 
 namespace politeproxy {
 namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
-
 
 // How often a parked request whose client has bytes waiting looks for the client's FIN.
 constexpr auto close_poll_interval = std::chrono::milliseconds(250);
@@ -35,7 +32,7 @@ bool peer_closed(tcp_socket& client) {
 }
 
 // Completes when the client has gone, or when cancelled.
-task<void> client_gone(tcp_socket& client) {
+task<void> socket_closed(tcp_socket& client) {
     auto [ec] = co_await client.async_wait(tcp_socket::wait_read, use_tuple);
     if (ec) co_return;
     char byte;
@@ -51,46 +48,39 @@ task<void> client_gone(tcp_socket& client) {
     }
 }
 
-}  // namespace
-
-task<acquire_result> park(host_gates& gates, std::string key, std::string address, tcp_socket& client) {
+// The gate's answer, or errc::cancelled once the watch says the client went.
+task<acquire_result> park(host_gates& gates, std::string key, std::string address, client_watch watch) {
     if (gates.fleet_needs_lease()) {  // most requests: one round trip to the store, no watch needed
         auto quick = co_await gates.acquire_leased_at_once(key, address);
         if (quick.granted) co_return quick;
     }
-    auto result = co_await (gates.acquire(std::move(key), std::move(address)) || client_gone(client));
-    if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
-    co_return std::move(std::get<0>(result));
-}
-
-task<acquire_result> park(host_gates& gates, std::string key, std::string address, event& gone) {
-    if (gates.fleet_needs_lease()) {
-        auto quick = co_await gates.acquire_leased_at_once(key, address);
-        if (quick.granted) co_return quick;
+    if (auto* socket = std::get_if<tcp_socket*>(&watch)) {
+        auto result = co_await (gates.acquire(std::move(key), std::move(address)) || socket_closed(**socket));
+        if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
+        co_return std::move(std::get<0>(result));
     }
-    auto result = co_await (gates.acquire(std::move(key), std::move(address)) || gone.wait());
-    if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
-    co_return std::move(std::get<0>(result));
+    if (auto* gone = std::get_if<event*>(&watch)) {
+        auto result = co_await (gates.acquire(std::move(key), std::move(address)) || (*gone)->wait());
+        if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
+        co_return std::move(std::get<0>(result));
+    }
+    co_return co_await gates.acquire(std::move(key), std::move(address));
 }
 
-permit admit_at_once(proxy_context& ctx, const std::string& key, const std::string& address) {
+}  // namespace
+
+permit admit_at_once(exchange_context& ctx, const std::string& key, const std::string& address) {
     permit now = ctx.gates.try_acquire(key, address);
     if (now) ctx.metrics.queue_wait(clock::duration::zero());
     return now;
 }
 
-task<admission> admit(proxy_context& ctx, timed_socket& client, std::string key, std::string address,
-                      answer_mode mode) {
-    auto r = co_await park(ctx.gates, std::move(key), std::move(address), client.socket());
-    if (r.ec == errc::cancelled) co_return admission{};  // the client left: nobody to answer
-    if (r.ec) {
-        const auto why = static_cast<errc>(r.ec.value());
-        const std::string details = r.ec.message();
-        const bool keep = co_await send_answer(ctx, client, why, details, mode, r.retry_after);
-        co_return admission{{}, keep};
-    }
+task<std::expected<permit, refusal>> admit(exchange_context& ctx, std::string key, std::string address,
+                                           client_watch watch) {
+    auto r = co_await park(ctx.gates, std::move(key), std::move(address), watch);
+    if (r.ec) co_return std::unexpected(refusal{static_cast<errc>(r.ec.value()), r.ec.message(), r.retry_after});
     ctx.metrics.queue_wait(r.granted.queue_wait());
-    co_return admission{std::move(r.granted), true};
+    co_return std::move(r.granted);
 }
 
 }  // namespace politeproxy
