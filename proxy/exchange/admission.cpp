@@ -75,10 +75,11 @@ permit admit_at_once(exchange_context& ctx, const std::string& key, const std::s
     return now;
 }
 
-task<std::expected<permit, refusal>> admit(exchange_context& ctx, std::string key, std::string address,
-                                           client_watch watch) {
+task<admitted> admit(exchange_context& ctx, std::string key, std::string address, client_watch watch) {
     auto r = co_await park(ctx.gates, std::move(key), std::move(address), watch);
-    if (r.ec) co_return std::unexpected(refusal{static_cast<errc>(r.ec.value()), r.ec.message(), r.retry_after});
+    if (r.ec)
+        co_return admitted(boost::system::in_place_error,
+                           refusal{static_cast<errc>(r.ec.value()), r.ec.message(), r.retry_after});
     ctx.metrics.queue_wait(r.granted.queue_wait());
     co_return std::move(r.granted);
 }

@@ -9,7 +9,8 @@
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/exchange/permit.hpp"
 
-#include <expected>
+#include <boost/system/result.hpp>
+
 #include <optional>
 #include <string>
 #include <variant>
@@ -25,6 +26,9 @@ struct refusal {
     std::string details;
     std::optional<clock::duration> retry_after;  ///< a hint for the 503
 };
+
+/// A permit, or why not.
+using admitted = boost::system::result<permit, refusal>;
 
 /// What tells that a parked request's client went away, so that it leaves the queue and
 /// is granted nothing: its HTTP/1.1 connection (closed or reset), its HTTP/2 stream's
@@ -48,7 +52,6 @@ permit admit_at_once(exchange_context& ctx, const std::string& key, const std::s
 /// Parks the request at its host's gate until it is granted, refused or its client goes.
 /// With a fleet store, a request first tries for its lease in one round trip without the
 /// watch (host_gates::acquire_leased_at_once); it parks only if the fleet refuses.
-task<std::expected<permit, refusal>> admit(exchange_context& ctx, std::string key, std::string address,
-                                           client_watch watch);
+task<admitted> admit(exchange_context& ctx, std::string key, std::string address, client_watch watch);
 
 }  // namespace politeproxy
