@@ -5,10 +5,10 @@
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/http1/origin_target.hpp"
+#include "politeproxy/exchange/origin_open.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/policy/robots_txt.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
-#include "politeproxy/tls/session.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -63,18 +63,11 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
     const std::string agent = field_safe(user_agent);
 
     timed_socket origin_socket(co_await asio::this_coro::executor);
-    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin_socket, target.key, target.port,
-                                               within(policy.timeouts.connect) - clock::now(), pinned.address)) {
-        trip.connect_failed(failure->why);
+    const auto opened =
+        co_await open_origin(ctx, cfg, origin_socket, target, pinned, false, policy.timeouts.connect, deadline);
+    if (opened.failure) {
+        trip.connect_failed(opened.failure->why);
         co_return;
-    }
-    if (target.tls) {
-        origin_socket.expires_at(within(policy.timeouts.connect));
-        const auto hs = co_await tls::session::connect(origin_socket, *ctx.origin_tls, target.key, false);
-        if (hs.ec) {
-            trip.connect_failed(tls::origin_handshake_failure(hs).why);
-            co_return;
-        }
     }
 
     std::string request = "GET /robots.txt HTTP/1.1\r\nHost: ";

@@ -158,7 +158,8 @@ public:
 
     // The request and its response as messages, for an HTTP/2 origin (forward_over_h2.hpp).
 
-    void h2_fields(std::vector<field>& out) {
+    template <class Each>
+    void message_fields(Each each) {
         strip_hop_by_hop(req_);
         for (const auto& f : req_) {
             const http::field name = f.name();
@@ -166,14 +167,12 @@ public:
                 name == http::field::transfer_encoding || name == http::field::max_forwards ||
                 (name == http::field::expect && expect_continue_))
                 continue;
-            out.push_back({lower_case(f.name_string()), std::string(f.value())});
+            each(lower_case(f.name_string()), f.value());
         }
-        if (verdict_.max_forwards >= 0) out.push_back({"max-forwards", std::to_string(verdict_.max_forwards)});
-        if (verdict_.body.kind == body_kind::length)
-            out.push_back({"content-length", std::to_string(verdict_.body.length)});
-        out.push_back({"via", ctx_.via});
+        if (verdict_.max_forwards >= 0) each("max-forwards", std::to_string(verdict_.max_forwards));
     }
 
+    body_framing body() const { return verdict_.body; }
     bool has_body() const { return verdict_.has_body(); }
     std::span<const field> request_trailers() const {
         return body_ ? body_->trailers() : std::span<const field>();

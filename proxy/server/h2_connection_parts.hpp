@@ -120,9 +120,9 @@ struct h2_stream {
 class h2_connection;
 
 // The client's side of one request on an HTTP/2 stream, as forward_to_origin wants it
-// (see forward_to_origin.hpp): the request head written for an HTTP/1.1 origin from the
-// stream's fields, its DATA forwarded as they arrive, the response sent back as HEADERS
-// and DATA within the client's flow-control window.
+// (see forward_to_origin.hpp): the request as a message (the stream's fields, its DATA as
+// they arrive), the response sent back as HEADERS and DATA within the client's
+// flow-control window. It knows nothing of the origin's protocol.
 class h2_downstream {
 public:
     /// `max_forwards`: the value an OPTIONS request forwards (one less than it came), or -1.
@@ -146,22 +146,23 @@ public:
     /// One of the proxy's own answers (made for HTTP/1.1), as HTTP/2 carries it.
     void respond_with(const politeproxy::answer& res);
     client_watch parking() { return &s_->gone; }
-    void write_head(const origin_target& target, relay_buffers& scratch) const;
     bool wants_continue() const { return false; }
     task<bool> send_continue() { co_return true; }
-    task<relay_status> send_request(timed_socket& origin, relay_buffers& scratch, clock::duration idle);
     task<bool> upload_broken(const relay_status& sent);
-    response_plan plan(const origin_response_parser& r) const {
-        return plan_response(r.framing(), r.status(), s_->head.method == "HEAD", 11);
-    }
-    bool keeps(const response_plan&) const { return true; }  // the connection goes on whatever one stream does
-    task<relay_status> deliver(exchange& trip, const origin_response_parser& response, const response_plan& plan,
-                               bool keep, timed_socket& origin, beast::flat_buffer& origin_buffer,
-                               relay_buffers& scratch, clock::duration idle);
 
-    // The request and its response as messages (forward_over_h2.hpp; deliver and
-    // send_request are built on them too).
-    void h2_fields(std::vector<field>& out) const;
+    // The request and its response as messages (forward_over_h1.hpp, forward_over_h2.hpp).
+    // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
+    // trailers; Host, the length and TE are the proxy's to write. Expect is not passed on:
+    // the body streams as it comes (a 100 Continue would only be dropped here).
+    template <class Each>
+    void message_fields(Each each) const {
+        for (const auto& f : s_->head.fields)
+            if (f.name != "host" && f.name != "content-length" && f.name != "te" && f.name != "expect" &&
+                !for_the_proxy(f.name) && (max_forwards_ < 0 || f.name != "max-forwards"))
+                each(f.name, f.value);
+        if (max_forwards_ >= 0) each("max-forwards", std::to_string(max_forwards_));
+    }
+    body_framing body() const { return body_; }
     bool has_body() const { return body_.kind != body_kind::none; }
     std::span<const field> request_trailers() const { return s_->trailers; }
     task<body_reader::piece> read_body(std::span<char> room, clock::duration idle);

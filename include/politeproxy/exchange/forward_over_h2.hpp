@@ -6,9 +6,7 @@
 // each into its own framing. Included by forward_to_origin.hpp only.
 //
 // What it asks of `Downstream` beyond forward_to_origin's contract:
-//   void h2_fields(std::vector<field>& out)   the request's regular fields as HTTP/2
-//                                                  carries them (lowercase, no connection-specific
-//                                                  field, no Host), Via last; content-length when known
+//   void message_fields(F each), body_framing body() const   as forward_over_h1.hpp says
 //   bool has_body() const
 //   task<body_reader::piece> read_body(std::span<char> room, clock::duration idle)
 //                                                  the request body's next bytes (decoded)
@@ -59,10 +57,16 @@ private:
 
 template <class Downstream>
 task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_session& session, bool fresh_session,
-                                   const origin_target& target, relay_buffers& scratch) {
+                                   const origin_target& target, std::string_view via, relay_buffers& scratch) {
     const host_policy& policy = trip.policy();
+    // The message's fields, then what the proxy decided: the length when known, Via.
     std::vector<field> fields;
-    down.h2_fields(fields);
+    down.message_fields([&](std::string_view name, std::string_view value) {
+        fields.push_back({std::string(name), std::string(value)});
+    });
+    if (const body_framing body = down.body(); body.kind == body_kind::length)
+        fields.push_back({"content-length", std::to_string(body.length)});
+    fields.push_back({"via", std::string(via)});
     std::string& authority = scratch.added;
     authority.clear();
     target.append_host(authority);

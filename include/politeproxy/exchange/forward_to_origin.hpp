@@ -1,34 +1,52 @@
 #pragma once
-// The part of forwarding a request that is the same wherever it came from: its slot at
-// the host's gate, an HTTP/1.1 connection to the origin (pooled, or new, over TLS when
-// the target says), the request sent, the response header read, the response handed
-// back, every step reported to the request's exchange, and the connection pooled
-// again. A template over the client's side, so each protocol brings only its adapter
-// and the HTTP/1.1 path pays no indirection. Included by the adapters' sources only
-// (server/h1_downstream.cpp, server/h2_connection_parts.hpp): it pulls in the whole origin side.
+// The exchange: one request's trip from its admission to the origin's last byte, the same
+// wherever it came from. Its slot at the host's gate (exchange/admission), a connection
+// to the origin (a pooled HTTP/1.1 one, an HTTP/2 session's stream, or a new one:
+// exchange/origin_open), the request sent, the response header read, the response handed
+// back, every step reported to the request's exchange, and the connection pooled again.
+// Origin transports: HTTP/1.1 here and in forward_over_h1.hpp, HTTP/2 in
+// forward_over_h2.hpp, chosen by the host's `upstream` and the origin's ALPN.
 //
-// `Downstream` (the client's side of one request, moved into the coroutine) provides,
-// where a task is asked for preferably from a plain function that returns one (no
-// coroutine frame of its own: this is every request's path):
+// A template over the client's side, so each client protocol brings only its adapter
+// (server/h1_downstream.cpp, server/h2_connection_parts.hpp) and the HTTP/1.1 path pays
+// no indirection. `Downstream` is the client's side of one request, moved into the
+// coroutine (nghttpx's Upstream; Envoy's downstream stream). Where it returns a task,
+// preferably from a plain function (no coroutine frame of its own: this is every
+// request's path). It provides:
+//
+// The request's head, for the checks, the gate and the retry:
 //   bool via_loop(std::string_view via) const      this proxy's Via entry came back
 //   bool retryable() const                         may be sent again on a new connection
-//   bool has_body() const                          the request has a body (streamed after its head)
 //   std::string_view method_string() const
 //   std::string_view user_agent() const            the client's User-Agent (robots.txt groups)
 //   wire_allocator arena()                         the request's arena (the response header's memory)
+// The request as a message (what every origin transport reads it as):
+//   body_framing body() const; bool has_body() const    the framing decided for its body
+//   void message_fields(F each)                    its end-to-end fields (forward_over_h1.hpp)
+//   task<body_reader::piece> read_body(std::span<char> room, clock::duration idle)
+//   std::span<const field> request_trailers() const
+// The client's own answers and waits:
 //   task<bool> answer(errc, std::string_view details, std::optional<clock::duration> retry_after = {})
 //                                                  the proxy's own answer; true: the client connection goes on
 //   client_watch parking()                         the request parks at its gate: what tells its client left
-//   void write_head(const origin_target&, relay_buffers&)  the origin's request head, into scratch.head
 //   bool wants_continue() const; task<bool> send_continue()    100 Continue, once a connection is open
-//   task<relay_status> send_request(timed_socket& origin, relay_buffers&, clock::duration idle)
-//                                                  scratch.head, then the request body
 //   task<bool> upload_broken(const relay_status&)  the client's body failed: answer if due
+// The response as a message:
+//   task<bool> respond_message(exchange&, const http2::response_head&)
+//   task<bool> respond_body(std::span<const char> data, bool last, std::span<const field> trailers)
+//   void body_broken()                             the response cannot be completed: tell the client
+//   bool keeps_message() const                     the client connection goes on after it
+//   void watch(event*); bool client_gone() const   a client that goes away while an HTTP/2 stream waits
+//
+// An HTTP/1.1 client relays its bytes itself to an HTTP/1.1 origin (relays_http1): its
+// header rewritten in place and both bodies passed through as they are framed, the
+// proxy's fastest path. For that it also provides:
+//   void write_head(const origin_target&, relay_buffers&)  the origin's request head, into scratch.head
+//   task<relay_status> send_request(timed_socket& origin, relay_buffers&, clock::duration idle)
 //   response_plan plan(const origin_response_parser&) const
-//   bool keeps(const response_plan&) const         the client connection goes on after it
+//   bool keeps(const response_plan&) const
 //   task<relay_status> deliver(exchange&, const origin_response_parser&, const response_plan&, bool keeps,
 //                              timed_socket& origin, beast::flat_buffer&, relay_buffers&, clock::duration idle)
-//                                                  the response, read from the origin as the plan says
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/exchange/exchange.hpp"
@@ -38,12 +56,13 @@
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/http1/relay.hpp"
 #include "politeproxy/exchange/robots_fetch.hpp"
+#include "politeproxy/exchange/forward_over_h1.hpp"
 #include "politeproxy/exchange/forward_over_h2.hpp"
 #include "politeproxy/exchange/h2_origin_session.hpp"
+#include "politeproxy/exchange/origin_open.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
-#include "politeproxy/tls/session.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
@@ -83,6 +102,14 @@ clock::duration pooled_lifetime(std::string_view hint, clock::duration idle);
 
 /// The origin's pool key, "[https:]host:port", into `out`.
 void pool_key_of(const origin_target& target, std::string& out);
+
+/// A client adapter that relays HTTP/1.1 bytes itself (an HTTP/1.1 client: its head
+/// rewritten in place, both bodies relayed without being taken apart); any other client
+/// gives messages, which forward_over_h1.hpp frames for an HTTP/1.1 origin.
+template <class Downstream>
+concept relays_http1 = requires(Downstream& down, timed_socket& origin, relay_buffers& scratch, clock::duration idle) {
+    down.send_request(origin, scratch, idle);
+};
 
 }  // namespace forwarding
 
@@ -159,24 +186,12 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
             const auto ex = co_await asio::this_coro::executor;
             const auto opening = ctx.h2_origins.opening(pool_key, may_h2, !target.tls, ex);
             origin.emplace(ex);
-            if (auto failure = co_await connect_origin(cfg, ctx.resolver, *origin, target.key, target.port,
-                                                       policy.timeouts.connect, pinned.address)) {
-                trip.connect_failed(failure->why);
-                co_return co_await down.answer(failure->why, failure->details);
+            const auto opened = co_await open_origin(ctx, cfg, *origin, target, pinned, may_h2, policy.timeouts.connect);
+            if (opened.failure) {
+                trip.connect_failed(opened.failure->why);
+                co_return co_await down.answer(opened.failure->why, opened.failure->details);
             }
-            bool speaks_h2 = may_h2 && !target.tls;
-            if (target.tls) {  // nothing goes to an origin whose certificate did not verify
-                origin->expires_after(policy.timeouts.connect);
-                const auto hs = co_await tls::session::connect(*origin, *ctx.origin_tls, target.key, may_h2);
-                origin->expires_never();
-                if (hs.ec) {
-                    const auto failure = tls::origin_handshake_failure(hs);
-                    trip.connect_failed(failure.why);
-                    co_return co_await down.answer(failure.why, failure.details);
-                }
-                speaks_h2 = hs.protocol == "h2";
-            }
-            if (speaks_h2) {
+            if (opened.h2) {
                 h2 = co_await open_origin_session(ctx, std::move(*origin), key, pool_key, policy,
                                                   cfg.limits.response_header_bytes);
                 if (!h2) {
@@ -187,7 +202,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
             }
         }
         if (h2) {
-            const auto forwarded = co_await forward_over_h2(down, trip, *h2, fresh_session, target, scratch);
+            const auto forwarded = co_await forward_over_h2(down, trip, *h2, fresh_session, target, ctx.via, scratch);
             if (forwarded == h2_forwarded::again && attempt + 1 < forwarding::max_h2_attempts) continue;
             if (forwarded == h2_forwarded::again) {
                 trip.request_refused();
@@ -196,7 +211,10 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
             co_return forwarded == h2_forwarded::keep;
         }
         if (!head_written) {
-            down.write_head(target, scratch);
+            if constexpr (forwarding::relays_http1<Downstream>)
+                down.write_head(target, scratch);
+            else
+                over_h1::write_head(down, target, ctx.via_line, scratch);
             head_written = true;
         }
         connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::http1);
@@ -204,7 +222,11 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
 
         if (down.wants_continue() && !co_await down.send_continue()) co_return false;
         trip.request_sent();
-        const auto sent = co_await down.send_request(*origin, scratch, policy.timeouts.idle);
+        relay_status sent{};
+        if constexpr (forwarding::relays_http1<Downstream>)
+            sent = co_await down.send_request(*origin, scratch, policy.timeouts.idle);
+        else
+            sent = co_await over_h1::send_request(down, *origin, scratch, policy.timeouts.idle);
         if (sent.end == relay_end::read_failed || sent.end == relay_end::malformed) {
             trip.client_failed();
             co_return co_await down.upload_broken(sent);
@@ -278,12 +300,24 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
         const unsigned status = response->status();
         trip.response_arrived(status, response->retry_after(), down.method_string(), reused);
 
-        const auto plan = down.plan(*response);
+        response_plan plan;
+        bool keep;
+        if constexpr (forwarding::relays_http1<Downstream>) {
+            plan = down.plan(*response);
+            keep = down.keeps(plan);
+        } else {
+            plan = over_h1::plan(down, *response);
+            keep = down.keeps_message();
+        }
         const bool origin_keeps = response->keep_alive() && plan.from_origin.kind != body_kind::until_close;
         const auto lifetime = forwarding::pooled_lifetime(response->keep_alive_hint(), policy.timeouts.idle);
-        const bool keep = down.keeps(plan);
-        const auto received =
-            co_await down.deliver(trip, *response, plan, keep, *origin, origin_buffer, scratch, policy.timeouts.idle);
+        relay_status received{};
+        if constexpr (forwarding::relays_http1<Downstream>)
+            received = co_await down.deliver(trip, *response, plan, keep, *origin, origin_buffer, scratch,
+                                             policy.timeouts.idle);
+        else
+            received =
+                co_await over_h1::deliver(down, trip, *response, plan, *origin, origin_buffer, scratch, policy.timeouts.idle);
         if (received.end == relay_end::read_failed || received.end == relay_end::malformed) {
             trip.body_failed(received.ec == beast::error::timeout);
             co_return false;  // the client saw a truncated body: closing tells it so
