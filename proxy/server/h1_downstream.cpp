@@ -258,6 +258,8 @@ private:
     response_plan plan_;               ///< the response's, from an HTTP/2 origin
     std::string response_head_;        ///< its header and body pieces on their way
 };
+// The HTTP/1.1 client takes the fast path to an HTTP/1.1 origin (exchange/client_side.hpp).
+static_assert(relays_http1<http1_downstream>);
 
 }  // namespace
 

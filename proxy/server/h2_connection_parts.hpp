@@ -181,6 +181,8 @@ private:
     long long max_forwards_;
     bool responded_whole_ = false;  ///< the response's HEADERS ended the stream
 };
+// A stream gives messages only: every origin transport frames them (exchange/client_side.hpp).
+static_assert(client_side<h2_downstream> && !relays_http1<h2_downstream>);
 
 class h2_connection : public http2::session_events {
 public:

@@ -7,50 +7,15 @@
 // Origin transports: HTTP/1.1 here and in forward_over_h1.hpp, HTTP/2 in
 // forward_over_h2.hpp, chosen by the host's `upstream` and the origin's ALPN.
 //
-// A template over the client's side, so each client protocol brings only its adapter
-// (server/h1_downstream.cpp, server/h2_connection_parts.hpp) and the HTTP/1.1 path pays
-// no indirection. `Downstream` is the client's side of one request, moved into the
-// coroutine (nghttpx's Upstream; Envoy's downstream stream). Where it returns a task,
-// preferably from a plain function (no coroutine frame of its own: this is every
-// request's path). It provides:
-//
-// The request's head, for the checks, the gate and the retry:
-//   bool via_loop(std::string_view via) const      this proxy's Via entry came back
-//   bool retryable() const                         may be sent again on a new connection
-//   std::string_view method_string() const
-//   std::string_view user_agent() const            the client's User-Agent (robots.txt groups)
-//   wire_allocator arena()                         the request's arena (the response header's memory)
-// The request as a message (what every origin transport reads it as):
-//   body_framing body() const; bool has_body() const    the framing decided for its body
-//   void message_fields(F each)                    its end-to-end fields (forward_over_h1.hpp)
-//   task<body_reader::piece> read_body(std::span<char> room, clock::duration idle)
-//   std::span<const field> request_trailers() const
-// The client's own answers and waits:
-//   task<bool> answer(errc, std::string_view details, std::optional<clock::duration> retry_after = {})
-//                                                  the proxy's own answer; true: the client connection goes on
-//   client_watch parking()                         the request parks at its gate: what tells its client left
-//   bool wants_continue() const; task<bool> send_continue()    100 Continue, once a connection is open
-//   task<bool> upload_broken(const relay_status&)  the client's body failed: answer if due
-// The response as a message:
-//   task<bool> respond_message(exchange&, const http2::response_head&)
-//   task<bool> respond_body(std::span<const char> data, bool last, std::span<const field> trailers)
-//   void body_broken()                             the response cannot be completed: tell the client
-//   bool keeps_message() const                     the client connection goes on after it
-//   void watch(event*); bool client_gone() const   a client that goes away while an HTTP/2 stream waits
-//
-// An HTTP/1.1 client relays its bytes itself to an HTTP/1.1 origin (relays_http1): its
-// header rewritten in place and both bodies passed through as they are framed, the
-// proxy's fastest path. For that it also provides:
-//   void write_head(const origin_target&, relay_buffers&)  the origin's request head, into scratch.head
-//   task<relay_status> send_request(timed_socket& origin, relay_buffers&, clock::duration idle)
-//   response_plan plan(const origin_response_parser&) const
-//   bool keeps(const response_plan&) const
-//   task<relay_status> deliver(exchange&, const origin_response_parser&, const response_plan&, bool keeps,
-//                              timed_socket& origin, beast::flat_buffer&, relay_buffers&, clock::duration idle)
+// A template over the client's side (`Downstream`, moved into the coroutine: the
+// interface is exchange/client_side.hpp, which says why it has the methods it has), so
+// each client protocol brings only its adapter (server/h1_downstream.cpp,
+// server/h2_connection_parts.hpp) and the HTTP/1.1 path pays no indirection.
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/exchange/admission.hpp"
+#include "politeproxy/exchange/client_side.hpp"
 #include "politeproxy/http1/origin_response.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/read_header.hpp"
@@ -103,17 +68,9 @@ clock::duration pooled_lifetime(std::string_view hint, clock::duration idle);
 /// The origin's pool key, "[https:]host:port", into `out`.
 void pool_key_of(const origin_target& target, std::string& out);
 
-/// A client adapter that relays HTTP/1.1 bytes itself (an HTTP/1.1 client: its head
-/// rewritten in place, both bodies relayed without being taken apart); any other client
-/// gives messages, which forward_over_h1.hpp frames for an HTTP/1.1 origin.
-template <class Downstream>
-concept relays_http1 = requires(Downstream& down, timed_socket& origin, relay_buffers& scratch, clock::duration idle) {
-    down.send_request(origin, scratch, idle);
-};
-
 }  // namespace forwarding
 
-template <class Downstream>
+template <client_side Downstream>
 task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstream down, const origin_target& target) {
     if (down.via_loop(ctx.via)) co_return co_await down.answer(errc::loop_detected, "this proxy's Via entry came back");
     if (auto denied = check_known_destination(cfg, target.key, target.port, target.address))
@@ -211,7 +168,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
             co_return forwarded == h2_forwarded::keep;
         }
         if (!head_written) {
-            if constexpr (forwarding::relays_http1<Downstream>)
+            if constexpr (relays_http1<Downstream>)
                 down.write_head(target, scratch);
             else
                 over_h1::write_head(down, target, ctx.via_line, scratch);
@@ -223,7 +180,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
         if (down.wants_continue() && !co_await down.send_continue()) co_return false;
         trip.request_sent();
         relay_status sent{};
-        if constexpr (forwarding::relays_http1<Downstream>)
+        if constexpr (relays_http1<Downstream>)
             sent = co_await down.send_request(*origin, scratch, policy.timeouts.idle);
         else
             sent = co_await over_h1::send_request(down, *origin, scratch, policy.timeouts.idle);
@@ -302,7 +259,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
 
         response_plan plan;
         bool keep;
-        if constexpr (forwarding::relays_http1<Downstream>) {
+        if constexpr (relays_http1<Downstream>) {
             plan = down.plan(*response);
             keep = down.keeps(plan);
         } else {
@@ -312,7 +269,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
         const bool origin_keeps = response->keep_alive() && plan.from_origin.kind != body_kind::until_close;
         const auto lifetime = forwarding::pooled_lifetime(response->keep_alive_hint(), policy.timeouts.idle);
         relay_status received{};
-        if constexpr (forwarding::relays_http1<Downstream>)
+        if constexpr (relays_http1<Downstream>)
             received = co_await down.deliver(trip, *response, plan, keep, *origin, origin_buffer, scratch,
                                              policy.timeouts.idle);
         else
