@@ -3,7 +3,6 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 
-#include <charconv>
 
 namespace politeproxy {
 namespace http = boost::beast::http;
@@ -44,8 +43,10 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
 
     std::size_t fields = 0, hosts = 0;
     framing_reader framing;
-    std::string_view max_forwards;
-    bool has_max_forwards = false;
+    entry_facts facts;
+    facts.method = req.method_string();
+    facts.asterisk = req.target() == "*";
+    facts.tunnels = true;
     for (const auto& f : req) {
         ++fields;
         switch (f.name()) {
@@ -53,22 +54,16 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
         case http::field::transfer_encoding: framing.transfer_encoding(f.value()); break;
         case http::field::content_length: framing.content_length(f.value()); break;
         case http::field::max_forwards:
-            if (has_max_forwards && req.method() == http::verb::options)
-                return refuse(errc::bad_request, "Max-Forwards twice");
-            has_max_forwards = true;
-            max_forwards = f.value();
+            if (facts.max_forwards_fields++ == 0) facts.max_forwards = f.value();
             break;
         default: break;
         }
     }
-    if (fields > limits.request_header_fields)
-        return refuse(errc::header_too_large, "more header fields than limits.request_header_fields");
-    // RFC 9112 section 3.2; a CONNECT names its authority in the target, and clients
-    // differ on sending Host with it.
+    facts.field_lines = fields;
+    // HTTP/1.1's own framing first. RFC 9112 section 3.2; a CONNECT names its authority in
+    // the target, and clients differ on sending Host with it.
     if (hosts > 1 || (hosts == 0 && req.version() == 11 && req.method() != http::verb::connect))
         return refuse(errc::bad_request, "an HTTP/1.1 request needs exactly one Host field");
-    if (req.method() == http::verb::trace) return refuse(errc::method_not_allowed, "TRACE is not forwarded");
-
     request_verdict v;
     if (const auto fault = framing.request(req.version(), v.body); fault != framing_fault::none)
         return refuse(fault == framing_fault::unsupported_coding ? errc::unsupported_transfer_coding : errc::bad_framing,
@@ -76,21 +71,12 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
     v.framing_fields = framing.any();
     if (req.method() == http::verb::connect && v.has_body())
         return refuse(errc::bad_framing, "a CONNECT request has no body");
-    // OPTIONS * (RFC 9112 section 3.2.4) addresses the proxy itself.
-    if (req.method() == http::verb::options && req.target() == "*") v.answer_options = true;
-    if (has_max_forwards && req.method() == http::verb::options)
-        if (const char* fault = apply_max_forwards(max_forwards, v)) return refuse(errc::bad_request, fault);
+    // Then the rules every protocol's requests meet.
+    const entry_verdict entry = judge_entry(facts, limits.request_header_fields);
+    if (entry.refusal) return refuse(*entry.refusal, entry.details);
+    v.answer_options = entry.answer_options;
+    v.max_forwards = entry.max_forwards;
     return v;
-}
-
-const char* apply_max_forwards(std::string_view value, request_verdict& v) {
-    long long n = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc{} || end != value.data() + value.size() || n < 0)
-        return "Max-Forwards is not a non-negative number";
-    v.answer_options = v.answer_options || n == 0;
-    v.max_forwards = n - 1;
-    return nullptr;
 }
 
 }  // namespace politeproxy

@@ -144,35 +144,57 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             rec == asio::error::connection_reset || rec == asio::error::operation_aborted)
             co_return;
         bool keep = false;
-        // A bad head is answered first, whatever its credentials; then the credentials
-        // (inside intercepted TLS the CONNECT was authorized), new ones hashed off this thread.
-        const auto verdict = rec || !allowed ? request_verdict{} : check_request_head(header.get(), cfg->limits);
-        const auto credentials = cfg->security.users && !in_tls ? credentials_of(header.get()) : proxy_credentials{};
+        const auto& req = header.get();
+        // The entry's checks in their order (policy/entry_rules.hpp): the head, then the
+        // target and its destination, then the credentials (inside intercepted TLS the
+        // CONNECT was authorized), new ones hashed off this thread: a refused request
+        // costs no hash.
+        const auto verdict = rec || !allowed ? request_verdict{} : check_request_head(req, cfg->limits);
+        const bool head_passed = !rec && allowed && !verdict.refusal;
+        const bool forwards = head_passed && !verdict.answer_options && req.method() != http::verb::connect;
+        std::variant<origin_target, target_error> target = target_error{errc::bad_request, {}};
+        std::optional<connect_failure> denied;
+        if (forwards) {
+            target = in_tls ? parse_intercepted_target(req.target(), req[http::field::host],
+                                                       req.method() == http::verb::options, in_tls->target,
+                                                       in_tls->name_key, req.get_allocator())
+                            : parse_origin_target(req.target(), req.get_allocator());
+            if (const auto* t = std::get_if<origin_target>(&target))
+                denied = check_known_destination(*cfg, t->key, t->port, t->address);
+        }
+        const auto* target_refused = forwards ? std::get_if<target_error>(&target) : nullptr;
+        const auto credentials = cfg->security.users && !in_tls ? credentials_of(req) : proxy_credentials{};
         std::optional<auth_refusal> auth_refused;
-        if (credentials.required && !rec && allowed && !verdict.refusal)
+        if (credentials.required && head_passed && !target_refused && !denied)
             auth_refused = co_await refuse_credentials(ctx, *cfg, credentials, peer.address().to_string());
+        const answer_mode closing{false, req.method() == http::verb::head};
         if (rec) {
             if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
             const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
             // The parser keeps the start line it took (its method), and the buffer holds what follows it.
-            const auto refusal = refuse_unparsed_head(rec, seen, !header.get().method_string().empty(), cfg->limits);
+            const auto refusal = refuse_unparsed_head(rec, seen, !req.method_string().empty(), cfg->limits);
             co_await send_answer(ctx, client, refusal.why, refusal.details, {});
         } else if (!allowed) {
             const std::string details = "client " + peer.address().to_string() + " is not in security.allow_clients";
             co_await send_answer(ctx, client, errc::client_denied, details, {});
         } else if (verdict.refusal) {
             co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
+        } else if (target_refused) {
+            keep = co_await send_answer(ctx, client, target_refused->why, target_refused->details, closing);
+        } else if (denied) {
+            keep = co_await send_answer(ctx, client, denied->why, denied->details,
+                                        {req.keep_alive() && !verdict.has_body(), closing.head});
         } else if (auth_refused) {
             // Without credentials the connection stays for the retry with them (curl's
             // way); wrong ones close it, so each guess costs a connection. A body stays
             // unread: then close too.
             keep = co_await send_answer(ctx, client, auth_refused->why, auth_refused->details,
-                                        {credentials.fields == 0 && header.get().keep_alive() && !verdict.has_body(),
-                                         header.get().method() == http::verb::head},
+                                        {credentials.fields == 0 && req.keep_alive() && !verdict.has_body(),
+                                         req.method() == http::verb::head},
                                         auth_refused->retry_after);
         } else if (verdict.answer_options) {  // a body it had stays unread: then close
-            keep = co_await send_options_answer(ctx, client, header.get().keep_alive() && !verdict.has_body());
-        } else if (header.get().method() == http::verb::connect) {
+            keep = co_await send_options_answer(ctx, client, req.keep_alive() && !verdict.has_body());
+        } else if (req.method() == http::verb::connect) {
             if (in_tls) {
                 co_await send_answer(ctx, client, errc::bad_request, "CONNECT inside an intercepted TLS connection", {});
                 break;
@@ -181,17 +203,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             if (intercept) co_await serve_intercepted(ctx, client, buffer, registration, peer, std::move(*intercept));
             break;  // a refusal must still reach the client (see close_gracefully)
         } else {
-            const answer_mode closing{false, header.get().method() == http::verb::head};
-            const auto& req = header.get();
-            auto target = in_tls ? parse_intercepted_target(req.target(), req[http::field::host],
-                                                            req.method() == http::verb::options, in_tls->target,
-                                                            in_tls->name_key, req.get_allocator())
-                                 : parse_origin_target(req.target(), req.get_allocator());
-            if (auto* e = std::get_if<target_error>(&target))
-                keep = co_await send_answer(ctx, client, e->why, e->details, closing);
-            else
-                keep = co_await forward_request(ctx, *cfg, client, buffer, header, verdict,
-                                                std::get<origin_target>(target));
+            keep = co_await forward_request(ctx, *cfg, client, buffer, header, verdict, std::get<origin_target>(target));
         }
         if (!keep) break;
     }

@@ -26,10 +26,37 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         co_await down.answer(errc::client_denied, "client is not in security.allow_clients");
         co_return;
     }
-    // The head first, as on HTTP/1.1: a refused head costs no credential check.
+    // The entry's checks in their order, as on HTTP/1.1 (policy/entry_rules.hpp): the
+    // head, then the target and its destination, then the credentials: a refused request
+    // costs no hash.
     if (verdict.refusal) {
         co_await down.answer(*verdict.refusal, verdict.details);
         co_return;
+    }
+    std::variant<origin_target, target_error> target = target_error{errc::bad_request, {}};
+    if (!verdict.answer_options) {
+        if (in_tls_) {
+            // As an HTTP/1.1 request inside the same TLS: to the connection's origin only.
+            target = parse_intercepted_target(head.path, head.authority, head.method == "OPTIONS", in_tls_->target,
+                                              in_tls_->name_key, arena.allocator());
+        } else {
+            // The HTTP/2 form of an absolute-form target: the same parser, the same checks.
+            std::pmr::string text(arena.allocator());
+            text.reserve(7 + head.authority.size() + head.path.size());
+            text += "http://";
+            text += head.authority;
+            text += head.path;
+            target = parse_origin_target(text, arena.allocator());
+        }
+        if (auto* e = std::get_if<target_error>(&target)) {
+            co_await down.answer(e->why, e->details);
+            co_return;
+        }
+        const origin_target& t = std::get<origin_target>(target);
+        if (auto denied = check_known_destination(*cfg, t.key, t.port, t.address)) {
+            co_await down.answer(denied->why, denied->details);
+            co_return;
+        }
     }
     if (!in_tls_ && cfg->security.users) {  // inside intercepted TLS the CONNECT was authorized
         proxy_credentials credentials;
@@ -44,24 +71,6 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
     }
     if (verdict.answer_options) {
         down.respond_with(make_options_answer(true));
-        co_return;
-    }
-    std::variant<origin_target, target_error> target = target_error{errc::bad_request, {}};
-    if (in_tls_) {
-        // As an HTTP/1.1 request inside the same TLS: to the connection's origin only.
-        target = parse_intercepted_target(head.path, head.authority, head.method == "OPTIONS", in_tls_->target,
-                                          in_tls_->name_key, arena.allocator());
-    } else {
-        // The HTTP/2 form of an absolute-form target: the same parser, the same checks.
-        std::pmr::string text(arena.allocator());
-        text.reserve(7 + head.authority.size() + head.path.size());
-        text += "http://";
-        text += head.authority;
-        text += head.path;
-        target = parse_origin_target(text, arena.allocator());
-    }
-    if (auto* e = std::get_if<target_error>(&target)) {
-        co_await down.answer(e->why, e->details);
         co_return;
     }
     co_await forward_to_origin(ctx_, *cfg, std::move(down), std::get<origin_target>(target));

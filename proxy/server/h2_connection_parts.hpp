@@ -51,44 +51,36 @@ inline std::string peer_address(timed_socket& client) {
     return ec ? std::string() : peer.address().to_string();
 }
 
-inline request_verdict refused(errc why, const char* details) {
-    request_verdict v;
-    v.refusal = why;
-    v.details = details;
-    return v;
-}
-
-// What a stream's head alone decides, by the rules check_request_head applies to HTTP/1.1:
-// the field count, CONNECT, TRACE, the scheme, Max-Forwards on OPTIONS. (nghttp2 has
-// refused malformed pseudo-header and connection-specific fields.) The body's framing is
-// nghttp2's too: it holds DATA to a content-length.
+// What a stream's head alone decides: the rules every protocol's requests meet
+// (policy/entry_rules.hpp), as HTTP/1.1's check_request_head applies them, then the
+// target's scheme, which must be the connection's (as an HTTP/1.1 target's is checked
+// when it is parsed). nghttp2 has refused malformed pseudo-header and connection-specific
+// fields, and holds DATA to a content-length.
 inline request_verdict judge_head(const http2::request_head& head, const limits_config& limits, bool in_tls) {
-    std::size_t fields = 1;  // :authority, as HTTP/1.1 counts Host
-    bool cookie = false, has_max_forwards = false;
-    std::string_view max_forwards;
+    entry_facts facts;
+    facts.method = head.method;
+    facts.asterisk = head.path == "*";
+    facts.field_lines = 1;  // :authority, as HTTP/1.1 counts Host
+    bool cookie = false;
     for (const auto& f : head.fields) {
         if (f.name == "cookie") {  // crumbs of one field (RFC 9113 section 8.2.3): one line in HTTP/1.1
-            fields += cookie ? 0 : 1;
+            facts.field_lines += cookie ? 0 : 1;
             cookie = true;
             continue;
         }
-        ++fields;
-        if (f.name == "max-forwards") {
-            if (has_max_forwards && head.method == "OPTIONS") return refused(errc::bad_request, "Max-Forwards twice");
-            has_max_forwards = true;
-            max_forwards = f.value;
-        }
+        ++facts.field_lines;
+        if (f.name == "max-forwards" && facts.max_forwards_fields++ == 0) facts.max_forwards = f.value;
     }
-    if (fields > limits.request_header_fields)
-        return refused(errc::header_too_large, "more header fields than limits.request_header_fields");
-    if (head.method == "CONNECT") return refused(errc::bad_request, "CONNECT over HTTP/2 is not supported");
-    if (head.method == "TRACE") return refused(errc::method_not_allowed, "TRACE is not forwarded");
-    if (head.scheme != (in_tls ? "https" : "http"))
-        return refused(errc::unsupported_scheme, in_tls ? "only :scheme https is forwarded inside TLS"
-                                                        : "only :scheme http is forwarded over h2c");
+    const entry_verdict entry = judge_entry(facts, limits.request_header_fields);
     request_verdict v;
-    if (has_max_forwards && head.method == "OPTIONS")
-        if (const char* fault = apply_max_forwards(max_forwards, v)) return refused(errc::bad_request, fault);
+    v.refusal = entry.refusal;
+    v.details = entry.details;
+    v.answer_options = entry.answer_options;
+    v.max_forwards = entry.max_forwards;
+    if (!v.refusal && head.scheme != (in_tls ? "https" : "http")) {
+        v.refusal = errc::unsupported_scheme;
+        v.details = in_tls ? "only :scheme https is forwarded inside TLS" : "only :scheme http is forwarded over h2c";
+    }
     return v;
 }
 

@@ -23,6 +23,11 @@ F  An HTTP/2 connection error (PING on stream 1: PROTOCOL_ERROR): GOAWAY, then t
 G  With security.users_file: an h2c TRACE and an h2c CONNECT without credentials get
    the method refusal (TRACE: the status HTTP/1.1 gives, 405; CONNECT: 400), not 407;
    nothing at the origin. With credentials the same answers (control).
+H  One entry judge, one order (policy/entry_rules.hpp), on both protocols: H1 a denied
+   destination (the proxy's own admin port) without credentials is 403, not 407 (the
+   destination is judged before the credentials: a refused request costs no hash), on
+   HTTP/1.1 and h2c; H2 TRACE with 150 fields is 405 on both (the method before the
+   field count); H3 OPTIONS * is answered by the proxy on both (200 with Allow).
 Every origin is a raw origin of its own (raw_origin.py), so "no byte" is exact."""
 import base64
 import hashlib
@@ -314,6 +319,37 @@ def case_g(t, users, origin_name):
     return out + nothing_at(o, "TRACE / CONNECT")
 
 
+def case_h1(t, users):
+    target = "127.0.0.1:%d" % users.admin_port
+    resp, err, _, _ = raw_exchange(users.port, req_bytes("GET", "http://%s/" % target, target))
+    out = own_answer(resp, 403, "HTTP/1.1 GET to a denied destination without credentials", err)
+    r = h2_one(users.port, target, "/")
+    return out + h2_own_answer(r, 403, "h2c GET to a denied destination without credentials")
+
+
+def case_h2(t, proxy):
+    o = new_origin(t, "h2")
+    host = "trace-many.test:%d" % o.port
+    fields = [("x-f%03d" % i, "v") for i in range(150)]
+    resp, err, _, _ = raw_exchange(proxy.port, req_bytes("TRACE", "http://%s/" % host, host,
+                                                         *["%s: %s" % f for f in fields]))
+    out = own_answer(resp, 405, "HTTP/1.1 TRACE with 150 fields", err)
+    r = h2_one(proxy.port, host, "/", method="TRACE", headers=fields)
+    return out + h2_own_answer(r, 405, "h2c TRACE with 150 fields") + nothing_at(o, "TRACE with 150 fields")
+
+
+def case_h3(t, proxy):
+    o = new_origin(t, "h3")
+    host = "asterisk.test:%d" % o.port
+    resp, err, _, _ = raw_exchange(proxy.port, req_bytes("OPTIONS", "*", host))
+    out = own_answer(resp, 200, "HTTP/1.1 OPTIONS *", err)
+    r = h2_one(proxy.port, host, "*", method="OPTIONS")
+    out += h2_own_answer(r, 200, "h2c OPTIONS *")
+    if r["status"] is not None and "allow" not in r["headers"]:
+        out.append("h2c OPTIONS *: no allow field (%s)" % r["headers"])
+    return out + nothing_at(o, "OPTIONS *")
+
+
 # --------------------------------------------------------------------------------------
 def test(t):
     # Fixed ports (chosen free) so that connect_ports can name the proxy's own two; the
@@ -347,6 +383,9 @@ def test(t):
         ("E own listeners (admin, proxy port) -> 403", lambda: case_e(t, proxy)),
         ("F h2 connection error closes the connection", lambda: case_f(t, proxy)),
         ("G h2c TRACE / CONNECT judged before credentials", lambda: case_g(t, users, "g")),
+        ("H1 a denied destination is 403 before credentials (HTTP/1.1, h2c)", lambda: case_h1(t, users)),
+        ("H2 TRACE with 150 fields is 405 (HTTP/1.1, h2c)", lambda: case_h2(t, proxy)),
+        ("H3 OPTIONS * answered by the proxy (HTTP/1.1, h2c)", lambda: case_h3(t, proxy)),
     ]
     failures = []
     for name, fn in cases:

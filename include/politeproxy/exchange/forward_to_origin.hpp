@@ -70,11 +70,12 @@ void pool_key_of(const origin_target& target, std::string& out);
 
 }  // namespace forwarding
 
+/// Forwards the request to `target`, whose destination the entry judged (where the deny
+/// list needs no DNS; an address DNS gives is judged when connecting); answers the client
+/// exactly once. True: the client connection goes on.
 template <client_side Downstream>
 task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstream down, const origin_target& target) {
     if (down.via_loop(ctx.via)) co_return co_await down.answer(errc::loop_detected, "this proxy's Via entry came back");
-    if (auto denied = check_known_destination(cfg, target.key, target.port, target.address))
-        co_return co_await down.answer(denied->why, denied->details);
 
     // `key: ip` and `groups.ip` count by the address connected to: it is chosen now, and
     // every connection of this request goes there.

@@ -7,6 +7,7 @@
 #include "politeproxy/base/error.hpp"
 #include "politeproxy/http1/framing.hpp"
 #include "politeproxy/http1/wire_fields.hpp"
+#include "politeproxy/policy/entry_rules.hpp"
 
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/message.hpp>
@@ -52,16 +53,11 @@ head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view
                                   const limits_config& limits);
 
 /// Checks, in order (the parser has accepted only HTTP/1.0 and 1.1): request line length
-/// (limits.request_line_bytes, request_line_too_long), field count
-/// (limits.request_header_fields, header_too_large), exactly one Host (none allowed
-/// in HTTP/1.0 and on CONNECT), TRACE (method_not_allowed), the body framing (framing_reader; a
-/// CONNECT has no body), Max-Forwards on OPTIONS.
+/// (limits.request_line_bytes, request_line_too_long), exactly one Host (none allowed in
+/// HTTP/1.0 and on CONNECT), the body framing (framing_reader; a CONNECT has no body),
+/// then the rules every protocol's requests meet (policy/entry_rules.hpp: TRACE,
+/// Max-Forwards on OPTIONS, the field count).
 request_verdict check_request_head(const boost::beast::http::request_header<wire_fields>& req,
                                    const limits_config& limits);
-
-/// The Max-Forwards of an OPTIONS request (its one field's value; twice is refused by the
-/// caller), whatever protocol it came in: 0 is answered by the proxy (answer_options),
-/// more is forwarded one less (max_forwards). Returns why it is refused (400), or null.
-const char* apply_max_forwards(std::string_view value, request_verdict& v);
 
 }  // namespace politeproxy

@@ -1,0 +1,43 @@
+#pragma once
+// The rules every request meets at the entry, whatever protocol carried it: one
+// function, so an HTTP/1.1 request and an HTTP/2 stream get the same checks in the same
+// order. Each client protocol first checks its own framing (HTTP/1.1: the request line,
+// Host, Content-Length and Transfer-Encoding; HTTP/2: the pseudo-header fields, which
+// nghttp2 and the :scheme check hold), then gives the facts here. After these rules the
+// adapters check the destination (the deny list, where no DNS is needed) and only then
+// the credentials: a refused request costs no password hash.
+#include "politeproxy/base/error.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace politeproxy {
+
+/// What the rules read from a request's head.
+struct entry_facts {
+    std::string_view method;
+    std::size_t field_lines = 0;        ///< its fields as HTTP/1.1 lines (cookie crumbs as one; :authority as Host)
+    unsigned max_forwards_fields = 0;   ///< how many Max-Forwards fields it has
+    std::string_view max_forwards;      ///< the first one's value
+    bool asterisk = false;              ///< its target is "*" (OPTIONS *, RFC 9112 section 3.2.4)
+    bool tunnels = false;               ///< a CONNECT opens a tunnel on this protocol (HTTP/1.1)
+};
+
+/// What they decided.
+struct entry_verdict {
+    std::optional<errc> refusal;  ///< set: answer it (static text in `details`)
+    const char* details = "";
+    /// OPTIONS with Max-Forwards: 0 (RFC 9110 section 7.6.2), or OPTIONS *, is answered by
+    /// the proxy itself.
+    bool answer_options = false;
+    /// OPTIONS with Max-Forwards above 0: the value to forward (one less); -1 when absent.
+    long long max_forwards = -1;
+};
+
+/// In this order: the method (TRACE is not forwarded, 405; CONNECT where it cannot
+/// tunnel, 400), Max-Forwards on OPTIONS (twice, or not a number: 400), the field count
+/// against limits.request_header_fields (`max_fields`, 431).
+entry_verdict judge_entry(const entry_facts& head, std::size_t max_fields);
+
+}  // namespace politeproxy
