@@ -32,7 +32,7 @@ for kind in "${kinds[@]}"; do
   # CMakeLists.txt) and of the harness stretch by the same factor.
   # Tests labelled `external` check the proxy against other programs (Chromium, Prometheus,
   # the client recipes, the container files): they run in the plain build only.
-  if ! POLITEPROXY_SLOW=3 ctest --test-dir "$dir" --output-on-failure --timeout 180 -LE external; then status=1; fi
+  if ! POLITEPROXY_SLOW=3 ctest --test-dir "$dir" --output-on-failure --timeout 180 -LE external -j2; then status=1; fi
   if compgen -G "$logs/*" >/dev/null; then
     echo "== $kind: sanitizer reports ==" >&2
     for f in "$logs"/*; do echo "--- $f" >&2; head -60 "$f" >&2; done

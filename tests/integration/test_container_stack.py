@@ -227,7 +227,9 @@ def check_image_configs(t):
             "got %s %s" % (r.status, r.error))
     proxy.stop()
     proxy = t.proxy(texts[default], name="image-then-users", extra_args=("--config", users_path))
-    r = H.request(proxy, "http://127.0.0.1:9/")
+    # A destination the deny list cannot judge without DNS (a loopback one is refused
+    # before the credentials are asked for): the credentials come first.
+    r = H.request(proxy, "http://example.invalid/")
     H.check(r.status == 407, "%s after the default (the last --config wins) should ask for credentials, got %s %s"
             % (users_dst, r.status, r.error))
     r = H.request(proxy, "http://127.0.0.1:9/", headers={"Proxy-Authorization": CREDENTIALS})
