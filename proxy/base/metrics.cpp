@@ -102,6 +102,7 @@ struct metrics::impl {
     prometheus::Gauge& client_http1 = client_connections.Add({{"protocol", "http1"}});
     prometheus::Gauge& client_http2 = client_connections.Add({{"protocol", "http2"}});
     prometheus::Gauge& origin_http1 = origin_connections.Add({{"protocol", "http1"}});
+    prometheus::Gauge& origin_http2 = origin_connections.Add({{"protocol", "http2"}});
     prometheus::Gauge& origin_tunnel = origin_connections.Add({{"protocol", "tunnel"}});
 
     // The fleet's, built by enable_fleet().
@@ -118,6 +119,7 @@ struct metrics::impl {
 
     prometheus::Gauge& connections(connection_side side, connection_protocol protocol) {
         if (side == connection_side::client) return protocol == connection_protocol::http2 ? client_http2 : client_http1;
+        if (protocol == connection_protocol::http2) return origin_http2;
         return protocol == connection_protocol::tunnel ? origin_tunnel : origin_http1;
     }
 };

@@ -48,23 +48,23 @@ task<void> socket_closed(tcp_socket& client) {
     }
 }
 
+// Completes when the watch says the client went (or when cancelled).
+task<void> client_left(client_watch watch) {
+    if (auto* socket = std::get_if<tcp_socket*>(&watch)) return socket_closed(**socket);
+    return std::get<event*>(watch)->wait();
+}
+
 // The gate's answer, or errc::cancelled once the watch says the client went.
 task<acquire_result> park(host_gates& gates, std::string key, std::string address, client_watch watch) {
     if (gates.fleet_needs_lease()) {  // most requests: one round trip to the store, no watch needed
         auto quick = co_await gates.acquire_leased_at_once(key, address);
         if (quick.granted) co_return quick;
     }
-    if (auto* socket = std::get_if<tcp_socket*>(&watch)) {
-        auto result = co_await (gates.acquire(std::move(key), std::move(address)) || socket_closed(**socket));
-        if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
-        co_return std::move(std::get<0>(result));
-    }
-    if (auto* gone = std::get_if<event*>(&watch)) {
-        auto result = co_await (gates.acquire(std::move(key), std::move(address)) || (*gone)->wait());
-        if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
-        co_return std::move(std::get<0>(result));
-    }
-    co_return co_await gates.acquire(std::move(key), std::move(address));
+    if (std::holds_alternative<std::monostate>(watch))  // nobody to watch (a robots.txt fetch)
+        co_return co_await gates.acquire(std::move(key), std::move(address));
+    auto result = co_await (gates.acquire(std::move(key), std::move(address)) || client_left(watch));
+    if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
+    co_return std::move(std::get<0>(result));
 }
 
 }  // namespace

@@ -109,8 +109,8 @@ origin_stream* origin_session::find(std::int32_t id) {
     return it == streams_.end() ? nullptr : it->second.get();
 }
 
-void origin_session::on_response(http2::response_head head) {
-    if (origin_stream* s = find(head.stream)) {
+void origin_session::on_response(std::int32_t stream, response_head head) {
+    if (origin_stream* s = find(stream)) {
         s->body_ended = head.end_stream;
         s->head = std::move(head);
         s->changed.notify();

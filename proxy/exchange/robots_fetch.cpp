@@ -50,9 +50,9 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
                         std::string user_agent, host_gates::robots_turn& turn) {
     permit slot = std::move(turn.slot);
     if (!slot) {
-        auto admitted = co_await admit(ctx, turn.key(), pinned.text, {});
-        if (!admitted) co_return;
-        slot = std::move(*admitted);
+        auto parked = co_await admit(ctx, turn.key(), pinned.text, {});
+        if (!parked) co_return;
+        slot = std::move(*parked);
     }
     exchange trip(ctx.metrics, ctx.log, std::move(slot), turn.key());
     const host_policy& policy = trip.policy();

@@ -1,7 +1,6 @@
 #include "politeproxy/http1/answers.hpp"
 
 #include "politeproxy/http1/request_head.hpp"
-#include "politeproxy/base/executor.hpp"
 
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/write.hpp>

@@ -104,9 +104,8 @@ struct client_session::impl {
         if (frame->hd.type == NGHTTP2_HEADERS && !s->final_seen) {
             if (s->head.status < 200) return 0;  // interim: dropped (nghttp2 refuses 101 in HTTP/2)
             s->final_seen = true;
-            s->head.stream = frame->hd.stream_id;
             s->head.end_stream = end_stream;
-            me.events.on_response(std::move(s->head));
+            me.events.on_response(frame->hd.stream_id, std::move(s->head));
             s->head = response_head{};
             if (!end_stream) return 0;
         }

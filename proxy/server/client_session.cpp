@@ -2,6 +2,7 @@
 #include "politeproxy/base/executor.hpp"
 
 #include "politeproxy/policy/address_filter.hpp"
+#include "politeproxy/server/entry_target.hpp"
 #include "politeproxy/server/send_answer.hpp"
 #include "politeproxy/server/h1_downstream.hpp"
 #include "politeproxy/server/h2_connection.hpp"
@@ -151,23 +152,27 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         // costs no hash.
         const auto verdict = rec || !allowed ? request_verdict{} : check_request_head(req, cfg->limits);
         const bool head_passed = !rec && allowed && !verdict.refusal;
-        const bool forwards = head_passed && !verdict.answer_options && req.method() != http::verb::connect;
-        std::variant<origin_target, target_error> target = target_error{errc::bad_request, {}};
-        std::optional<connect_failure> denied;
-        if (forwards) {
-            target = in_tls ? parse_intercepted_target(req.target(), req[http::field::host],
-                                                       req.method() == http::verb::options, in_tls->target,
-                                                       in_tls->name_key, req.get_allocator())
-                            : parse_origin_target(req.target(), req.get_allocator());
-            if (const auto* t = std::get_if<origin_target>(&target))
-                denied = check_known_destination(*cfg, t->key, t->port, t->address);
+        const bool connect = req.method() == http::verb::connect;
+        const bool judged = head_passed && !verdict.answer_options;
+        // Parsed in place (no copy on every request's path).
+        const auto target = !judged || connect
+                                ? std::variant<origin_target, target_error>(target_error{errc::bad_request, ""})
+                            : in_tls ? parse_intercepted_target(req.target(), req[http::field::host],
+                                                                req.method() == http::verb::options, in_tls->target,
+                                                                in_tls->name_key, req.get_allocator())
+                                     : parse_origin_target(req.target(), req.get_allocator());
+        std::variant<connect_target, entry_refusal> tunnel_to = entry_refusal{errc::bad_request, {}};
+        std::optional<entry_refusal> where_refused;
+        if (judged && connect && !in_tls) {
+            tunnel_to = judge_connect(*cfg, req.target());
+            if (const auto* no = std::get_if<entry_refusal>(&tunnel_to)) where_refused = *no;
+        } else if (judged && !connect) {
+            where_refused = refuse_target(*cfg, target);
         }
-        const auto* target_refused = forwards ? std::get_if<target_error>(&target) : nullptr;
         const auto credentials = cfg->security.users && !in_tls ? credentials_of(req) : proxy_credentials{};
         std::optional<auth_refusal> auth_refused;
-        if (credentials.required && head_passed && !target_refused && !denied)
+        if (credentials.required && head_passed && !where_refused)
             auth_refused = co_await refuse_credentials(ctx, *cfg, credentials, peer.address().to_string());
-        const answer_mode closing{false, req.method() == http::verb::head};
         if (rec) {
             if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
             const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
@@ -179,11 +184,13 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
             co_await send_answer(ctx, client, errc::client_denied, details, {});
         } else if (verdict.refusal) {
             co_await send_answer(ctx, client, *verdict.refusal, verdict.details, {});
-        } else if (target_refused) {
-            keep = co_await send_answer(ctx, client, target_refused->why, target_refused->details, closing);
-        } else if (denied) {
-            keep = co_await send_answer(ctx, client, denied->why, denied->details,
-                                        {req.keep_alive() && !verdict.has_body(), closing.head});
+        } else if (where_refused) {
+            // A denied destination leaves the connection usable (no body unread); a target
+            // that does not parse, or any CONNECT refused, closes it.
+            const bool keeps = where_refused->why == errc::destination_denied && !connect && req.keep_alive() &&
+                               !verdict.has_body();
+            keep = co_await send_answer(ctx, client, where_refused->why, where_refused->details,
+                                        {keeps, req.method() == http::verb::head});
         } else if (auth_refused) {
             // Without credentials the connection stays for the retry with them (curl's
             // way); wrong ones close it, so each guess costs a connection. A body stays
@@ -199,7 +206,8 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
                 co_await send_answer(ctx, client, errc::bad_request, "CONNECT inside an intercepted TLS connection", {});
                 break;
             }
-            auto intercept = co_await run_tunnel(ctx, *cfg, client, buffer, header);
+            auto intercept =
+                co_await run_tunnel(ctx, *cfg, client, buffer, header, std::get<connect_target>(tunnel_to));
             if (intercept) co_await serve_intercepted(ctx, client, buffer, registration, peer, std::move(*intercept));
             break;  // a refusal must still reach the client (see close_gracefully)
         } else {

@@ -184,7 +184,7 @@ public:
         return body_->next(room, idle);
     }
 
-    task<bool> respond_message(exchange& trip, const http2::response_head& head) {
+    task<bool> respond_message(exchange& trip, const response_head& head) {
         framing_reader declared;
         for (const auto& f : head.fields)
             if (f.name == "content-length") declared.content_length(f.value);  // nghttp2 checked it against the DATA

@@ -33,7 +33,7 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         co_await down.answer(*verdict.refusal, verdict.details);
         co_return;
     }
-    std::variant<origin_target, target_error> target = target_error{errc::bad_request, {}};
+    std::variant<origin_target, target_error> target = target_error{errc::bad_request, ""};
     if (!verdict.answer_options) {
         if (in_tls_) {
             // As an HTTP/1.1 request inside the same TLS: to the connection's origin only.
@@ -48,13 +48,8 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
             text += head.path;
             target = parse_origin_target(text, arena.allocator());
         }
-        if (auto* e = std::get_if<target_error>(&target)) {
-            co_await down.answer(e->why, e->details);
-            co_return;
-        }
-        const origin_target& t = std::get<origin_target>(target);
-        if (auto denied = check_known_destination(*cfg, t.key, t.port, t.address)) {
-            co_await down.answer(denied->why, denied->details);
+        if (const auto no = refuse_target(*cfg, target)) {
+            co_await down.answer(no->why, no->details);
             co_return;
         }
     }

@@ -16,7 +16,9 @@
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/exchange/forward_to_origin.hpp"
 #include "politeproxy/http1/hop_by_hop.hpp"
+#include "politeproxy/server/entry_target.hpp"
 #include "politeproxy/server/proxy_auth.hpp"
+#include "politeproxy/server/send_answer.hpp"
 #include "politeproxy/http1/request_head.hpp"
 #include "politeproxy/http2/server_session.hpp"
 #include "politeproxy/net/send_all.hpp"
@@ -112,7 +114,7 @@ struct h2_stream {
 class h2_connection;
 
 // The client's side of one request on an HTTP/2 stream, as forward_to_origin wants it
-// (see forward_to_origin.hpp): the request as a message (the stream's fields, its DATA as
+// (exchange/client_side.hpp): the request as a message (the stream's fields, its DATA as
 // they arrive), the response sent back as HEADERS and DATA within the client's
 // flow-control window. It knows nothing of the origin's protocol.
 class h2_downstream {
@@ -158,7 +160,7 @@ public:
     bool has_body() const { return body_.kind != body_kind::none; }
     std::span<const field> request_trailers() const { return s_->trailers; }
     task<body_reader::piece> read_body(std::span<char> room, clock::duration idle);
-    task<bool> respond_message(exchange& trip, const http2::response_head& head);
+    task<bool> respond_message(exchange& trip, const response_head& head);
     task<bool> respond_body(std::span<const char> data, bool last, std::span<const field> trailers = {});
     void body_broken();
     bool keeps_message() const { return true; }

@@ -11,9 +11,7 @@ bool h2_downstream::via_loop(std::string_view via) const {
 
 task<bool> h2_downstream::answer(errc why, std::string_view details, std::optional<clock::duration> retry_after) {
     proxy_context& ctx = conn_->ctx();
-    ctx.metrics.rejected(why);
-    if (ctx.log.enabled(log_level::debug))
-        ctx.log.write(log_level::debug, "answer", make_error_code(why).message() + ": " + std::string(details));
+    count_answer(ctx, why, details);
     if (s_->gone.is_set()) co_return false;
     respond_with(make_answer(why, details, true, retry_after));
     co_return false;
@@ -65,7 +63,7 @@ void h2_downstream::body_broken() {
     conn_->flush();
 }
 
-task<bool> h2_downstream::respond_message(exchange& trip, const http2::response_head& head) {
+task<bool> h2_downstream::respond_message(exchange& trip, const response_head& head) {
     if (s_->gone.is_set()) co_return false;
     std::vector<field> fields;
     fields.reserve(head.fields.size() + 2);

@@ -10,11 +10,15 @@
 namespace politeproxy {
 namespace http = boost::beast::http;
 
-task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::string_view details,
-                       answer_mode mode, std::optional<clock::duration> retry_after) {
+void count_answer(proxy_context& ctx, errc why, std::string_view details) {
     ctx.metrics.rejected(why);
     if (ctx.log.enabled(log_level::debug))
         ctx.log.write(log_level::debug, "answer", make_error_code(why).message() + ": " + std::string(details));
+}
+
+task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::string_view details,
+                       answer_mode mode, std::optional<clock::duration> retry_after) {
+    count_answer(ctx, why, details);
     auto res = make_answer(why, details, mode.keep_alive, retry_after);
     client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
     http::response_serializer<http::string_body> serializer(res);

@@ -74,27 +74,12 @@ const std::string_view connect_established =
     "HTTP/1.1 200 Connection established\r\nProxy-Status: politeproxy\r\n\r\n";
 
 task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client,
-                                               beast::flat_buffer& buffer, request_header_parser& header) {
-    auto parsed = parse_connect_target(header.get().target());
-    if (auto* e = std::get_if<target_error>(&parsed)) {
-        co_await send_answer(ctx, client, e->why, e->details, {});
-        co_return std::nullopt;
-    }
-    const connect_target& target = std::get<connect_target>(parsed);
+                                               beast::flat_buffer& buffer, request_header_parser& header,
+                                               const connect_target& target) {
     const std::string& key = target.key;
     const std::uint16_t port = target.port;
-    if (!cfg.connect_port_allowed(port)) {
-        const std::string details = "CONNECT to port " + std::to_string(port) + " is not in security.connect_ports";
-        co_await send_answer(ctx, client, errc::connect_port_denied, details, {});
-        co_return std::nullopt;
-    }
     if (via_contains(header.get(), ctx.via)) {
         co_await send_answer(ctx, client, errc::loop_detected, "this proxy's Via entry came back", {});
-        co_return std::nullopt;
-    }
-
-    if (auto denied = check_known_destination(cfg, key, target.port, target.address)) {
-        co_await send_answer(ctx, client, denied->why, denied->details, {});
         co_return std::nullopt;
     }
     if (ctx.intercept && cfg.tls.intercepts(key)) {
@@ -115,13 +100,13 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     const std::string& gate_key = ctx.gates.gate_key(cfg, key, pinned.text, domain_key);
     permit slot = admit_at_once(ctx, gate_key, pinned.text);
     if (!slot) {
-        auto admitted = co_await admit(ctx, gate_key, pinned.text, &client.socket());
-        if (!admitted) {
-            const refusal& no = admitted.error();
+        auto parked = co_await admit(ctx, gate_key, pinned.text, &client.socket());
+        if (!parked) {
+            const refusal& no = parked.error();
             if (no.why != errc::cancelled) co_await send_answer(ctx, client, no.why, no.details, {}, no.retry_after);
             co_return std::nullopt;
         }
-        slot = std::move(*admitted);
+        slot = std::move(*parked);
     }
     exchange trip(ctx.metrics, ctx.log, std::move(slot), gate_key);  // the tunnel is one request
     const host_policy& policy = trip.policy();

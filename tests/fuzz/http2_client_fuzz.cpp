@@ -16,10 +16,10 @@ namespace {
 struct recording : http2::origin_events {
     http2::client_session* session = nullptr;
     std::set<std::int32_t> opened, answered, closed;
-    void on_response(http2::response_head head) override {
-        fuzz::require(opened.count(head.stream) == 1, "a response on a stream the proxy did not open");
-        fuzz::require(closed.count(head.stream) == 0, "a response after the stream closed");
-        fuzz::require(answered.insert(head.stream).second, "two final responses on one stream");
+    void on_response(std::int32_t stream, response_head head) override {
+        fuzz::require(opened.count(stream) == 1, "a response on a stream the proxy did not open");
+        fuzz::require(closed.count(stream) == 0, "a response after the stream closed");
+        fuzz::require(answered.insert(stream).second, "two final responses on one stream");
         fuzz::require(head.status >= 200 && head.status <= 999, "a final response with an interim or no status");
     }
     void on_body(std::int32_t stream, std::span<const std::uint8_t> data) override {

@@ -26,7 +26,7 @@ G  With security.users_file: an h2c TRACE and an h2c CONNECT without credentials
 H  One entry judge, one order (policy/entry_rules.hpp), on both protocols: H1 a denied
    destination (the proxy's own admin port) without credentials is 403, not 407 (the
    destination is judged before the credentials: a refused request costs no hash), on
-   HTTP/1.1 and h2c; H2 TRACE with 150 fields is 405 on both (the method before the
+   HTTP/1.1 and h2c, and a CONNECT to a port outside connect_ports likewise; H2 TRACE with 150 fields is 405 on both (the method before the
    field count); H3 OPTIONS * is answered by the proxy on both (200 with Allow).
 Every origin is a raw origin of its own (raw_origin.py), so "no byte" is exact."""
 import base64
@@ -324,7 +324,10 @@ def case_h1(t, users):
     resp, err, _, _ = raw_exchange(users.port, req_bytes("GET", "http://%s/" % target, target))
     out = own_answer(resp, 403, "HTTP/1.1 GET to a denied destination without credentials", err)
     r = h2_one(users.port, target, "/")
-    return out + h2_own_answer(r, 403, "h2c GET to a denied destination without credentials")
+    out += h2_own_answer(r, 403, "h2c GET to a denied destination without credentials")
+    # a CONNECT too: its port (not in connect_ports) is judged before the credentials
+    resp, err, _, _ = raw_exchange(users.port, req_bytes("CONNECT", target, target))
+    return out + own_answer(resp, 403, "CONNECT to a port outside connect_ports without credentials", err)
 
 
 def case_h2(t, proxy):

@@ -32,6 +32,7 @@
 #include "politeproxy/base/event.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/base/field.hpp"
+#include "politeproxy/base/response_head.hpp"
 #include "politeproxy/exchange/admission.hpp"
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/http1/body_reader.hpp"
@@ -40,7 +41,6 @@
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/relay.hpp"
 #include "politeproxy/http1/wire_fields.hpp"
-#include "politeproxy/http2/client_session.hpp"
 #include "politeproxy/net/timed_socket.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -56,7 +56,7 @@ namespace politeproxy {
 template <class D>
 concept client_side = requires(D& down, const D& seen, std::span<char> room, clock::duration idle, errc why,
                                std::string_view text, std::optional<clock::duration> retry_after, exchange& trip,
-                               const http2::response_head& head, std::span<const char> data,
+                               const response_head& head, std::span<const char> data,
                                std::span<const field> trailers, const relay_status& status, event* wake) {
     // The head.
     { seen.via_loop(text) } -> std::same_as<bool>;       // this proxy's Via entry came back

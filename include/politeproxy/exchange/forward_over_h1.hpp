@@ -1,32 +1,22 @@
 #pragma once
 // The HTTP/1.1 origin half of forward_to_origin (exchange/forward_to_origin.hpp) for a
 // client that gives its request as a message and takes the response as one (an HTTP/2
-// stream): the request head written from the message's fields and the framing decided
-// for its body, the body sent as the origin's framing wants it, and the response read
-// as the origin framed it and handed back as a message. Connections, reuse, interim
-// responses and every report stay in forward_to_origin; an HTTP/1.1 client relays its
-// bytes itself (its `wire` methods, see there). Included by forward_to_origin.hpp only.
-//
-// What it asks of `Downstream` (the message half of forward_to_origin's contract):
-//   std::string_view method_string() const
-//   body_framing body() const                       how the request body arrives: none, length, streamed
-//   void message_fields(F each)                     calls each(name, value) for the request's end-to-end
-//                                                  fields, names in lower case: no Host, framing,
-//                                                  hop-by-hop or proxy field; Max-Forwards as it goes on
-//   task<body_reader::piece> read_body(std::span<char> room, clock::duration idle)
-//   std::span<const field> request_trailers() const
-//   task<bool> respond_message(exchange&, const http2::response_head&)
-//   task<bool> respond_body(std::span<const char> data, bool last, std::span<const field> trailers)
-//   void body_broken()
+// stream; exchange/client_side.hpp): the request head written from the message's fields
+// and the framing decided for its body, the body sent as the origin's framing wants it,
+// and the response read as the origin framed it and handed back as a message.
+// Connections, reuse, interim responses and every report stay in forward_to_origin; an
+// HTTP/1.1 client relays its bytes itself (relays_http1). Included by
+// forward_to_origin.hpp only.
 #include "politeproxy/base/char_class.hpp"
 #include "politeproxy/base/field.hpp"
+#include "politeproxy/base/response_head.hpp"
+#include "politeproxy/exchange/client_side.hpp"
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/framing.hpp"
 #include "politeproxy/http1/origin_response.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/relay.hpp"
-#include "politeproxy/http2/client_session.hpp"
 #include "politeproxy/net/send_all.hpp"
 #include "politeproxy/net/timed_socket.hpp"
 
@@ -43,13 +33,13 @@ namespace politeproxy::over_h1 {
 /// fields (cookies joined into one line, RFC 9113 section 8.2.3), Via, then the framing
 /// decided for the body (Content-Length: 0 for an empty POST, PUT or PATCH: some origins
 /// want a length there, 411).
-template <class Downstream>
+template <client_side Downstream>
 void write_head(Downstream& down, const origin_target& target, std::string_view via_line, relay_buffers& scratch) {
     std::string& out = scratch.head;
     out.clear();
     out += down.method_string();
     out += ' ';
-    out += target.path;
+    out += target.no_path && down.method_string() == "OPTIONS" ? std::string_view("*") : std::string_view(target.path);
     out += " HTTP/1.1\r\nHost: ";
     target.append_host(out);
     out += "\r\n";
@@ -76,7 +66,7 @@ void write_head(Downstream& down, const origin_target& target, std::string_view 
 /// its length is unknown. A body of known length is written whole with its last byte,
 /// whether the message's end came with it or comes later: the origin may answer from then
 /// on, and that answer is not early.
-template <class Downstream>
+template <client_side Downstream>
 task<relay_status> send_request(Downstream& down, timed_socket& origin, relay_buffers& scratch, clock::duration idle) {
     origin.expires_after(idle);
     if (auto [ec, n] = co_await send_all(origin, boost::asio::buffer(scratch.head)); ec)
@@ -108,7 +98,7 @@ task<relay_status> send_request(Downstream& down, timed_socket& origin, relay_bu
 }
 
 /// How the response's body is read, for a message (no HTTP/1.1 framing to tell).
-template <class Downstream>
+template <client_side Downstream>
 response_plan plan(const Downstream& down, const origin_response_parser& response) {
     return plan_response(response.framing(), response.status(), down.method_string() == "HEAD", 11);
 }
@@ -117,11 +107,11 @@ response_plan plan(const Downstream& down, const origin_response_parser& respons
 /// hop-by-hop and framing fields were left out as they arrived; content-length when
 /// known), then its body read as the origin framed it, piece by piece as the client takes
 /// them, its trailers with the last.
-template <class Downstream>
+template <client_side Downstream>
 task<relay_status> deliver(Downstream& down, exchange& trip, const origin_response_parser& response,
                            const response_plan& plan, timed_socket& origin, boost::beast::flat_buffer& origin_buffer,
                            relay_buffers& scratch, clock::duration idle) {
-    http2::response_head head;
+    response_head head;
     head.status = response.status();
     std::string_view rest = response.forwarded_fields();
     while (!rest.empty()) {

@@ -5,20 +5,9 @@
 // response comes back as one (status, fields, body pieces); the client's adapter turns
 // each into its own framing. Included by forward_to_origin.hpp only.
 //
-// What it asks of `Downstream` beyond forward_to_origin's contract:
-//   void message_fields(F each), body_framing body() const   as forward_over_h1.hpp says
-//   bool has_body() const
-//   task<body_reader::piece> read_body(std::span<char> room, clock::duration idle)
-//                                                  the request body's next bytes (decoded)
-//   std::span<const field> request_trailers() const    once the body was read: its trailer fields
-//   task<bool> respond_message(exchange&, const http2::response_head&)
-//                                                  the response's header, as the client's protocol frames it
-//   task<bool> respond_body(std::span<const char> data, bool last, std::span<const field> trailers)
-//                                                  trailers with the last piece, where the client's framing carries them
-//   void body_broken()                             the response body cannot be completed: tell the client
-//   bool keeps_message() const                     the client connection goes on after it
-//   void watch(event*)                             notify it when the client goes away (null: stop)
-//   bool client_gone() const                       the client went away (nobody to answer)
+// `Downstream` is the client's side (exchange/client_side.hpp): the request read as a
+// message, the response handed back as one.
+#include "politeproxy/exchange/client_side.hpp"
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/origin_target.hpp"
@@ -55,7 +44,7 @@ private:
     std::shared_ptr<origin_stream> stream_;
 };
 
-template <class Downstream>
+template <client_side Downstream>
 task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_session& session, bool fresh_session,
                                    const origin_target& target, std::string_view via, relay_buffers& scratch) {
     const host_policy& policy = trip.policy();
@@ -132,7 +121,7 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
         co_return co_await answer(errc::origin_closed,
                                   std::string("the origin reset the stream: ") + nghttp2_http2_strerror(stream->error));
     }
-    const http2::response_head& head = *stream->head;
+    const response_head& head = *stream->head;
     std::string_view retry_after;
     for (const auto& f : head.fields)
         if (f.name == "retry-after") retry_after = f.value;

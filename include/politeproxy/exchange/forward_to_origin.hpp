@@ -95,13 +95,13 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
     }
     permit slot = admit_at_once(ctx, key, pinned.text);
     if (!slot) {
-        auto admitted = co_await admit(ctx, key, pinned.text, down.parking());
-        if (!admitted) {
-            const refusal& no = admitted.error();
+        auto parked = co_await admit(ctx, key, pinned.text, down.parking());
+        if (!parked) {
+            const refusal& no = parked.error();
             if (no.why == errc::cancelled) co_return false;  // the client left: nobody to answer
             co_return co_await down.answer(no.why, no.details, no.retry_after);
         }
-        slot = std::move(*admitted);
+        slot = std::move(*parked);
     }
     namespace asio = boost::asio;
     namespace beast = boost::beast;

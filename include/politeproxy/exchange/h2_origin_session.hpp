@@ -32,7 +32,7 @@ struct exchange_context;
 struct origin_stream {
     explicit origin_stream(const executor& ex) : changed(ex) {}
     std::int32_t id = 0;
-    std::optional<http2::response_head> head;  ///< the final response header, once it came
+    std::optional<response_head> head;  ///< the final response header, once it came
     std::string body;                          ///< response body bytes not yet taken
     std::vector<field> trailers;        ///< the response's trailer fields, when it ended with some
     bool body_ended = false;
@@ -79,7 +79,7 @@ public:
     void close();
 
 private:
-    void on_response(http2::response_head head) override;
+    void on_response(std::int32_t stream, response_head head) override;
     void on_body(std::int32_t stream, std::span<const std::uint8_t> data) override;
     void on_trailers(std::int32_t stream, std::vector<field> fields) override;
     void on_body_end(std::int32_t stream) override;

@@ -4,6 +4,7 @@
 // receive() what the origin sent) and hears of responses through `events`. The adapter
 // that drives it from a connection, and maps its streams to gated requests, is built on
 // top.
+#include "politeproxy/base/response_head.hpp"
 #include "politeproxy/http2/server_session.hpp"
 
 #include <cstddef>
@@ -17,20 +18,13 @@
 
 namespace politeproxy::http2 {
 
-/// An origin's final response header (interim 1xx responses are dropped). nghttp2 has
-/// checked it as HTTP/2 requires (a `:status`, no connection-specific fields) first.
-struct response_head {
-    std::int32_t stream = 0;
-    unsigned status = 0;
-    std::vector<field> fields;  ///< the regular fields, in order
-    bool end_stream = false;    ///< no body follows
-};
-
 /// What the session tells its owner, from inside receive().
 class origin_events {
 public:
     virtual ~origin_events() = default;
-    virtual void on_response(response_head head) = 0;
+    /// A stream's final response header (interim 1xx responses are dropped). nghttp2 has
+    /// checked it as HTTP/2 requires (a `:status`, no connection-specific fields) first.
+    virtual void on_response(std::int32_t stream, response_head head) = 0;
     /// Body bytes of a stream's response. The origin may send more only as the owner
     /// reports them consumed() (flow control: a slow client slows the origin).
     virtual void on_body(std::int32_t stream, std::span<const std::uint8_t> data) = 0;

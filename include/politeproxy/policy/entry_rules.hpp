@@ -2,10 +2,11 @@
 // The rules every request meets at the entry, whatever protocol carried it: one
 // function, so an HTTP/1.1 request and an HTTP/2 stream get the same checks in the same
 // order. Each client protocol first checks its own framing (HTTP/1.1: the request line,
-// Host, Content-Length and Transfer-Encoding; HTTP/2: the pseudo-header fields, which
-// nghttp2 and the :scheme check hold), then gives the facts here. After these rules the
-// adapters check the destination (the deny list, where no DNS is needed) and only then
-// the credentials: a refused request costs no password hash.
+// Host, Content-Length and Transfer-Encoding; HTTP/2: nghttp2 holds the pseudo-header and
+// connection-specific fields), then gives the facts here. After these rules the adapters
+// judge the target (HTTP/2: its :scheme too) and its destination, where the deny list
+// needs no DNS (server/entry_target.hpp), and only then the credentials: a refused request
+// costs no password hash.
 #include "politeproxy/base/error.hpp"
 
 #include <cstddef>

@@ -13,6 +13,10 @@ namespace politeproxy {
 
 struct proxy_context;
 
+/// Counts one of the proxy's own answers (refusals in rejected_total) and logs it at debug
+/// level, whatever protocol carries it.
+void count_answer(proxy_context& ctx, errc why, std::string_view details);
+
 /// Writes one of the proxy's own answers (counting refusals in rejected_total);
 /// returns whether the connection may go on.
 task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why,
