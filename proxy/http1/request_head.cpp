@@ -44,7 +44,12 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
     std::size_t fields = 0, hosts = 0;
     framing_reader framing;
     entry_facts facts;
-    facts.method = req.method_string();
+    switch (req.method()) {
+    case http::verb::trace: facts.method = entry_method::trace; break;
+    case http::verb::connect: facts.method = entry_method::connect; break;
+    case http::verb::options: facts.method = entry_method::options; break;
+    default: break;
+    }
     facts.asterisk = req.target() == "*";
     facts.tunnels = true;
     for (const auto& f : req) {

@@ -15,11 +15,12 @@ entry_verdict refuse(errc why, const char* details) {
 
 }  // namespace
 
-entry_verdict judge_entry(const entry_facts& head, std::size_t max_fields) {
-    if (head.method == "TRACE") return refuse(errc::method_not_allowed, "TRACE is not forwarded");
-    if (head.method == "CONNECT" && !head.tunnels) return refuse(errc::bad_request, "CONNECT opens no tunnel on this protocol");
+entry_verdict judge_method(const entry_facts& head, std::size_t max_fields) {
+    if (head.method == entry_method::trace) return refuse(errc::method_not_allowed, "TRACE is not forwarded");
+    if (head.method == entry_method::connect && !head.tunnels)
+        return refuse(errc::bad_request, "CONNECT opens no tunnel on this protocol");
     entry_verdict v;
-    if (head.method == "OPTIONS") {
+    if (head.method == entry_method::options) {
         v.answer_options = head.asterisk;
         if (head.max_forwards_fields > 1) return refuse(errc::bad_request, "Max-Forwards twice");
         if (head.max_forwards_fields == 1) {

@@ -161,11 +161,14 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
                                                                 req.method() == http::verb::options, in_tls->target,
                                                                 in_tls->name_key, req.get_allocator())
                                      : parse_origin_target(req.target(), req.get_allocator());
-        std::variant<connect_target, entry_refusal> tunnel_to = entry_refusal{errc::bad_request, {}};
+        std::optional<connect_target> tunnel_to;
         std::optional<entry_refusal> where_refused;
         if (judged && connect && !in_tls) {
-            tunnel_to = judge_connect(*cfg, req.target());
-            if (const auto* no = std::get_if<entry_refusal>(&tunnel_to)) where_refused = *no;
+            auto judged_connect = judge_connect(*cfg, req.target());
+            if (auto* no = std::get_if<entry_refusal>(&judged_connect))
+                where_refused = std::move(*no);
+            else
+                tunnel_to = std::move(std::get<connect_target>(judged_connect));
         } else if (judged && !connect) {
             where_refused = refuse_target(*cfg, target);
         }
@@ -207,7 +210,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
                 break;
             }
             auto intercept =
-                co_await run_tunnel(ctx, *cfg, client, buffer, header, std::get<connect_target>(tunnel_to));
+                co_await run_tunnel(ctx, *cfg, client, buffer, header, *tunnel_to);
             if (intercept) co_await serve_intercepted(ctx, client, buffer, registration, peer, std::move(*intercept));
             break;  // a refusal must still reach the client (see close_gracefully)
         } else {

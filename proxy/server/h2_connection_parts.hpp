@@ -60,7 +60,7 @@ inline std::string peer_address(timed_socket& client) {
 // fields, and holds DATA to a content-length.
 inline request_verdict judge_head(const http2::request_head& head, const limits_config& limits, bool in_tls) {
     entry_facts facts;
-    facts.method = head.method;
+    facts.method = entry_method_of(head.method);
     facts.asterisk = head.path == "*";
     facts.field_lines = 1;  // :authority, as HTTP/1.1 counts Host
     bool cookie = false;

@@ -9,7 +9,7 @@ namespace {
 
 entry_facts head(std::string_view method, std::size_t fields = 3) {
     entry_facts f;
-    f.method = method;
+    f.method = entry_method_of(method);
     f.field_lines = fields;
     return f;
 }

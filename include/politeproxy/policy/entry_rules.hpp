@@ -15,9 +15,20 @@
 
 namespace politeproxy {
 
+/// The methods the rules single out; every other method is `other`.
+enum class entry_method { other, trace, connect, options };
+
+/// `method` as the rules see it (for HTTP/2's :method; HTTP/1.1 maps its parsed verb).
+inline entry_method entry_method_of(std::string_view method) {
+    if (method == "TRACE") return entry_method::trace;
+    if (method == "CONNECT") return entry_method::connect;
+    if (method == "OPTIONS") return entry_method::options;
+    return entry_method::other;
+}
+
 /// What the rules read from a request's head.
 struct entry_facts {
-    std::string_view method;
+    entry_method method = entry_method::other;
     std::size_t field_lines = 0;        ///< its fields as HTTP/1.1 lines (cookie crumbs as one; :authority as Host)
     unsigned max_forwards_fields = 0;   ///< how many Max-Forwards fields it has
     std::string_view max_forwards;      ///< the first one's value
@@ -36,9 +47,21 @@ struct entry_verdict {
     long long max_forwards = -1;
 };
 
-/// In this order: the method (TRACE is not forwarded, 405; CONNECT where it cannot
-/// tunnel, 400), Max-Forwards on OPTIONS (twice, or not a number: 400), the field count
-/// against limits.request_header_fields (`max_fields`, 431).
-entry_verdict judge_entry(const entry_facts& head, std::size_t max_fields);
+/// The method's rules (TRACE is not forwarded, 405; CONNECT where it cannot tunnel, 400;
+/// Max-Forwards on OPTIONS: twice, or not a number, 400), then the field count.
+entry_verdict judge_method(const entry_facts& head, std::size_t max_fields);
+
+/// In this order: the method's rules (judge_method), the field count against
+/// limits.request_header_fields (`max_fields`, 431). Inline: most requests are neither
+/// TRACE, CONNECT nor OPTIONS, and pay one comparison here.
+inline entry_verdict judge_entry(const entry_facts& head, std::size_t max_fields) {
+    if (head.method != entry_method::other) return judge_method(head, max_fields);
+    entry_verdict v;
+    if (head.field_lines > max_fields) {
+        v.refusal = errc::header_too_large;
+        v.details = "more header fields than limits.request_header_fields";
+    }
+    return v;
+}
 
 }  // namespace politeproxy
