@@ -24,16 +24,11 @@ using request_header_parser = boost::beast::http::request_parser<boost::beast::h
 /// The methods the proxy forwards, for `Allow` (TRACE is refused with 405).
 inline constexpr std::string_view forwarded_methods = "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, CONNECT";
 
-struct request_verdict {
-    std::optional<errc> refusal;  ///< set: answer it and close the connection
-    const char* details = "";     ///< for the answer (static text)
+/// What the entry rules decided (a refusal: answer it and close the connection; OPTIONS
+/// answered by the proxy; the Max-Forwards to forward), and how the body is framed.
+struct request_verdict : entry_verdict {
     body_framing body;            ///< how the request's body arrives (and is forwarded)
     bool framing_fields = false;  ///< it had Transfer-Encoding or Content-Length lines (to remove)
-    /// OPTIONS with Max-Forwards: 0 (RFC 9110 section 7.6.2), or OPTIONS * (RFC 9112
-    /// section 3.2.4), is answered by the proxy itself.
-    bool answer_options = false;
-    /// OPTIONS with Max-Forwards above 0: the value to forward (one less); -1 when absent.
-    long long max_forwards = -1;
 
     bool has_body() const { return body.kind == body_kind::chunked || body.length > 0; }
 };

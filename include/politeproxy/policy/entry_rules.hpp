@@ -47,6 +47,14 @@ struct entry_verdict {
     long long max_forwards = -1;
 };
 
+/// A refusal, for `why` (static text in `details`).
+inline entry_verdict refuse_entry(errc why, const char* details) {
+    entry_verdict v;
+    v.refusal = why;
+    v.details = details;
+    return v;
+}
+
 /// The method's rules (TRACE is not forwarded, 405; CONNECT where it cannot tunnel, 400;
 /// Max-Forwards on OPTIONS: twice, or not a number, 400), then the field count.
 entry_verdict judge_method(const entry_facts& head, std::size_t max_fields);
@@ -56,12 +64,9 @@ entry_verdict judge_method(const entry_facts& head, std::size_t max_fields);
 /// TRACE, CONNECT nor OPTIONS, and pay one comparison here.
 inline entry_verdict judge_entry(const entry_facts& head, std::size_t max_fields) {
     if (head.method != entry_method::other) return judge_method(head, max_fields);
-    entry_verdict v;
-    if (head.field_lines > max_fields) {
-        v.refusal = errc::header_too_large;
-        v.details = "more header fields than limits.request_header_fields";
-    }
-    return v;
+    if (head.field_lines > max_fields)
+        return refuse_entry(errc::header_too_large, "more header fields than limits.request_header_fields");
+    return {};
 }
 
 }  // namespace politeproxy
