@@ -48,8 +48,9 @@ host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, cons
       health(*policy, now),
       last_used(now) {}
 
-host_gates::host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed)
-    : config_(std::move(cfg)), robots_(config_->robots.cache_ttl, config_->robots.max_delay) {
+host_gates::host_gates(std::shared_ptr<const config> cfg, time_source time, std::uint64_t seed)
+    : time_(time),
+      config_(std::move(cfg)), robots_(config_->robots.cache_ttl, config_->robots.max_delay) {
     for (auto& s : shards_) s.random.seed(static_cast<std::minstd_rand::result_type>(seed++));
 }
 
@@ -163,7 +164,7 @@ permit host_gates::try_acquire(const std::string& key, const std::string& addres
     if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
     shard& s = shards_[shard_of(key, shard_count)];
     std::lock_guard lock(s.mutex);
-    permit p = depart_at_once_locked(s, key, address, clock::now());
+    permit p = depart_at_once_locked(s, key, address, time_.now());
     if (p && fleet_) {
         p.lease_ = fleet_->hold_unasserted(key);  // asserted in the store when it is back
         ++p.entry_->fleet_leased;
@@ -173,7 +174,7 @@ permit host_gates::try_acquire(const std::string& key, const std::string& addres
 
 task<acquire_result> host_gates::acquire(std::string key, std::string address) {
     if (permit p = try_acquire(key, address)) co_return acquire_result{std::move(p), {}, {}};
-    const auto start = clock::now();
+    const auto start = time_.now();
     for (;;) {
         if (fleet_ && !fleet_needs_lease() && fleet_fails_closed()) {
             count_rejected(key);
@@ -250,7 +251,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
     for (;;) {
         clock::time_point wake_at;
         gate::waiter_state state;
-        const auto now = clock::now();
+        const auto now = time_.now();
         std::optional<permit> granted;
         {
             std::lock_guard lock(s.mutex);
@@ -290,7 +291,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
                     std::lock_guard lock(s.mutex);
                     if (w->host_node().state() == gate::waiter_state::awaiting_groups) {
                         entry->g.groups_granted(*w);
-                        advance_locked(*entry, clock::now(), wake);
+                        advance_locked(*entry, time_.now(), wake);
                     }
                 }
                 poke(wake);
@@ -299,19 +300,17 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         } else if (state == gate::waiter_state::queued) {
             leave_groups(w->groups, w->group_node());  // the host took its slot back (a lowered limit)
         }
-        w->timer.expires_at(wake_at);
+        const auto armed = time_.arm(w->timer, wake_at);
         auto [ec] = co_await w->timer.async_wait(use_tuple);
-        if (ec) {
-            // A poke cancels the timer too; only the coroutine's own cancellation state
-            // says the caller gave up.
-            if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
-                co_return acquire_result{{}, errc::cancelled, {}};
-            continue;
-        }
+        // A poke cancels the timer too; only the coroutine's own cancellation state says
+        // the caller gave up.
+        if (ec && (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+            co_return acquire_result{{}, errc::cancelled, {}};
+        if (time_.now() < wake_at) continue;  // a poke: the state changed, read it again
         {
             // Our token is due, or a pause ended: run the gate.
             std::lock_guard lock(s.mutex);
-            const auto t = clock::now();
+            const auto t = time_.now();
             if (entry->health.tick(t)) {
                 apply_health(*entry, t);
                 publish_locked(*entry, t);
@@ -332,7 +331,7 @@ void host_gates::cancel(host_entry& entry, gate::waiter& w) {
             entry.g.release();  // granted as its requester gave up: pass it on
         else
             entry.g.cancel(w);
-        advance_locked(entry, clock::now(), wake);
+        advance_locked(entry, time_.now(), wake);
     }
     poke(wake);
 }
@@ -342,7 +341,7 @@ void host_gates::release(host_entry& entry, outcome how, bool counted, std::uint
     wake_list wake;
     {
         std::lock_guard lock(shards_[entry.shard].mutex);
-        const auto now = clock::now();
+        const auto now = time_.now();
         entry.g.release();
         if (lease) {
             --entry.fleet_leased;
@@ -368,7 +367,7 @@ void host_gates::report(host_entry& entry, const health_signal& signal) {
     {
         shard& s = shards_[entry.shard];
         std::lock_guard lock(s.mutex);
-        const auto now = clock::now();
+        const auto now = time_.now();
         const auto change = entry.health.on_signal(signal, now, [&s] {
             return std::uniform_real_distribution<double>(0.0, 1.0)(s.random);
         });

@@ -53,11 +53,11 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
             head = e.fleet_line.front() == w.get();
             terms = {e.health.limit(), e.health.rate(), e.policy->burst};
         }
-        auto now = clock::now();
+        auto now = time_.now();
         auto wake_at = deadline;
         if (head) {
             const auto answer = co_await fleet_->acquire(e.key, terms);
-            now = clock::now();
+            now = time_.now();
             if (answer.what == fleet::lease_answer::result::store_down)
                 co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
             wake_list wake;
@@ -84,7 +84,7 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
             ++e.outcomes[static_cast<std::size_t>(outcome::rejected)];
             co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(e, now)};
         }
-        w->timer.expires_at(wake_at);
+        const auto armed = time_.arm(w->timer, wake_at);
         auto [ec] = co_await w->timer.async_wait(use_tuple);
         if (ec && (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
             co_return acquire_result{{}, errc::cancelled, {}};
@@ -111,7 +111,7 @@ bool host_gates::note_answer_locked(host_entry& e, const fleet::lease_answer& an
 
 task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, const std::string& address) {
     shard& s = shards_[shard_of(key, shard_count)];
-    const auto start = clock::now();
+    const auto start = time_.now();
     permit local;
     fleet::lease_terms terms;
     {
@@ -124,7 +124,7 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
     }
     const auto answer = co_await fleet_->acquire(key, terms);
     if (answer.what == fleet::lease_answer::result::store_down) co_return acquire_result{};
-    const auto now = clock::now();
+    const auto now = time_.now();
     wake_list wake;
     {
         std::lock_guard lock(s.mutex);
@@ -139,7 +139,7 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
 void host_gates::count_rejected(const std::string& key) {
     shard& s = shards_[shard_of(key, shard_count)];
     std::lock_guard lock(s.mutex);
-    const auto now = clock::now();
+    const auto now = time_.now();
     auto entry = find_or_create(s, key, now);
     entry->last_used = now;
     ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
@@ -164,13 +164,13 @@ void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) 
 
 void host_gates::attach_fleet(fleet::fleet_client& f) {
     fleet_ = &f;
-    fleet_down_since_.store(clock::now().time_since_epoch().count(), std::memory_order_release);
+    fleet_down_since_.store(time_.now().time_since_epoch().count(), std::memory_order_release);
     fleet_down_.store(!f.store_up(), std::memory_order_release);
 }
 
 void host_gates::fleet_store_changed(bool up) {
     if (!up) {
-        fleet_down_since_.store(clock::now().time_since_epoch().count(), std::memory_order_release);
+        fleet_down_since_.store(time_.now().time_since_epoch().count(), std::memory_order_release);
         fleet_hold_pending_.store(true, std::memory_order_release);
     }
     fleet_down_.store(!up, std::memory_order_release);
@@ -188,7 +188,7 @@ void host_gates::fleet_held(const std::string& key, std::size_t held) {
     host_entry& e = *it->second;
     e.fleet_held = held;
     e.fleet_others = held > e.fleet_leased ? held - e.fleet_leased : 0;
-    e.fleet_seen_at = clock::now();
+    e.fleet_seen_at = time_.now();
 }
 
 void host_gates::tick(clock::time_point now) {

@@ -110,7 +110,7 @@ void host_gates::for_each_entry_reapplying(F&& f) {
         gates_detail::wake_list wake;
         {
             std::lock_guard lock(s.mutex);
-            const auto now = clock::now();
+            const auto now = time_.now();
             for (auto& [key, e] : s.entries) {
                 f(*e, now, wake);  // whom to wake goes in `wake`: poked once the lock is let go
                 apply_health(*e, now);

@@ -9,7 +9,7 @@ host_gates::robots_turn host_gates::robots_due(const std::string& origin, const 
                                                const std::string& address) {
     shard& s = shards_[shard_of(key, shard_count)];
     std::lock_guard lock(s.mutex);
-    const auto now = clock::now();
+    const auto now = time_.now();
     {
         std::lock_guard robots_lock(robots_mutex_);
         if (!robots_.on_request(origin, now)) return {};
@@ -43,7 +43,7 @@ host_gates::robots_turn::~robots_turn() {
 
 void host_gates::robots_done(const std::string& origin, const std::string& key, std::optional<double> delay,
                              bool failed, bool held) {
-    const auto now = clock::now();
+    const auto now = time_.now();
     std::optional<double> cap;
     {
         std::lock_guard lock(robots_mutex_);

@@ -45,7 +45,7 @@ void host_gates::set_stream_ceiling(const std::string& key, const void* session,
     wake_list wake;
     {
         std::lock_guard lock(s.mutex);
-        const auto now = clock::now();
+        const auto now = time_.now();
         auto entry = find_or_create(s, key, now);
         auto& sessions = entry->h2_sessions;
         const auto it = std::find_if(sessions.begin(), sessions.end(), [&](const auto& p) { return p.first == session; });
@@ -75,7 +75,7 @@ void host_gates::forget_stream_ceiling(const std::string& key, const void* sessi
         entry.h2 = !entry.h2_sessions.empty();
         const auto ceiling = lowest_ceiling(entry);
         if (entry.stream_ceiling == ceiling) return;
-        const auto now = clock::now();
+        const auto now = time_.now();
         entry.stream_ceiling = ceiling;
         apply_health(entry, now);
         advance_locked(entry, now, wake);

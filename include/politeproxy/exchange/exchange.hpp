@@ -39,7 +39,7 @@ public:
     /// The client's part broke off or was malformed: nothing said about the origin.
     void client_failed();
     /// The request starts going out now: the latency clock starts (again, on a retry).
-    void request_sent() { sent_at_ = clock::now(); }
+    void request_sent() { sent_at_ = slot_.now(); }
     /// The origin closed or reset the connection while the request was going out.
     void request_refused();
     /// No response header (`why`: origin_response_timeout, origin_closed, origin_bad_response).
@@ -63,7 +63,7 @@ private:
     const logger& log_;
     permit slot_;
     std::string_view key_;
-    clock::time_point sent_at_ = clock::now();
+    clock::time_point sent_at_ = slot_.now();  ///< in the gates' time (base/time_source.hpp)
 };
 
 /// How a request that failed with `why` counts in requests_total.

@@ -1,6 +1,7 @@
 #pragma once
 #include "politeproxy/policy/adaptive_limit.hpp"
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/time_source.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/group_gates.hpp"
 #include "politeproxy/policy/gate.hpp"
@@ -165,7 +166,10 @@ struct acquire_result {
 /// config pointer has its own mutex.
 class host_gates {
 public:
-    explicit host_gates(std::shared_ptr<const config> cfg, std::uint64_t seed = std::random_device{}());
+    /// `time`: where every reading of the gates, and of the exchanges holding their
+    /// permits, comes from (base/time_source.hpp); `seed`: the backoff jitter's.
+    explicit host_gates(std::shared_ptr<const config> cfg, time_source time = {},
+                        std::uint64_t seed = std::random_device{}());
     ~host_gates();
     host_gates(const host_gates&) = delete;
     host_gates& operator=(const host_gates&) = delete;
@@ -250,6 +254,7 @@ public:
 
     std::size_t size() const;
     std::vector<host_snapshot> snapshot(clock::time_point now) const;
+    const time_source& time() const { return time_; }
 
     /// Joins a fleet: from now on every request also needs a lease from `f`. Call once,
     /// before `f` starts and before any request; the store counts as down until `f`
@@ -314,6 +319,7 @@ private:
     /// groups.domain: `e` joins its registrable domain's gate, or none (under e's shard lock).
     void join_domain_group(const config& cfg, host_entry& e);
 
+    const time_source time_;
     mutable std::mutex config_mutex_;
     std::shared_ptr<const config> config_;
     bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)

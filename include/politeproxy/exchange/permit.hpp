@@ -39,6 +39,8 @@ public:
     /// before this request's body has even been relayed.
     void report(health_signal signal);
     clock::duration queue_wait() const { return queue_wait_; }
+    /// The time as its gates read it (host_gates::time): what its latencies are measured in.
+    clock::time_point now() const;
     /// The host's policy when the request departed (a reload does not change it).
     const host_policy& policy() const;
 
