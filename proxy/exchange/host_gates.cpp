@@ -1,4 +1,4 @@
-// host_gates: the host table, admission (at once and parked), release, health reports, reload.
+// host_gates: admission (at once and parked), release, health reports, shutdown.
 #include "host_gates_parts.hpp"
 
 #include "politeproxy/base/error.hpp"
@@ -21,8 +21,8 @@ void host_gates::apply_health(host_entry& e, clock::time_point now) const {
     if (fleet_ && fleet_down_.load(std::memory_order_acquire)) {
         const auto& f = fleet_->config();
         const clock::time_point since{clock::duration(fleet_down_since_.load(std::memory_order_acquire))};
-        const bool hold = now < since + f.lease_ttl && now - e.fleet_seen_at <= f.lease_ttl;
-        limit = hold ? fleet_share::limit_during_hold(limit, f.expected_workers, e.fleet_others)
+        const bool hold = now < since + f.lease_ttl && now - e.fleet.heard_at() <= f.lease_ttl;
+        limit = hold ? fleet_share::limit_during_hold(limit, f.expected_workers, e.fleet.others())
                      : fleet_share::limit(limit, f.expected_workers);
         rate = fleet_share::rate(rate, f.expected_workers);
     }
@@ -30,49 +30,7 @@ void host_gates::apply_health(host_entry& e, clock::time_point now) const {
     e.g.set_pause(e.robots_hold ? clock::time_point::max() : e.health.paused_until());
 }
 
-std::string_view name_of(rate_source s) {
-    switch (s) {
-    case rate_source::adaptive: return "adaptive";
-    case rate_source::robots: return "robots";
-    case rate_source::config: break;
-    }
-    return "config";
-}
-
-host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o,
-                       clock::time_point now)
-    : key(std::move(k)),
-      policy(std::move(p)),
-      override_entry(o),
-      g(gate_limits{policy->concurrency, policy->rate, policy->burst, policy->queue.max_waiting, policy->enforce}, now),
-      health(*policy, now),
-      last_used(now) {}
-
-host_gates::host_gates(std::shared_ptr<const config> cfg, time_source time, std::uint64_t seed)
-    : time_(time),
-      config_(std::move(cfg)), robots_(config_->robots.cache_ttl, config_->robots.max_delay) {
-    for (auto& s : shards_) s.random.seed(static_cast<std::minstd_rand::result_type>(seed++));
-}
-
 host_gates::~host_gates() = default;
-
-const std::string& host_gates::gate_key(const config& cfg, const std::string& host_key, const std::string& address,
-                                         std::string& storage) const {
-    if (cfg.key == config::key_kind::host) return host_key;
-    if (cfg.key == config::key_kind::ip) return address;
-    if (!cfg.suffixes) return host_key;  // a config made without the loader (tests)
-    storage = cfg.suffixes->registrable_domain(host_key);
-    return storage;
-}
-
-void host_gates::join_domain_group(const config& cfg, host_entry& e) {
-    e.domain_group = nullptr;
-    e.domain_group_key.clear();
-    if (!cfg.groups.domain || !e.policy->enforce || !cfg.suffixes) return;
-    e.domain_group_key = cfg.suffixes->registrable_domain(e.key);
-    std::lock_guard lock(groups_.mutex());
-    e.domain_group = groups_.find_or_create(cfg.groups, group_gates::level::domain, e.domain_group_key);
-}
 
 void host_gates::choose_groups(const host_entry& e, const std::string& address, group_ladder& ladder) {
     std::shared_ptr<group_gate> ip;
@@ -89,40 +47,11 @@ void host_gates::choose_groups(const host_entry& e, const std::string& address, 
 void host_gates::leave_groups(group_ladder& ladder, group_gate::waiter& node) {
     if (ladder.empty()) return;
     std::vector<group_gate::waiter*> granted;
-    wake_list wake;
-    {
-        std::lock_guard lock(groups_.mutex());  // a group's grant writes the node's state
-        if (!ladder.engaged(node)) return;
-        ladder.descend(node, granted);
-        add_woken(granted, wake);  // under the lock: a granted waiter that gives up needs it to go away
-    }
-    poke(wake);
-}
-
-std::shared_ptr<const config> host_gates::current_config() const {
-    std::lock_guard lock(config_mutex_);
-    return config_;
-}
-
-std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::string& key, clock::time_point now) {
-    auto it = s.entries.find(key);
-    if (it != s.entries.end()) return it->second;
-    const auto cfg = current_config();
-    const host_override* o = cfg->override_for(key, utc_today());
-    std::shared_ptr<const host_policy> policy(cfg, o ? &o->policy : &cfg->defaults);
-    auto entry = std::make_shared<host_entry>(key, std::move(policy), o, now);
-    join_domain_group(*cfg, *entry);
-    // Made while the fleet store is unreachable (or before it was ever reached): the
-    // local share from the start, as every host that lived through the outage has.
-    if (fleet_ && fleet_down_.load(std::memory_order_acquire)) apply_health(*entry, now);
-    if (cfg->robots.honor) {
-        std::lock_guard lock(robots_mutex_);
-        entry->robots_rate = robots_.rate_cap(key, now);  // read before this gate was last forgotten
-        if (entry->robots_rate) apply_health(*entry, now);
-    }
-    entry->shard = static_cast<std::size_t>(&s - shards_.data());
-    s.entries.emplace(key, entry);
-    return entry;
+    wakeups wake;
+    std::lock_guard lock(groups_.mutex());  // a group's grant writes the node's state
+    if (!ladder.engaged(node)) return;
+    ladder.descend(node, granted);
+    wake.add(granted);  // under the lock: a granted waiter that gives up needs it to go away
 }
 
 permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const std::string& address,
@@ -135,7 +64,7 @@ permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const
         publish_locked(*entry, now);
     }
     // Requests already waiting for a lease go first.
-    if (!entry->fleet_line.empty()) return {};
+    if (!entry->fleet.empty()) return {};
     std::unique_ptr<group_ladder> groups;  // most requests have none: nothing to allocate
     if (entry->domain_group || !address.empty()) {
         groups = std::make_unique<group_ladder>();
@@ -167,7 +96,7 @@ permit host_gates::try_acquire(const std::string& key, const std::string& addres
     permit p = depart_at_once_locked(s, key, address, time_.now());
     if (p && fleet_) {
         p.lease_ = fleet_->hold_unasserted(key);  // asserted in the store when it is back
-        ++p.entry_->fleet_leased;
+        p.entry_->fleet.leased_unasked();
     }
     return p;
 }
@@ -190,7 +119,7 @@ task<acquire_result> host_gates::acquire(std::string key, std::string address) {
             }
             std::lock_guard lock(shards_[local.granted.entry_->shard].mutex);
             local.granted.lease_ = fleet_->hold_unasserted(key);
-            ++local.granted.entry_->fleet_leased;
+            local.granted.entry_->fleet.leased_unasked();
             co_return local;
         }
         auto leased = co_await lease(std::move(local.granted), start);
@@ -218,20 +147,20 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         }
     }
 
-    auto w = std::make_shared<async_waiter>(co_await asio::this_coro::executor);
+    auto w = std::make_shared<parked_waiter>(co_await asio::this_coro::executor);
     // Whatever ends this coroutine without a permit (deadline, cancellation, shutdown, an
     // exception thrown by a cancelled co_await) takes the waiter out of the gate.
     struct leave_guard {
         host_gates* self = nullptr;
         host_entry* entry = nullptr;
-        async_waiter* w = nullptr;
+        parked_waiter* w = nullptr;
         ~leave_guard() {
             if (self) self->cancel(*entry, *w);
         }
     } guard;
-    wake_list wake;
     clock::duration max_wait{};
     {
+        wakeups wake;
         std::lock_guard lock(s.mutex);
         if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
         max_wait = entry->policy->queue.max_wait;
@@ -243,9 +172,8 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         guard.self = this;
         guard.entry = entry.get();
         guard.w = w.get();
-        advance_locked(*entry, start, wake);
+        wake.run_gate(*entry, start);
     }
-    poke(wake);
     const auto deadline = start + max_wait;
 
     for (;;) {
@@ -287,14 +215,12 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
                 all_held = w->groups.climb(w->group_node());
             }
             if (all_held) {
-                {
-                    std::lock_guard lock(s.mutex);
-                    if (w->host_node().state() == gate::waiter_state::awaiting_groups) {
-                        entry->g.groups_granted(*w);
-                        advance_locked(*entry, time_.now(), wake);
-                    }
+                wakeups wake;
+                std::lock_guard lock(s.mutex);
+                if (w->host_node().state() == gate::waiter_state::awaiting_groups) {
+                    entry->g.groups_granted(*w);
+                    wake.run_gate(*entry, time_.now());
                 }
-                poke(wake);
                 continue;
             }
         } else if (state == gate::waiter_state::queued) {
@@ -307,110 +233,61 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         if (ec && (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
             co_return acquire_result{{}, errc::cancelled, {}};
         if (time_.now() < wake_at) continue;  // a poke: the state changed, read it again
-        {
-            // Our token is due, or a pause ended: run the gate.
-            std::lock_guard lock(s.mutex);
-            const auto t = time_.now();
-            if (entry->health.tick(t)) {
-                apply_health(*entry, t);
-                publish_locked(*entry, t);
-            }
-            advance_locked(*entry, t, wake);
+        // Our token is due, or a pause ended: run the gate.
+        wakeups wake;
+        std::lock_guard lock(s.mutex);
+        const auto t = time_.now();
+        if (entry->health.tick(t)) {
+            apply_health(*entry, t);
+            publish_locked(*entry, t);
         }
-        poke(wake);
+        wake.run_gate(*entry, t);
     }
 }
 
 void host_gates::cancel(host_entry& entry, gate::waiter& w) {
-    auto& self = static_cast<async_waiter&>(w);
+    auto& self = static_cast<parked_waiter&>(w);
     leave_groups(self.groups, self.group_node());  // the reverse order: groups, then the host
-    wake_list wake;
-    {
-        std::lock_guard lock(shards_[entry.shard].mutex);
-        if (w.state() == gate::waiter_state::departed)
-            entry.g.release();  // granted as its requester gave up: pass it on
-        else
-            entry.g.cancel(w);
-        advance_locked(entry, time_.now(), wake);
-    }
-    poke(wake);
+    wakeups wake;
+    std::lock_guard lock(shards_[entry.shard].mutex);
+    if (w.state() == gate::waiter_state::departed)
+        entry.g.release();  // granted as its requester gave up: pass it on
+    else
+        entry.g.cancel(w);
+    wake.run_gate(entry, time_.now());
 }
 
 void host_gates::release(host_entry& entry, outcome how, bool counted, std::uint64_t lease) {
     if (lease && fleet_) fleet_->release(entry.key, lease);  // first: the next head's acquire queues behind it
-    wake_list wake;
-    {
-        std::lock_guard lock(shards_[entry.shard].mutex);
-        const auto now = time_.now();
-        entry.g.release();
-        if (lease) {
-            --entry.fleet_leased;
-            // The store's count as this process last saw it, less what it gave back.
-            if (entry.fleet_held && *entry.fleet_held > 0) --*entry.fleet_held;
-        }
-        if (counted) ++entry.outcomes[static_cast<std::size_t>(how)];
-        entry.last_used = now;
-        if (entry.health.tick(now)) {
-            apply_health(entry, now);
-            publish_locked(entry, now);
-        }
-        advance_locked(entry, now, wake);
-        // One of our leases came back: the head of the fleet line may take it now.
-        if (lease && !entry.fleet_line.empty())
-            wake.push_back(static_cast<async_waiter*>(entry.fleet_line.front())->shared_from_this());
+    wakeups wake;
+    std::lock_guard lock(shards_[entry.shard].mutex);
+    const auto now = time_.now();
+    entry.g.release();
+    if (lease) entry.fleet.returned();
+    if (counted) ++entry.outcomes[static_cast<std::size_t>(how)];
+    entry.last_used = now;
+    if (entry.health.tick(now)) {
+        apply_health(entry, now);
+        publish_locked(entry, now);
     }
-    poke(wake);
+    wake.run_gate(entry, now);
+    // One of our leases came back: the head of the fleet line may take it now.
+    if (lease && !entry.fleet.empty()) wake.add(entry.fleet.head());
 }
 
 void host_gates::report(host_entry& entry, const health_signal& signal) {
-    wake_list wake;
-    {
-        shard& s = shards_[entry.shard];
-        std::lock_guard lock(s.mutex);
-        const auto now = time_.now();
-        const auto change = entry.health.on_signal(signal, now, [&s] {
-            return std::uniform_real_distribution<double>(0.0, 1.0)(s.random);
-        });
-        if (change == limit_change::none) return;
-        ++entry.limit_changes[static_cast<std::size_t>(change) - 1];
-        apply_health(entry, now);
-        publish_locked(entry, now);
-        advance_locked(entry, now, wake);  // a raised limit admits waiters at once
-    }
-    poke(wake);
-}
-
-void host_gates::set_config(std::shared_ptr<const config> cfg) {
-    {
-        std::lock_guard lock(config_mutex_);
-        config_ = cfg;
-    }
-    {
-        std::lock_guard lock(robots_mutex_);
-        robots_.configure(cfg->robots.cache_ttl, cfg->robots.max_delay);
-    }
-    {
-        std::vector<group_gate::waiter*> granted;
-        wake_list wake;
-        {
-            std::lock_guard lock(groups_.mutex());
-            groups_.set_caps(cfg->groups, granted);
-            add_woken(granted, wake);  // under the lock, as in leave_groups
-        }
-        poke(wake);
-    }
-    const auto today = utc_today();
-    for_each_entry_reapplying([&](host_entry& e, clock::time_point now, wake_list&) {
-        const host_override* o = cfg->override_for(e.key, today);
-        e.policy = std::shared_ptr<const host_policy>(cfg, o ? &o->policy : &cfg->defaults);
-        e.override_entry = o;
-        if (!cfg->robots.honor) e.robots_rate.reset();
-        join_domain_group(*cfg, e);  // requests parked already keep the groups they chose
-        const auto limit = e.health.limit();
-        const auto rate = e.health.rate();
-        e.health.reconfigure(*e.policy, now);
-        if (e.health.limit() != limit || e.health.rate() != rate) publish_locked(e, now);
+    wakeups wake;
+    shard& s = shards_[entry.shard];
+    std::lock_guard lock(s.mutex);
+    const auto now = time_.now();
+    const auto change = entry.health.on_signal(signal, now, [&s] {
+        return std::uniform_real_distribution<double>(0.0, 1.0)(s.random);
     });
+    if (change == limit_change::none) return;
+    ++entry.limit_changes[static_cast<std::size_t>(change) - 1];
+    apply_health(entry, now);
+    publish_locked(entry, now);
+    wake.run_gate(entry, now);  // a raised limit admits waiters at once
 }
 
 void host_gates::close() {
@@ -418,16 +295,11 @@ void host_gates::close() {
     for (std::size_t i = 0; i < shard_count; ++i) locks[i] = std::unique_lock(shards_[i].mutex);
     closed_ = true;
     // Every parked waiter's timer gets a poke; each then sees closed_ and leaves.
-    wake_list wake;
+    wakeups wake;
     for (auto& s : shards_)
-        for (auto& [key, e] : s.entries) {
-            thread_local std::vector<gate::waiter*> all;
-            all.clear();
-            e->g.for_each_waiter([](gate::waiter& w) { all.push_back(&w); });
-            for (gate::waiter* w : all) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
-        }
+        for (auto& [key, e] : s.entries) e->g.for_each_waiter([&wake](gate::waiter& w) { wake.add(&w); });
     for (auto& l : locks) l.unlock();
-    poke(wake);
+    wake.poke();
 }
 
 }  // namespace politeproxy

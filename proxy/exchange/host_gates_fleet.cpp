@@ -29,20 +29,20 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
     host_entry& e = *local.entry_;
     shard& s = shards_[e.shard];
     const auto deadline = start + local.policy().queue.max_wait;
-    auto w = std::make_shared<async_waiter>(co_await asio::this_coro::executor);
+    auto w = std::make_shared<parked_waiter>(co_await asio::this_coro::executor);
     {
         std::lock_guard lock(s.mutex);
-        e.fleet_line.push_back(w.get());
+        e.fleet.join(*w);
     }
     struct line_guard {
         host_gates* self;
         host_entry* e;
-        async_waiter* w;
+        parked_waiter* w;
         bool granted = false;
         ~line_guard() { self->leave_fleet_line(*e, *w, granted); }
     } guard{this, &e, w.get()};
 
-    clock::duration backoff = fleet_poll_initial;
+    // The line (policy/fleet_line) decides who asks and when; this loop asks and waits.
     for (;;) {
         if (!fleet_needs_lease()) co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
         bool head = false;
@@ -50,7 +50,7 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
         {
             std::lock_guard lock(s.mutex);
             if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
-            head = e.fleet_line.front() == w.get();
+            head = e.fleet.is_head(*w);
             terms = {e.health.limit(), e.health.rate(), e.policy->burst};
         }
         auto now = time_.now();
@@ -60,24 +60,16 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
             now = time_.now();
             if (answer.what == fleet::lease_answer::result::store_down)
                 co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
-            wake_list wake;
             {
+                wakeups wake;
                 std::lock_guard lock(s.mutex);
-                if (note_answer_locked(e, answer, local, start, now)) advance_locked(e, now, wake);
+                wake_at = std::min(deadline, note_answer_locked(e, answer, local, start, now, wake));
                 guard.granted = local.lease_ != 0;
             }
-            poke(wake);
             if (local.lease_) {
                 local.counted_ = true;
                 co_return acquire_result{std::move(local), {}, {}};
             }
-            clock::duration wait = answer.paused_for;
-            if (wait == clock::duration::zero()) {
-                wait = std::min<clock::duration>(answer.token_in > clock::duration::zero() ? answer.token_in : backoff,
-                                                 fleet_place_keepalive);
-                backoff = std::min<clock::duration>(backoff * 2, fleet_poll_max);
-            }
-            wake_at = std::min(deadline, now + wait);
         }
         if (now >= deadline) {
             std::lock_guard lock(s.mutex);
@@ -91,22 +83,21 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
     }
 }
 
-bool host_gates::note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p,
-                                    clock::time_point start, clock::time_point now) {
+clock::time_point host_gates::note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p,
+                                                 clock::time_point start, clock::time_point now, wakeups& wake) {
     const bool granted = answer.what == fleet::lease_answer::result::granted;
     if (granted) {
-        ++e.fleet_leased;
         p.lease_ = answer.lease;
         p.queue_wait_ = now - start;
     }
-    e.fleet_held = answer.held;
-    e.fleet_others = answer.held > e.fleet_leased ? answer.held - e.fleet_leased : 0;
-    e.fleet_seen_at = now;
+    const auto ask_again = e.fleet.answered({granted, answer.held, answer.token_in, answer.paused_for}, now);
     // The fleet's shared limit, rate and pause become this host's too.
     const auto paused_until = answer.paused_for > clock::duration::zero() ? now + answer.paused_for : clock::time_point{};
-    if (!e.health.adopt(answer.limit, answer.rate, paused_until, now)) return false;
-    apply_health(e, now);
-    return true;
+    if (e.health.adopt(answer.limit, answer.rate, paused_until, now)) {
+        apply_health(e, now);
+        wake.run_gate(e, now);
+    }
+    return ask_again;
 }
 
 task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, const std::string& address) {
@@ -125,12 +116,11 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
     const auto answer = co_await fleet_->acquire(key, terms);
     if (answer.what == fleet::lease_answer::result::store_down) co_return acquire_result{};
     const auto now = time_.now();
-    wake_list wake;
     {
+        wakeups wake;
         std::lock_guard lock(s.mutex);
-        if (note_answer_locked(*local.entry_, answer, local, start, now)) advance_locked(*local.entry_, now, wake);
+        note_answer_locked(*local.entry_, answer, local, start, now, wake);
     }
-    poke(wake);
     if (!local.lease_) co_return acquire_result{};  // the fleet is full: park (the local slot goes back)
     local.counted_ = true;
     co_return acquire_result{std::move(local), {}, {}};
@@ -146,20 +136,14 @@ void host_gates::count_rejected(const std::string& key) {
 }
 
 void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) {
-    wake_list wake;
-    bool withdraw = false;
+    fleet_line::departure left;
     {
+        wakeups wake;
         std::lock_guard lock(shards_[e.shard].mutex);
-        const auto it = std::find(e.fleet_line.begin(), e.fleet_line.end(), &w);
-        if (it == e.fleet_line.end()) return;
-        const bool was_head = it == e.fleet_line.begin();
-        e.fleet_line.erase(it);
-        if (was_head && !e.fleet_line.empty())  // the next one asks at once
-            wake.push_back(static_cast<async_waiter*>(e.fleet_line.front())->shared_from_this());
-        withdraw = was_head && e.fleet_line.empty() && !granted;
+        left = e.fleet.leave(w, granted);
+        if (left.wake) wake.add(left.wake);  // the next one asks at once
     }
-    poke(wake);
-    if (withdraw && fleet_needs_lease()) fleet_->withdraw(e.key);
+    if (left.withdraw && fleet_needs_lease()) fleet_->withdraw(e.key);
 }
 
 void host_gates::attach_fleet(fleet::fleet_client& f) {
@@ -175,8 +159,8 @@ void host_gates::fleet_store_changed(bool up) {
     }
     fleet_down_.store(!up, std::memory_order_release);
     // Limits move to the share (or back); requests waiting for a lease wake to see it.
-    for_each_entry_reapplying([](host_entry& e, clock::time_point, wake_list& wake) {
-        for (gate::waiter* w : e.fleet_line) wake.push_back(static_cast<async_waiter*>(w)->shared_from_this());
+    for_each_entry_reapplying([](host_entry& e, clock::time_point, wakeups& wake) {
+        e.fleet.for_each([&wake](gate::waiter& w) { wake.add(&w); });
     });
 }
 
@@ -185,10 +169,7 @@ void host_gates::fleet_held(const std::string& key, std::size_t held) {
     std::lock_guard lock(s.mutex);
     const auto it = s.entries.find(key);
     if (it == s.entries.end()) return;
-    host_entry& e = *it->second;
-    e.fleet_held = held;
-    e.fleet_others = held > e.fleet_leased ? held - e.fleet_leased : 0;
-    e.fleet_seen_at = time_.now();
+    it->second->fleet.heard_held(held, time_.now());
 }
 
 void host_gates::tick(clock::time_point now) {
@@ -197,7 +178,7 @@ void host_gates::tick(clock::time_point now) {
     if (now < since + fleet_->config().lease_ttl) return;
     fleet_hold_pending_.store(false, std::memory_order_release);
     if (fleet_down_.load(std::memory_order_acquire))
-        for_each_entry_reapplying([](host_entry&, clock::time_point, wake_list&) {});  // the hold is over: the share applies
+        for_each_entry_reapplying([](host_entry&, clock::time_point, wakeups&) {});  // the hold is over: the share applies
 }
 
 }  // namespace politeproxy

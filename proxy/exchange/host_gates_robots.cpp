@@ -51,18 +51,15 @@ void host_gates::robots_done(const std::string& origin, const std::string& key, 
         cap = robots_.rate_cap(key, now);
     }
     shard& s = shards_[shard_of(key, shard_count)];
-    wake_list wake;
-    {
-        std::lock_guard lock(s.mutex);
-        const auto it = s.entries.find(key);
-        if (it == s.entries.end()) return;
-        host_entry& e = *it->second;
-        if (held) e.robots_hold = false;  // only the fetch that set the hold lifts it
-        e.robots_rate = cap;
-        apply_health(e, now);
-        advance_locked(e, now, wake);
-    }
-    poke(wake);
+    wakeups wake;
+    std::lock_guard lock(s.mutex);
+    const auto it = s.entries.find(key);
+    if (it == s.entries.end()) return;
+    host_entry& e = *it->second;
+    if (held) e.robots_hold = false;  // only the fetch that set the hold lifts it
+    e.robots_rate = cap;
+    apply_health(e, now);
+    wake.run_gate(e, now);
 }
 
 }  // namespace politeproxy

@@ -73,7 +73,7 @@ inline request_verdict judge_head(const http2::request_head& head, const limits_
         ++facts.field_lines;
         if (f.name == "max-forwards" && facts.max_forwards_fields++ == 0) facts.max_forwards = f.value;
     }
-    request_verdict v{judge_entry(facts, limits.request_header_fields)};
+    request_verdict v{judge_entry(facts, limits.request_header_fields), {}, false};
     if (!v.refusal && head.scheme != (in_tls ? "https" : "http")) {
         v.refusal = errc::unsupported_scheme;
         v.details = in_tls ? "only :scheme https is forwarded inside TLS" : "only :scheme http is forwarded over h2c";

@@ -258,8 +258,8 @@ int proxy_server::run() {
             for (;;) {
                 timer.expires_after(housekeeping_period);
                 if (auto [ec] = co_await timer.async_wait(use_tuple); ec) co_return;
-                const auto now = clock::now();
-                pool->sweep(now);
+                pool->sweep(clock::now());  // connection lifetimes are network time
+                const auto now = gates.time().now();
                 if (evicts) gates.tick(now);
                 // Give freed gate memory back to the system, not only to the heap.
                 if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl,

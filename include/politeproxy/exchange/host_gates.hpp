@@ -4,6 +4,7 @@
 #include "politeproxy/base/time_source.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/group_gates.hpp"
+#include "politeproxy/policy/fleet_line.hpp"
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/policy/outcome.hpp"
 #include "politeproxy/exchange/permit.hpp"
@@ -16,7 +17,6 @@
 #include <atomic>
 #include <functional>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -59,14 +59,8 @@ struct host_entry {
     std::optional<double> robots_rate;  ///< robots.txt's Crawl-delay allows at most this rate
     bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
 
-    // With a fleet store:
-    std::optional<std::size_t> fleet_held;  ///< leases held fleet-wide at the store's last answer
-    std::size_t fleet_leased = 0;           ///< this process's requests that hold a lease
-    std::size_t fleet_others = 0;           ///< leases other processes held at that answer
-    clock::time_point fleet_seen_at{};      ///< when that answer came
-    /// Requests holding a local slot and token, waiting for a lease, in arrival order:
-    /// only the first asks the store.
-    std::deque<gate::waiter*> fleet_line;
+    /// With a fleet store: its requests waiting for a lease, and what the store last said.
+    fleet_line fleet;
 };
 
 /// Where a host's rate comes from: as configured, lowered by its health (or shared out by
@@ -118,6 +112,9 @@ struct host_counts {
 
 namespace fleet {
 struct lease_answer;
+}
+namespace gates_detail {
+class wakeups;
 }
 
 struct acquire_result {
@@ -292,9 +289,10 @@ private:
     void leave_fleet_line(host_entry& entry, gate::waiter& w, bool granted);
     /// Takes in the store's answer (under the shard lock): the fleet's count, its shared
     /// limit, rate and pause (true when the gate's limits moved: advance it); and the
-    /// lease into `p` when granted.
-    bool note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p, clock::time_point start,
-                            clock::time_point now);
+    /// lease into `p` when granted; whoever the moved limits let go goes in `wake`.
+    /// Returns when a refused head asks again.
+    clock::time_point note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p,
+                                         clock::time_point start, clock::time_point now, gates_detail::wakeups& wake);
     bool fleet_fails_closed() const;
     /// The gate enforces what health decided, under the stream ceiling and, while the
     /// fleet store is away, the fleet share.

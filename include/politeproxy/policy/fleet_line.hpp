@@ -1,0 +1,82 @@
+#pragma once
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/policy/gate.hpp"
+
+#include <cstddef>
+#include <deque>
+#include <optional>
+
+namespace politeproxy {
+
+/// One host's line for fleet leases in this process, and what the fleet store last said
+/// of the host: plain state, no I/O (the sans-io half; host_gates::lease is the thin
+/// coroutine that carries its decisions out, as Boost.Redis splits exec_fsm from its
+/// connection). Events and `now` go in: a request joins or leaves, the store answers, a
+/// lease is taken or given back. Decisions come out: who asks the store, when the head
+/// asks again, whom to wake, whether to withdraw from the store's queue.
+///
+/// Algorithm. Requests holding their local slot and token wait here in arrival order;
+/// only the head asks the store, so a host has one round trip in flight per process.
+/// After a refusal the head asks again when the store says a token or the end of a
+/// pause is due; otherwise after a backoff of 5 ms doubling to 50 ms (reset for each new
+/// head), and never later than 200 ms, or the store forgets its place in the fleet's
+/// queue (acquire_script's waiter_stale). When the head leaves, the next one asks at
+/// once; the last one to leave without a lease withdraws the host from the store's queue.
+///
+/// Locking: none; host_gates calls it under the host's shard lock.
+class fleet_line {
+public:
+    static constexpr clock::duration poll_initial = std::chrono::milliseconds(5);
+    static constexpr clock::duration poll_max = std::chrono::milliseconds(50);
+    static constexpr clock::duration place_keepalive = std::chrono::milliseconds(200);
+
+    /// The store's answer to the head's ask.
+    struct answer {
+        bool granted = false;
+        std::size_t held = 0;  ///< leases held fleet-wide, this process's included
+        clock::duration token_in{};    ///< refused: the fleet's next token is due then (zero: unknown)
+        clock::duration paused_for{};  ///< refused: the host is paused that long fleet-wide
+    };
+    /// What leaving the line asks of the caller.
+    struct departure {
+        gate::waiter* wake = nullptr;  ///< the new head: it asks at once
+        bool withdraw = false;         ///< nobody is left asking: take the host out of the store's queue
+    };
+
+    void join(gate::waiter& w) { line_.push_back(&w); }
+    departure leave(gate::waiter& w, bool granted);
+    bool empty() const { return line_.empty(); }
+    std::size_t size() const { return line_.size(); }
+    bool is_head(const gate::waiter& w) const { return !line_.empty() && line_.front() == &w; }
+    gate::waiter* head() const { return line_.empty() ? nullptr : line_.front(); }
+    /// Every waiter, head first (the store came or went: each looks again).
+    template <class F>
+    void for_each(F&& f) const {
+        for (gate::waiter* w : line_) f(*w);
+    }
+
+    /// The head's ask was answered at `now`. Granted: the lease counts as this process's.
+    /// Refused: returns when the head asks again.
+    clock::time_point answered(const answer& a, clock::time_point now);
+    /// The store's count of the host's leases, heard at `now` (a renewal's answer).
+    void heard_held(std::size_t held, clock::time_point now);
+    /// A lease taken without asking (the store unreachable: asserted when it is back).
+    void leased_unasked() { ++leased_; }
+    /// One of this process's leases went back.
+    void returned();
+
+    std::size_t leased() const { return leased_; }  ///< this process's requests holding a lease
+    std::optional<std::size_t> held() const { return held_; }  ///< fleet-wide, as last heard
+    std::size_t others() const { return others_; }  ///< other processes' leases, as last heard
+    clock::time_point heard_at() const { return heard_at_; }
+
+private:
+    std::deque<gate::waiter*> line_;
+    clock::duration backoff_ = poll_initial;  ///< the current head's
+    std::size_t leased_ = 0;
+    std::optional<std::size_t> held_;
+    std::size_t others_ = 0;
+    clock::time_point heard_at_{};
+};
+
+}  // namespace politeproxy

@@ -1,0 +1,63 @@
+#pragma once
+// A parked request, as the gates see it, and the wake-ups they owe parked requests.
+// Private to proxy/exchange/ (the sources of host_gates).
+#include "politeproxy/base/executor.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/policy/gate.hpp"
+#include "politeproxy/policy/group_gate.hpp"
+#include "politeproxy/policy/group_ladder.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace politeproxy::gates_detail {
+
+/// A parked request: the gate's intrusive node, its node in a group's queue, the group
+/// slots it holds, and the timer its coroutine sleeps on.
+struct parked_waiter : gate::waiter, group_gate::waiter, std::enable_shared_from_this<parked_waiter> {
+    explicit parked_waiter(executor ex) : timer(std::move(ex)) {}
+    gate::waiter& host_node() { return *this; }
+    group_gate::waiter& group_node() { return *this; }
+    steady_timer timer;
+    group_ladder groups;
+};
+
+/// The parked requests a decision under a lock let go, or whose wait changed: each is
+/// poked once the lock is let go (no lock is held while posting), when this object goes
+/// out of scope. Declare it before the lock. A poke ends the waiter's timer wait on its
+/// own executor (its session's worker loop); the coroutine then reads its state again.
+/// Each waiter is kept alive until its poke has run.
+class wakeups {
+public:
+    wakeups() = default;
+    wakeups(const wakeups&) = delete;
+    wakeups& operator=(const wakeups&) = delete;
+    ~wakeups() { poke(); }
+
+    void add(gate::waiter* w) { list_.push_back(static_cast<parked_waiter*>(w)->shared_from_this()); }
+    void add(const std::vector<group_gate::waiter*>& granted) {
+        for (group_gate::waiter* w : granted) list_.push_back(static_cast<parked_waiter*>(w)->shared_from_this());
+    }
+    /// Runs the host's gate (under the caller's lock) and keeps whom it woke.
+    void run_gate(host_entry& e, clock::time_point now) {
+        woken_.clear();
+        e.g.advance(now, woken_);
+        for (gate::waiter* w : woken_) add(w);
+    }
+    /// Pokes now (for a caller that lets its locks go before this object ends).
+    void poke() {
+        for (auto& w : list_) {
+            auto& timer = w->timer;
+            boost::asio::post(timer.get_executor(), [w = std::move(w)] { w->timer.cancel(); });
+        }
+        list_.clear();
+    }
+
+private:
+    std::vector<std::shared_ptr<parked_waiter>> list_;
+    std::vector<gate::waiter*> woken_;
+};
+
+}  // namespace politeproxy::gates_detail
