@@ -1,12 +1,12 @@
-// host_gates: robots.txt turns (the fetch first, the gate held meanwhile, the Crawl-delay applied).
+// host_gates: robots.txt turns and their holds (the fetch first, the gate held meanwhile, the Crawl-delay applied).
 #include "host_gates_parts.hpp"
 
 namespace politeproxy {
 namespace asio = boost::asio;
 using namespace gates_detail;
 
-host_gates::robots_turn host_gates::robots_due(const std::string& origin, const std::string& key,
-                                               const std::string& address) {
+robots_turn host_gates::robots_due(const std::string& origin, const std::string& key,
+                                const std::string& address) {
     shard& s = shards_[shard_of(key, shard_count)];
     std::lock_guard lock(s.mutex);
     const auto now = time_.now();
@@ -28,7 +28,7 @@ host_gates::robots_turn host_gates::robots_due(const std::string& origin, const 
     return turn;
 }
 
-host_gates::robots_turn::robots_turn(robots_turn&& other) noexcept
+robots_turn::robots_turn(robots_turn&& other) noexcept
     : slot(std::move(other.slot)),
       delay(other.delay),
       failed(other.failed),
@@ -37,7 +37,7 @@ host_gates::robots_turn::robots_turn(robots_turn&& other) noexcept
       key_(std::move(other.key_)),
       held_(other.held_) {}
 
-host_gates::robots_turn::~robots_turn() {
+robots_turn::~robots_turn() {
     if (gates_) gates_->robots_done(origin_, key_, delay, failed, held_);
 }
 

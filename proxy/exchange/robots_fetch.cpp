@@ -47,7 +47,7 @@ std::string field_safe(std::string_view v) {
 }  // namespace
 
 task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_target& target, const pinned_address& pinned,
-                        std::string user_agent, host_gates::robots_turn& turn) {
+                        std::string user_agent, robots_turn& turn) {
     permit slot = std::move(turn.slot);
     if (!slot) {
         auto parked = co_await admit(ctx, turn.key(), pinned.text, {});

@@ -188,7 +188,7 @@ TEST_CASE("robots.txt: the request told to fetch it holds the gate from that mom
     manual_time time;
     host_gates gates(cfg, time_source(time));
     const std::string origin = "http://polite.test:80";
-    std::optional<host_gates::robots_turn> first(gates.robots_due(origin, "polite.test", {}));
+    std::optional<robots_turn> first(gates.robots_due(origin, "polite.test", {}));
     REQUIRE(*first);
     REQUIRE(first->slot);
     // The next request is not due and finds the gate held, though three slots are free.

@@ -8,6 +8,7 @@
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/policy/outcome.hpp"
 #include "politeproxy/exchange/permit.hpp"
+#include "politeproxy/exchange/robots_turn.hpp"
 #include "politeproxy/policy/robots_book.hpp"
 
 #include "politeproxy/base/executor.hpp"
@@ -199,31 +200,6 @@ public:
     const std::string& gate_key(const config& cfg, const std::string& host_key, const std::string& address,
                                 std::string& storage) const;
 
-    /// A request's turn to fetch its origin's robots.txt (robots_due). Move-only; when it
-    /// is destroyed, however the fetch ended (or if it never started), the gates hear what
-    /// it learnt: `delay`, the Crawl-delay read, if any; `failed` (unless the fetch clears
-    /// it), no robots.txt could be read and the rate stays as it was. A hold it took ends
-    /// then, and the book's next read is due after cache_ttl (or the retry after failure).
-    class robots_turn {
-    public:
-        robots_turn() = default;
-        robots_turn(robots_turn&& other) noexcept;
-        robots_turn& operator=(robots_turn&&) = delete;
-        ~robots_turn();
-        explicit operator bool() const { return gates_ != nullptr; }  ///< the fetch is due
-        const std::string& key() const { return key_; }               ///< the gate it goes through
-
-        permit slot;  ///< taken at once when the gate was free: the gate then holds the host's other requests
-        std::optional<double> delay;
-        bool failed = true;
-
-    private:
-        friend class host_gates;
-        host_gates* gates_ = nullptr;
-        std::string origin_;
-        std::string key_;
-        bool held_ = false;
-    };
     /// robots.crawl_delay: honor. A turn when this request for `origin` ("http://host:port")
     /// must fetch its robots.txt first, with the fetch's slot and token when the gate of
     /// `key` is free: the gate then holds its other requests until the turn ends. Decided
@@ -269,6 +245,7 @@ public:
 
 private:
     friend class permit;
+    friend class robots_turn;
     struct shard {
         mutable std::mutex mutex;
         std::unordered_map<std::string, std::shared_ptr<host_entry>> entries;

@@ -24,6 +24,6 @@ std::string robots_origin(const origin_target& target);
 /// counts as failed: the rate stays as configured. The fetch writes what it learnt into
 /// `turn`, whose owner (the request) ends it, also when the fetch never ran.
 task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_target& target, const pinned_address& pinned,
-                        std::string user_agent, host_gates::robots_turn& turn);
+                        std::string user_agent, robots_turn& turn);
 
 }  // namespace politeproxy
