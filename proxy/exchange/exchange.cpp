@@ -32,14 +32,14 @@ void exchange::request_refused() {
 void exchange::response_failed(errc why) {
     slot_.set_outcome(outcome_of(why));
     if (why == errc::origin_response_timeout)  // the slowest answer there is
-        slot_.report(health_signal::answered(slot_.now() - sent_at_));
+        slot_.report(health_signal::answered(time_.now() - sent_at_));
     else if (why == errc::origin_closed)
         slot_.report(health_signal::refused_connection());
 }
 
 void exchange::response_arrived(unsigned status, std::string_view retry_after, std::string_view method,
                                 bool pooled) {
-    const auto latency = slot_.now() - sent_at_;
+    const auto latency = time_.now() - sent_at_;
     metrics_.origin_response(latency);
     if (log_.enabled(log_level::debug))
         log_.write(log_level::debug, "forward",

@@ -56,6 +56,6 @@ void permit::report(health_signal signal) {
 
 const host_policy& permit::policy() const { return *policy_; }
 
-clock::time_point permit::now() const { return owner_ ? owner_->time().now() : clock::now(); }
+time_source permit::time() const { return owner_ ? owner_->time() : time_source(); }
 
 }  // namespace politeproxy

@@ -105,7 +105,7 @@ void origin_response_parser::status_line(std::string_view line, boost::system::e
     }
     status_ = static_cast<unsigned>((line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0'));
     const std::string_view reason = line.size() > 13 ? line.substr(13) : std::string_view();
-    if (!std::all_of(reason.begin(), reason.end(), [](char c) { return is_field_value_byte(static_cast<unsigned char>(c)); })) {
+    if (!all_field_value_bytes(reason)) {
         ec = http::error::bad_reason;
         return;
     }
@@ -125,11 +125,9 @@ void origin_response_parser::field_line(std::string_view in, std::size_t from, s
     }
     const std::string_view name = line.substr(0, colon);
     std::string_view value = line.substr(colon + 1);
-    for (char c : value) {
-        if (!is_field_value_byte(static_cast<unsigned char>(c))) {
-            ec = http::error::bad_value;
-            return;
-        }
+    if (!all_field_value_bytes(value)) {
+        ec = http::error::bad_value;
+        return;
     }
     while (!value.empty() && is_ows(static_cast<unsigned char>(value.front()))) value.remove_prefix(1);
     while (!value.empty() && is_ows(static_cast<unsigned char>(value.back()))) value.remove_suffix(1);

@@ -3,6 +3,8 @@
 // lines, URI percent-escapes, numeric host spellings).
 
 #include <array>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -25,6 +27,27 @@ constexpr bool is_tchar(unsigned char c) { return detail::tchars[c]; }
 /// A byte a field value may hold (RFC 9110 section 5.5): VCHAR, obs-text, SP or HTAB;
 /// not NUL, CR, LF, any other control character or DEL.
 constexpr bool is_field_value_byte(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
+
+/// Whether every byte of `s` is a field value byte. Every field line of every response
+/// passes here, so it looks at eight bytes at once: a word with no byte below 0x20 and
+/// none equal to DEL passes whole (the bit tricks flag any such byte, sometimes one too
+/// many); a flagged word, HTAB in it for instance, is looked at byte by byte.
+inline bool all_field_value_bytes(std::string_view s) {
+    constexpr std::uint64_t ones = 0x0101010101010101, highs = 0x8080808080808080;
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, s.data() + i, sizeof w);
+        const std::uint64_t below_space = (w - ones * 0x20) & ~w & highs;
+        const std::uint64_t del = w ^ (ones * 0x7f);
+        if (((del - ones) & ~del & highs) == 0 && below_space == 0) continue;
+        for (std::size_t j = i; j < i + 8; ++j)
+            if (!is_field_value_byte(static_cast<unsigned char>(s[j]))) return false;
+    }
+    for (; i < s.size(); ++i)
+        if (!is_field_value_byte(static_cast<unsigned char>(s[i]))) return false;
+    return true;
+}
 
 /// `s` with ASCII letters in lower case (an HTTP/2 field name from an HTTP/1.1 one).
 inline std::string lower_case(std::string_view s) {

@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/time_source.hpp"
 #include "politeproxy/base/error.hpp"
 #include "politeproxy/policy/outcome.hpp"
 #include "politeproxy/exchange/permit.hpp"
@@ -29,7 +30,7 @@ class exchange {
 public:
     /// `key` must outlive the exchange (it names the host in debug logs).
     exchange(metrics& m, const logger& log, permit slot, std::string_view key)
-        : metrics_(m), log_(log), slot_(std::move(slot)), key_(key) {}
+        : metrics_(m), log_(log), slot_(std::move(slot)), time_(slot_.time()), key_(key) {}
 
     const host_policy& policy() const { return slot_.policy(); }
     clock::duration queue_wait() const { return slot_.queue_wait(); }
@@ -39,7 +40,7 @@ public:
     /// The client's part broke off or was malformed: nothing said about the origin.
     void client_failed();
     /// The request starts going out now: the latency clock starts (again, on a retry).
-    void request_sent() { sent_at_ = slot_.now(); }
+    void request_sent() { sent_at_ = time_.now(); }
     /// The origin closed or reset the connection while the request was going out.
     void request_refused();
     /// No response header (`why`: origin_response_timeout, origin_closed, origin_bad_response).
@@ -62,8 +63,9 @@ private:
     metrics& metrics_;
     const logger& log_;
     permit slot_;
+    time_source time_;  ///< the gates' (base/time_source.hpp)
     std::string_view key_;
-    clock::time_point sent_at_ = slot_.now();  ///< in the gates' time (base/time_source.hpp)
+    clock::time_point sent_at_ = time_.now();
 };
 
 /// How a request that failed with `why` counts in requests_total.

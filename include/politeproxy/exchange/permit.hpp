@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/time_source.hpp"
 #include "politeproxy/policy/group_ladder.hpp"
 #include "politeproxy/policy/outcome.hpp"
 
@@ -39,8 +40,8 @@ public:
     /// before this request's body has even been relayed.
     void report(health_signal signal);
     clock::duration queue_wait() const { return queue_wait_; }
-    /// The time as its gates read it (host_gates::time): what its latencies are measured in.
-    clock::time_point now() const;
+    /// Where its gates read the time (host_gates::time): what its latencies are measured in.
+    time_source time() const;
     /// The host's policy when the request departed (a reload does not change it).
     const host_policy& policy() const;
 
