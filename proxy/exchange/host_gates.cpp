@@ -30,6 +30,12 @@ void host_gates::apply_health(host_entry& e, clock::time_point now) const {
     e.g.set_pause(e.robots_hold ? clock::time_point::max() : e.health.paused_until());
 }
 
+host_gates::host_gates(std::shared_ptr<const config> cfg, time_source time, std::uint64_t seed)
+    : time_(time),
+      config_(std::move(cfg)),
+      table_(seed),
+      robots_(config_->robots.cache_ttl, config_->robots.max_delay) {}
+
 host_gates::~host_gates() = default;
 
 void host_gates::choose_groups(const host_entry& e, const std::string& address, group_ladder& ladder) {
@@ -91,7 +97,7 @@ permit host_gates::try_acquire(const std::string& key, const std::string& addres
     // With the store up every request needs a lease (acquire); without it, fail_closed
     // refuses in acquire, and local_share departs on the local gate alone.
     if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
-    shard& s = shards_[shard_of(key, shard_count)];
+    shard& s = table_.of(key);
     std::lock_guard lock(s.mutex);
     permit p = depart_at_once_locked(s, key, address, time_.now());
     if (p && fleet_) {
@@ -117,7 +123,7 @@ task<acquire_result> host_gates::acquire(std::string key, std::string address) {
                 count_rejected(key);
                 co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
             }
-            std::lock_guard lock(shards_[local.granted.entry_->shard].mutex);
+            std::lock_guard lock(table_.at(local.granted.entry_->shard).mutex);
             local.granted.lease_ = fleet_->hold_unasserted(key);
             local.granted.entry_->fleet.leased_unasked();
             co_return local;
@@ -132,7 +138,7 @@ task<acquire_result> host_gates::acquire(std::string key, std::string address) {
 
 task<acquire_result> host_gates::acquire_local(const std::string& key, const std::string& address,
                                                clock::time_point start) {
-    shard& s = shards_[shard_of(key, shard_count)];
+    shard& s = table_.of(key);
     std::shared_ptr<host_entry> entry;
     // Every parked request costs memory (a coroutine chain, its header, its connection):
     // their number across all hosts is bounded, whichever clients and hosts they are.
@@ -249,7 +255,7 @@ void host_gates::cancel(host_entry& entry, gate::waiter& w) {
     auto& self = static_cast<parked_waiter&>(w);
     leave_groups(self.groups, self.group_node());  // the reverse order: groups, then the host
     wakeups wake;
-    std::lock_guard lock(shards_[entry.shard].mutex);
+    std::lock_guard lock(table_.at(entry.shard).mutex);
     if (w.state() == gate::waiter_state::departed)
         entry.g.release();  // granted as its requester gave up: pass it on
     else
@@ -260,7 +266,7 @@ void host_gates::cancel(host_entry& entry, gate::waiter& w) {
 void host_gates::release(host_entry& entry, outcome how, bool counted, std::uint64_t lease) {
     if (lease && fleet_) fleet_->release(entry.key, lease);  // first: the next head's acquire queues behind it
     wakeups wake;
-    std::lock_guard lock(shards_[entry.shard].mutex);
+    std::lock_guard lock(table_.at(entry.shard).mutex);
     const auto now = time_.now();
     entry.g.release();
     if (lease) entry.fleet.returned();
@@ -277,7 +283,7 @@ void host_gates::release(host_entry& entry, outcome how, bool counted, std::uint
 
 void host_gates::report(host_entry& entry, const health_signal& signal) {
     wakeups wake;
-    shard& s = shards_[entry.shard];
+    shard& s = table_.at(entry.shard);
     std::lock_guard lock(s.mutex);
     const auto now = time_.now();
     const auto change = entry.health.on_signal(signal, now, [&s] {
@@ -291,12 +297,12 @@ void host_gates::report(host_entry& entry, const health_signal& signal) {
 }
 
 void host_gates::close() {
-    std::array<std::unique_lock<std::mutex>, shard_count> locks;
-    for (std::size_t i = 0; i < shard_count; ++i) locks[i] = std::unique_lock(shards_[i].mutex);
+    std::array<std::unique_lock<std::mutex>, host_table::shard_count> locks;
+    for (std::size_t i = 0; i < host_table::shard_count; ++i) locks[i] = std::unique_lock(table_.at(i).mutex);
     closed_ = true;
     // Every parked waiter's timer gets a poke; each then sees closed_ and leaves.
     wakeups wake;
-    for (auto& s : shards_)
+    for (auto& s : table_.shards())
         for (auto& [key, e] : s.entries) e->g.for_each_waiter([&wake](gate::waiter& w) { wake.add(&w); });
     for (auto& l : locks) l.unlock();
     wake.poke();

@@ -27,7 +27,7 @@ bool host_gates::fleet_fails_closed() const {
 task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
     local.counted_ = false;  // until leased: a timeout below counts as rejected, nothing else counts
     host_entry& e = *local.entry_;
-    shard& s = shards_[e.shard];
+    shard& s = table_.at(e.shard);
     const auto deadline = start + local.policy().queue.max_wait;
     auto w = std::make_shared<parked_waiter>(co_await asio::this_coro::executor);
     {
@@ -101,7 +101,7 @@ clock::time_point host_gates::note_answer_locked(host_entry& e, const fleet::lea
 }
 
 task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, const std::string& address) {
-    shard& s = shards_[shard_of(key, shard_count)];
+    shard& s = table_.of(key);
     const auto start = time_.now();
     permit local;
     fleet::lease_terms terms;
@@ -127,7 +127,7 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
 }
 
 void host_gates::count_rejected(const std::string& key) {
-    shard& s = shards_[shard_of(key, shard_count)];
+    shard& s = table_.of(key);
     std::lock_guard lock(s.mutex);
     const auto now = time_.now();
     auto entry = find_or_create(s, key, now);
@@ -139,7 +139,7 @@ void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) 
     fleet_line::departure left;
     {
         wakeups wake;
-        std::lock_guard lock(shards_[e.shard].mutex);
+        std::lock_guard lock(table_.at(e.shard).mutex);
         left = e.fleet.leave(w, granted);
         if (left.wake) wake.add(left.wake);  // the next one asks at once
     }
@@ -165,11 +165,9 @@ void host_gates::fleet_store_changed(bool up) {
 }
 
 void host_gates::fleet_held(const std::string& key, std::size_t held) {
-    shard& s = shards_[shard_of(key, shard_count)];
+    shard& s = table_.of(key);
     std::lock_guard lock(s.mutex);
-    const auto it = s.entries.find(key);
-    if (it == s.entries.end()) return;
-    it->second->fleet.heard_held(held, time_.now());
+    if (const auto e = table_.find(s, key)) e->fleet.heard_held(held, time_.now());
 }
 
 void host_gates::tick(clock::time_point now) {

@@ -2,8 +2,8 @@
 // What the sources of host_gates share, private to proxy/exchange/: the place among
 // limits.max_parked, the Retry-After hint, and the loop that re-applies every host's
 // limits. The sources, one concern each: host_gates.cpp (admission, release, health
-// reports, shutdown), host_gates_table.cpp (the host table: lookup, reload, eviction,
-// stream ceilings, the admin snapshot), host_gates_fleet.cpp (the thin coroutine around
+// reports, shutdown), host_gates_limits.cpp (what sets each host's limits: lookup with its
+// config, reload, stream ceilings), host_gates_fleet.cpp (the thin coroutine around
 // policy/fleet_line), host_gates_robots.cpp (robots.txt turns), wakeups.hpp (parked
 // requests and their wake-ups).
 #include "politeproxy/exchange/host_gates.hpp"
@@ -19,10 +19,6 @@
 namespace politeproxy {
 namespace gates_detail {
 namespace asio = boost::asio;
-
-inline std::size_t shard_of(const std::string& key, std::size_t count) {
-    return std::hash<std::string>{}(key) % count;
-}
 
 // A 503 for a store outage, or for limits.max_parked, suggests this retry.
 constexpr auto fleet_retry_after = std::chrono::seconds(1);
@@ -67,7 +63,7 @@ inline clock::duration retry_after_hint(const host_entry& e, clock::time_point n
 
 template <class F>
 void host_gates::for_each_entry_reapplying(F&& f) {
-    for (auto& s : shards_) {
+    for (auto& s : table_.shards()) {
         gates_detail::wakeups wake;  // poked once the lock is let go
         std::lock_guard lock(s.mutex);
         const auto now = time_.now();

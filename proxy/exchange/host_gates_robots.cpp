@@ -7,7 +7,7 @@ using namespace gates_detail;
 
 robots_turn host_gates::robots_due(const std::string& origin, const std::string& key,
                                 const std::string& address) {
-    shard& s = shards_[shard_of(key, shard_count)];
+    shard& s = table_.of(key);
     std::lock_guard lock(s.mutex);
     const auto now = time_.now();
     {
@@ -50,12 +50,12 @@ void host_gates::robots_done(const std::string& origin, const std::string& key, 
         robots_.fetched(origin, key, delay, failed, now);
         cap = robots_.rate_cap(key, now);
     }
-    shard& s = shards_[shard_of(key, shard_count)];
+    shard& s = table_.of(key);
     wakeups wake;
     std::lock_guard lock(s.mutex);
-    const auto it = s.entries.find(key);
-    if (it == s.entries.end()) return;
-    host_entry& e = *it->second;
+    const auto found = table_.find(s, key);
+    if (!found) return;
+    host_entry& e = *found;
     if (held) e.robots_hold = false;  // only the fetch that set the hold lifts it
     e.robots_rate = cap;
     apply_health(e, now);

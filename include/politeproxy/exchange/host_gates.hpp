@@ -4,6 +4,7 @@
 #include "politeproxy/base/time_source.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/group_gates.hpp"
+#include "politeproxy/exchange/host_table.hpp"
 #include "politeproxy/policy/fleet_line.hpp"
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/policy/outcome.hpp"
@@ -31,85 +32,6 @@ namespace politeproxy {
 namespace fleet {
 class fleet_client;
 }
-
-inline constexpr std::size_t limit_change_count = 3;  ///< up, down, collapse
-
-/// The state kept for one host key while it is tracked.
-struct host_entry {
-    host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o, clock::time_point now);
-
-    const std::string key;
-    std::shared_ptr<const host_policy> policy;  ///< aliases the config it came from
-    const host_override* override_entry;        ///< in that config; null for defaults
-    gate g;
-    adaptive_limit health;
-    std::array<std::uint64_t, outcome_count> outcomes{};
-    std::array<std::uint64_t, limit_change_count> limit_changes{};
-    clock::time_point last_used;
-    std::size_t shard = 0;
-    /// The HTTP/2 sessions open to its origins (one host key may have several: http and
-    /// https, a session per worker), each with its SETTINGS_MAX_CONCURRENT_STREAMS (none:
-    /// no limit). An origin's ceiling lasts as long as its sessions.
-    std::vector<std::pair<const void*, std::optional<std::size_t>>> h2_sessions;
-    /// The lowest of those ceilings: the gate's limit never exceeds it.
-    std::optional<std::size_t> stream_ceiling;
-    bool h2 = false;  ///< its requests go over HTTP/2 (a session to one of its origins is open)
-    /// groups.domain: the gate of its registrable domain (null: no cap, or observe-only).
-    std::shared_ptr<group_gate> domain_group;
-    std::string domain_group_key;  ///< that domain
-    std::optional<double> robots_rate;  ///< robots.txt's Crawl-delay allows at most this rate
-    bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
-
-    /// With a fleet store: its requests waiting for a lease, and what the store last said.
-    fleet_line fleet;
-};
-
-/// Where a host's rate comes from: as configured, lowered by its health (or shared out by
-/// the fleet), or capped by its robots.txt Crawl-delay.
-enum class rate_source : std::uint8_t { config, adaptive, robots };
-std::string_view name_of(rate_source s);
-
-/// What one tracked host looks like to the metrics and status views.
-struct host_snapshot {
-    std::string key;
-    std::size_t in_flight = 0;
-    std::optional<std::size_t> fleet_in_flight;  ///< across the fleet, at the store's last answer
-    std::size_t waiting = 0;
-    std::size_t limit = 0;  ///< the gate's: health's limit, capped by the stream ceiling
-    std::size_t configured_limit = 0;
-    std::optional<std::size_t> stream_ceiling;
-    bool h2 = false;  ///< the upstream protocol: HTTP/2, else HTTP/1.1
-    struct group_view {
-        std::string key;
-        std::size_t in_flight = 0, waiting = 0, limit = 0;
-    };
-    std::optional<group_view> domain_group;  ///< groups.domain: its domain's group, shared with other hosts
-    double rate = 0;
-    double configured_rate = 0;
-    rate_source rate_from = rate_source::config;
-    clock::duration paused_for{};  ///< remaining pause, zero when not paused
-    std::optional<clock::duration> p95;
-    std::optional<clock::duration> baseline;       ///< no-load latency
-    std::optional<clock::duration> epoch_latency;  ///< mean at the current limit
-    change_reason last_reason = change_reason::none;
-    clock::duration since_last_change{};
-    std::string override_reason;
-    bool enforce = true;
-    std::uint64_t would_have_waited = 0;
-    std::array<std::uint64_t, outcome_count> outcomes{};
-    std::array<std::uint64_t, limit_change_count> limit_changes{};
-};
-
-/// What a host has counted so far: the counters of its series.
-struct host_counts {
-    std::array<std::uint64_t, outcome_count> outcomes{};
-    std::array<std::uint64_t, limit_change_count> limit_changes{};
-    std::uint64_t would_have_waited = 0;
-
-    static host_counts of(const host_snapshot& h) { return {h.outcomes, h.limit_changes, h.would_have_waited}; }
-    host_counts& operator+=(const host_counts& o);
-    bool operator==(const host_counts&) const = default;
-};
 
 namespace fleet {
 struct lease_answer;
@@ -213,7 +135,7 @@ public:
 
     /// Forgets gates idle (see gate::idle) for at least `idle_for`, telling `on_evicted`
     /// (under the gate's lock) each one's final counts. Returns how many.
-    using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
+    using evicted_fn = host_table::evicted_fn;
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted = {});
 
     /// An HTTP/2 `session` to an origin of `key` takes at most `streams` at once (its
@@ -246,12 +168,7 @@ public:
 private:
     friend class permit;
     friend class robots_turn;
-    struct shard {
-        mutable std::mutex mutex;
-        std::unordered_map<std::string, std::shared_ptr<host_entry>> entries;
-        std::minstd_rand random;  ///< backoff jitter
-    };
-    static constexpr std::size_t shard_count = 16;
+    using shard = host_table::shard;
 
     std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
     /// A robots_turn ended: see robots_turn. `held`: it held the gate.
@@ -298,7 +215,7 @@ private:
     mutable std::mutex config_mutex_;
     std::shared_ptr<const config> config_;
     bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)
-    std::array<shard, shard_count> shards_;
+    host_table table_;
     group_gates groups_;
     std::mutex robots_mutex_;  ///< after a shard's mutex, never before it
     robots_book robots_;

@@ -1,0 +1,146 @@
+#pragma once
+// The host table: the state kept for each tracked host key, sharded by key, with what
+// the table alone decides (how many, which are idle enough to forget) and shows (the
+// admin snapshot). host_gates creates entries (exchange/host_gates.hpp: a new entry takes
+// its config, groups and robots.txt cap) and drives their gates.
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/config/config.hpp"
+#include "politeproxy/policy/adaptive_limit.hpp"
+#include "politeproxy/policy/fleet_line.hpp"
+#include "politeproxy/policy/gate.hpp"
+#include "politeproxy/policy/group_gate.hpp"
+#include "politeproxy/policy/outcome.hpp"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace politeproxy {
+
+class group_gates;
+
+inline constexpr std::size_t limit_change_count = 3;  ///< up, down, collapse
+
+/// The state kept for one host key while it is tracked.
+struct host_entry {
+    host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o, clock::time_point now);
+
+    const std::string key;
+    std::shared_ptr<const host_policy> policy;  ///< aliases the config it came from
+    const host_override* override_entry;        ///< in that config; null for defaults
+    gate g;
+    adaptive_limit health;
+    std::array<std::uint64_t, outcome_count> outcomes{};
+    std::array<std::uint64_t, limit_change_count> limit_changes{};
+    clock::time_point last_used;
+    std::size_t shard = 0;
+    /// The HTTP/2 sessions open to its origins (one host key may have several: http and
+    /// https, a session per worker), each with its SETTINGS_MAX_CONCURRENT_STREAMS (none:
+    /// no limit). An origin's ceiling lasts as long as its sessions.
+    std::vector<std::pair<const void*, std::optional<std::size_t>>> h2_sessions;
+    /// The lowest of those ceilings: the gate's limit never exceeds it.
+    std::optional<std::size_t> stream_ceiling;
+    bool h2 = false;  ///< its requests go over HTTP/2 (a session to one of its origins is open)
+    /// groups.domain: the gate of its registrable domain (null: no cap, or observe-only).
+    std::shared_ptr<group_gate> domain_group;
+    std::string domain_group_key;  ///< that domain
+    std::optional<double> robots_rate;  ///< robots.txt's Crawl-delay allows at most this rate
+    bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
+
+    /// With a fleet store: its requests waiting for a lease, and what the store last said.
+    fleet_line fleet;
+};
+
+/// Where a host's rate comes from: as configured, lowered by its health (or shared out by
+/// the fleet), or capped by its robots.txt Crawl-delay.
+enum class rate_source : std::uint8_t { config, adaptive, robots };
+std::string_view name_of(rate_source s);
+
+/// What one tracked host looks like to the metrics and status views.
+struct host_snapshot {
+    std::string key;
+    std::size_t in_flight = 0;
+    std::optional<std::size_t> fleet_in_flight;  ///< across the fleet, at the store's last answer
+    std::size_t waiting = 0;
+    std::size_t limit = 0;  ///< the gate's: health's limit, capped by the stream ceiling
+    std::size_t configured_limit = 0;
+    std::optional<std::size_t> stream_ceiling;
+    bool h2 = false;  ///< the upstream protocol: HTTP/2, else HTTP/1.1
+    struct group_view {
+        std::string key;
+        std::size_t in_flight = 0, waiting = 0, limit = 0;
+    };
+    std::optional<group_view> domain_group;  ///< groups.domain: its domain's group, shared with other hosts
+    double rate = 0;
+    double configured_rate = 0;
+    rate_source rate_from = rate_source::config;
+    clock::duration paused_for{};  ///< remaining pause, zero when not paused
+    std::optional<clock::duration> p95;
+    std::optional<clock::duration> baseline;       ///< no-load latency
+    std::optional<clock::duration> epoch_latency;  ///< mean at the current limit
+    change_reason last_reason = change_reason::none;
+    clock::duration since_last_change{};
+    std::string override_reason;
+    bool enforce = true;
+    std::uint64_t would_have_waited = 0;
+    std::array<std::uint64_t, outcome_count> outcomes{};
+    std::array<std::uint64_t, limit_change_count> limit_changes{};
+};
+
+/// What a host has counted so far: the counters of its series.
+struct host_counts {
+    std::array<std::uint64_t, outcome_count> outcomes{};
+    std::array<std::uint64_t, limit_change_count> limit_changes{};
+    std::uint64_t would_have_waited = 0;
+
+    static host_counts of(const host_snapshot& h) { return {h.outcomes, h.limit_changes, h.would_have_waited}; }
+    host_counts& operator+=(const host_counts& o);
+    bool operator==(const host_counts&) const = default;
+};
+
+/// Every tracked host's entry, in 16 shards by key.
+///
+/// Locking: each shard's mutex guards its map and every entry in it (and the entry's
+/// gate); the caller takes it (`of(key).mutex`, `at(entry.shard).mutex`) around lookups
+/// and changes. size, evict_idle and snapshot take each shard's lock in turn.
+class host_table {
+public:
+    struct shard {
+        mutable std::mutex mutex;
+        std::unordered_map<std::string, std::shared_ptr<host_entry>> entries;
+        std::minstd_rand random;  ///< backoff jitter
+    };
+    static constexpr std::size_t shard_count = 16;
+
+    explicit host_table(std::uint64_t seed);
+
+    shard& of(const std::string& key) { return shards_[std::hash<std::string>{}(key) % shard_count]; }
+    shard& at(std::size_t index) { return shards_[index]; }  ///< an entry's (host_entry::shard)
+    std::array<shard, shard_count>& shards() { return shards_; }
+    /// Under s's lock: `key`'s entry, or null.
+    std::shared_ptr<host_entry> find(shard& s, const std::string& key) const;
+    /// Under s's lock: tracks `entry` (of a key of s), noting its shard in it.
+    void insert(shard& s, std::shared_ptr<host_entry> entry);
+
+    std::size_t size() const;
+    /// Forgets entries idle (see gate::idle) for at least `idle_for`, telling `on_evicted`
+    /// (under the shard's lock) each one's final counts. Returns how many.
+    using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
+    std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted);
+    /// Every entry as the metrics and status views show it; `groups`: whose lock guards
+    /// the domain groups' counts.
+    std::vector<host_snapshot> snapshot(clock::time_point now, const group_gates& groups) const;
+
+private:
+    std::array<shard, shard_count> shards_;
+};
+
+}  // namespace politeproxy

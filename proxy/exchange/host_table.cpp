@@ -1,0 +1,117 @@
+// The host table: entries by key, their eviction, the admin snapshot.
+#include "politeproxy/exchange/host_table.hpp"
+
+#include "politeproxy/exchange/group_gates.hpp"
+
+#include <algorithm>
+
+namespace politeproxy {
+
+host_counts& host_counts::operator+=(const host_counts& o) {
+    for (std::size_t i = 0; i < outcomes.size(); ++i) outcomes[i] += o.outcomes[i];
+    for (std::size_t i = 0; i < limit_changes.size(); ++i) limit_changes[i] += o.limit_changes[i];
+    would_have_waited += o.would_have_waited;
+    return *this;
+}
+
+std::string_view name_of(rate_source s) {
+    switch (s) {
+    case rate_source::adaptive: return "adaptive";
+    case rate_source::robots: return "robots";
+    case rate_source::config: break;
+    }
+    return "config";
+}
+
+host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o,
+                       clock::time_point now)
+    : key(std::move(k)),
+      policy(std::move(p)),
+      override_entry(o),
+      g(gate_limits{policy->concurrency, policy->rate, policy->burst, policy->queue.max_waiting, policy->enforce}, now),
+      health(*policy, now),
+      last_used(now) {}
+
+host_table::host_table(std::uint64_t seed) {
+    for (auto& s : shards_) s.random.seed(static_cast<std::minstd_rand::result_type>(seed++));
+}
+
+std::shared_ptr<host_entry> host_table::find(shard& s, const std::string& key) const {
+    const auto it = s.entries.find(key);
+    return it == s.entries.end() ? nullptr : it->second;
+}
+
+void host_table::insert(shard& s, std::shared_ptr<host_entry> entry) {
+    entry->shard = static_cast<std::size_t>(&s - shards_.data());
+    std::string key = entry->key;
+    s.entries.emplace(std::move(key), std::move(entry));
+}
+
+std::size_t host_table::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
+    std::size_t evicted = 0;
+    for (auto& s : shards_) {
+        std::lock_guard lock(s.mutex);
+        evicted += std::erase_if(s.entries, [&](const auto& kv) {
+            const host_entry& e = *kv.second;
+            if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) return false;
+            if (!e.h2_sessions.empty()) return false;  // its stream ceiling lasts as long as its sessions
+            if (on_evicted) on_evicted(kv.first, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
+            return true;
+        });
+    }
+    return evicted;
+}
+
+std::size_t host_table::size() const {
+    std::size_t n = 0;
+    for (const auto& s : shards_) {
+        std::lock_guard lock(s.mutex);
+        n += s.entries.size();
+    }
+    return n;
+}
+
+std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const group_gates& groups) const {
+    std::vector<host_snapshot> out;
+    for (const auto& s : shards_) {
+        std::lock_guard lock(s.mutex);
+        for (const auto& [key, e] : s.entries) {
+            host_snapshot h;
+            h.key = key;
+            // A request waiting for its fleet lease holds a local slot but is not at the origin.
+            h.in_flight = e->g.in_flight() - e->fleet.size();
+            h.fleet_in_flight = e->fleet.held();
+            h.waiting = e->g.waiting() + e->fleet.size();
+            h.limit = e->g.limit();
+            h.configured_limit = e->policy->concurrency;
+            h.stream_ceiling = e->stream_ceiling;
+            h.h2 = e->h2;
+            h.rate = e->g.limits().rate;
+            h.configured_rate = e->policy->rate;
+            h.rate_from = e->robots_rate && *e->robots_rate < e->health.rate() ? rate_source::robots
+                          : h.rate < h.configured_rate                       ? rate_source::adaptive
+                                                                             : rate_source::config;
+            const auto paused_until = e->health.paused_until();  // a robots.txt hold is not a pause
+            h.paused_for = paused_until > now ? paused_until - now : clock::duration::zero();
+            h.p95 = e->health.p95();
+            h.baseline = e->health.baseline();
+            h.epoch_latency = e->health.epoch_latency();
+            h.last_reason = e->health.last_reason();
+            h.since_last_change = now - e->health.last_change();
+            if (e->override_entry) h.override_reason = e->override_entry->reason;
+            if (e->domain_group) {
+                std::lock_guard group_lock(groups.mutex());
+                const group_gate& g = *e->domain_group;
+                h.domain_group = host_snapshot::group_view{e->domain_group_key, g.in_flight(), g.waiting(), g.limit()};
+            }
+            h.enforce = e->policy->enforce;
+            h.would_have_waited = e->g.would_have_waited();
+            h.outcomes = e->outcomes;
+            h.limit_changes = e->limit_changes;
+            out.push_back(std::move(h));
+        }
+    }
+    return out;
+}
+
+}  // namespace politeproxy
