@@ -12,7 +12,7 @@ namespace {
 // "METHOD SP target SP HTTP/1.1"
 constexpr std::size_t request_line_overhead = 2 + 8;
 
-request_verdict refuse(errc why, const char* details) { return {refuse_entry(why, details)}; }
+request_verdict refuse(errc why, const char* details) { return {refuse_entry(why, details), {}, false}; }
 
 }  // namespace
 
@@ -73,7 +73,7 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
         return refuse(errc::bad_framing, "a CONNECT request has no body");
     // Then the rules every protocol's requests meet.
     const entry_verdict entry = judge_entry(facts, limits.request_header_fields);
-    if (entry.refusal) return {entry};
+    if (entry.refusal) return {entry, {}, false};
     static_cast<entry_verdict&>(v) = entry;
     return v;
 }

@@ -2,6 +2,8 @@
 // One error vocabulary for politeproxy.
 #include <boost/system/error_code.hpp>
 
+#include <string>
+
 namespace politeproxy {
 
 enum class errc {
@@ -84,6 +86,15 @@ const boost::system::error_category& politeproxy_category() noexcept;
 inline boost::system::error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), politeproxy_category()};
 }
+
+/// The shape every layer's "no" takes: why (the errc a client's answer is chosen by and
+/// counted under) and the details its answer gives (Proxy-Status). Each layer names it
+/// for what it refuses (connect_failure, handshake_failure, head_refusal, entry_refusal;
+/// admission's refusal adds a Retry-After hint).
+struct failure {
+    errc why{};
+    std::string details;
+};
 
 }  // namespace politeproxy
 

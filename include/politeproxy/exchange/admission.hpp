@@ -21,9 +21,8 @@ class event;
 struct exchange_context;
 
 /// Why a request was not admitted.
-struct refusal {
-    errc why;  ///< queue_full, queue_timeout, shutting_down, fleet_unavailable; cancelled: the client left
-    std::string details;
+/// why: queue_full, queue_timeout, shutting_down, fleet_unavailable; cancelled: the client left.
+struct refusal : failure {
     std::optional<clock::duration> retry_after;  ///< a hint for the 503
 };
 

@@ -40,10 +40,7 @@ struct request_verdict : entry_verdict {
 /// rest of the oversized headers; version_not_supported for a well-formed version other
 /// than 1.0 and 1.1 ("HTTP/2.0", which the parser refuses as bad_version); otherwise
 /// bad_request, naming the parser's error.
-struct head_refusal {
-    errc why;
-    std::string details;
-};
+using head_refusal = failure;
 head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view seen, bool start_line_read,
                                   const limits_config& limits);
 

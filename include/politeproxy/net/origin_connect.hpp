@@ -18,10 +18,8 @@ namespace politeproxy {
 struct config;
 class dns_resolver;
 
-struct connect_failure {
-    errc why;  ///< dns_failure, dns_timeout, destination_denied, origin_refused or origin_connect_timeout
-    std::string details;
-};
+/// why: dns_failure, dns_timeout, destination_denied, origin_refused or origin_connect_timeout.
+using connect_failure = failure;
 
 /// Resolves the host `key` (static `resolve:` entries first, then DNS), drops every
 /// address that security.deny_destinations forbids or that is the proxy's own listener

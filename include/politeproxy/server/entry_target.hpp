@@ -16,10 +16,8 @@ namespace politeproxy {
 struct config;
 
 /// Why the entry refused a request's target.
-struct entry_refusal {
-    errc why;  ///< a target_error's, connect_port_denied or destination_denied
-    std::string details;
-};
+/// why: a target_error's, connect_port_denied or destination_denied.
+using entry_refusal = failure;
 
 /// A target as its protocol's parser read it (parse_origin_target, or
 /// parse_intercepted_target inside intercepted TLS), judged: why it is refused, if it is.

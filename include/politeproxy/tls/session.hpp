@@ -65,10 +65,7 @@ struct handshake_result {
 /// Why a handshake with an origin failed, as every path that connects to origins counts
 /// and answers it: origin_connect_timeout when the socket's deadline passed,
 /// tls_certificate_error when the certificate did not verify, else tls_protocol_error.
-struct handshake_failure {
-    errc why;
-    std::string details;
-};
+using handshake_failure = failure;
 handshake_failure origin_handshake_failure(const handshake_result& hs);
 
 /// The state of one TLS connection, owned by its timed_socket.
