@@ -64,7 +64,7 @@ struct metrics::impl {
     prometheus::Family<prometheus::Counter>& h2_refused_family =
         prometheus::BuildCounter().Name(std::string(prefix) + "h2_streams_refused_total")
             .Help("HTTP/2 streams refused or connections ended by an abuse guard, by reason").Register(registry);
-    std::vector<std::pair<std::string_view, prometheus::Counter*>> h2_refused;  ///< fixed at construction
+    std::vector<prometheus::Counter*> h2_refused;  ///< by the reason's index, fixed at construction
     prometheus::Histogram& queue_wait =
         prometheus::BuildHistogram().Name(std::string(prefix) + "queue_wait_seconds")
             .Help("Time a request waited for its slot and token").Register(registry)
@@ -114,7 +114,7 @@ struct metrics::impl {
     explicit impl(std::span<const std::string_view> h2_refusal_reasons) {
         for (errc e : rejection_reasons) rejected[e] = &rejected_family.Add({{"reason", reason_label(e)}});
         for (std::string_view r : h2_refusal_reasons)
-            h2_refused.emplace_back(r, &h2_refused_family.Add({{"reason", std::string(r)}}));
+            h2_refused.push_back(&h2_refused_family.Add({{"reason", std::string(r)}}));
     }
 
     prometheus::Gauge& connections(connection_side side, connection_protocol protocol) {
@@ -133,13 +133,9 @@ void metrics::rejected(errc reason) {
     if (it != impl_->rejected.end()) it->second->Increment();
 }
 
-void metrics::h2_refused(std::string_view reason) {
-    for (auto& [label, counter] : impl_->h2_refused)
-        if (label == reason) {
-            counter->Increment();
-            return;
-        }
-    assert(!"h2_refused: a reason not given at construction");
+void metrics::h2_refused(std::size_t reason) {
+    assert(reason < impl_->h2_refused.size() && "h2_refused: a reason not given at construction");
+    if (reason < impl_->h2_refused.size()) impl_->h2_refused[reason]->Increment();
 }
 
 void metrics::config_reload(bool ok) { (ok ? impl_->reload_ok : impl_->reload_failed).Increment(); }

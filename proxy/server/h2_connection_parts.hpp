@@ -263,7 +263,8 @@ public:
             it->second->changed.notify();
         }
     }
-    void on_guard(http2::guard g) override { ctx_.metrics.h2_refused(http2::label(g)); }
+    // The metrics know the guards' labels in all_guards' order (proxy_server), the enum's.
+    void on_guard(http2::guard g) override { ctx_.metrics.h2_refused(static_cast<std::size_t>(g)); }
     void on_stream_closed(std::int32_t id, std::uint32_t) override {
         const auto it = streams_.find(id);
         if (it == streams_.end()) return;

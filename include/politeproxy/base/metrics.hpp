@@ -37,9 +37,9 @@ public:
     /// rejected_total{reason}: a request the proxy refused (queue, policy, bad input).
     /// Other errcs (origin failures) are not refusals and are not counted here.
     void rejected(errc reason);
-    /// h2_streams_refused_total{reason}: an HTTP/2 abuse guard acted; `reason` is one of
-    /// those given at construction.
-    void h2_refused(std::string_view reason);
+    /// h2_streams_refused_total{reason}: an HTTP/2 abuse guard acted; `reason` is the
+    /// index of its label among those given at construction.
+    void h2_refused(std::size_t reason);
     /// config_reloads_total{result}.
     void config_reload(bool ok);
     /// queue_wait_seconds: time from parking to departure.

@@ -7,6 +7,7 @@
 #include "politeproxy/base/field.hpp"
 
 #include <cstddef>
+#include <iterator>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -32,6 +33,11 @@ enum class guard {
     flood,             ///< CONTINUATION, SETTINGS, PING or other frames that flood (nghttp2's checks): GOAWAY
 };
 inline constexpr guard all_guards[] = {guard::rapid_reset, guard::too_many_streams, guard::header_size, guard::flood};
+static_assert([] {
+    for (std::size_t i = 0; i < std::size(all_guards); ++i)
+        if (all_guards[i] != static_cast<guard>(i)) return false;
+    return true;
+}(), "all_guards lists the guards in the enum's order: the order is the metric's index");
 /// The reason label of h2_streams_refused_total.
 const char* label(guard g);
 
