@@ -32,7 +32,8 @@ head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view
     return {errc::bad_request, "malformed request: " + ec.message()};
 }
 
-request_verdict check_request_head(const http::request_header<wire_fields>& req, const limits_config& limits) {
+request_verdict check_request_head(const http::request_header<wire_fields>& req, const limits_config& limits,
+                                   bool tunnels) {
     if (req.method_string().size() + req.target().size() + request_line_overhead > limits.request_line_bytes)
         return refuse(errc::request_line_too_long, "request line longer than limits.request_line_bytes");
 
@@ -46,7 +47,7 @@ request_verdict check_request_head(const http::request_header<wire_fields>& req,
     default: break;
     }
     facts.asterisk = req.target() == "*";
-    facts.tunnels = true;
+    facts.tunnels = tunnels;
     for (const auto& f : req) {
         ++fields;
         switch (f.name()) {

@@ -150,7 +150,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         // target and its destination, then the credentials (inside intercepted TLS the
         // CONNECT was authorized), new ones hashed off this thread: a refused request
         // costs no hash.
-        const auto verdict = rec || !allowed ? request_verdict{} : check_request_head(req, cfg->limits);
+        const auto verdict = rec || !allowed ? request_verdict{} : check_request_head(req, cfg->limits, !in_tls);
         const bool head_passed = !rec && allowed && !verdict.refusal;
         const bool connect = req.method() == http::verb::connect;
         const bool judged = head_passed && !verdict.answer_options;
@@ -163,7 +163,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
                                      : parse_origin_target(req.target(), req.get_allocator());
         std::optional<connect_target> tunnel_to;
         std::optional<entry_refusal> where_refused;
-        if (judged && connect && !in_tls) {
+        if (judged && connect) {
             auto judged_connect = judge_connect(*cfg, req.target());
             if (auto* no = std::get_if<entry_refusal>(&judged_connect))
                 where_refused = std::move(*no);
@@ -204,11 +204,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
                                         auth_refused->retry_after);
         } else if (verdict.answer_options) {  // a body it had stays unread: then close
             keep = co_await send_options_answer(ctx, client, req.keep_alive() && !verdict.has_body());
-        } else if (req.method() == http::verb::connect) {
-            if (in_tls) {
-                co_await send_answer(ctx, client, errc::bad_request, "CONNECT inside an intercepted TLS connection", {});
-                break;
-            }
+        } else if (req.method() == http::verb::connect) {  // the rules refused it inside intercepted TLS
             auto intercept =
                 co_await run_tunnel(ctx, *cfg, client, buffer, header, *tunnel_to);
             if (intercept) co_await serve_intercepted(ctx, client, buffer, registration, peer, std::move(*intercept));

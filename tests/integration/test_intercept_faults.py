@@ -84,6 +84,29 @@ def test(t):
     H.check(took is not None and took < 1.0, "garbage instead of a ClientHello: closed after %r s" % took)
     H.log("garbage instead of a ClientHello: closed after %.3f s" % took)
 
+    # a CONNECT inside the intercepted TLS opens no tunnel there: the entry rules refuse it
+    # (400, the connection closed), and nothing reaches the origin
+    origin.reset()
+    ts = ssl.create_default_context(cafile=ca_cert).wrap_socket(H.connect_tunnel(proxy, HOST, origin.port),
+                                                                 server_hostname=HOST)
+    ts.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (HOST, origin.port, HOST, origin.port)).encode())
+    ts.settimeout(5)
+    answer = b""
+    try:
+        while True:
+            chunk = ts.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    except (socket.timeout, ssl.SSLError, OSError):
+        pass
+    ts.close()
+    head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+    H.check(head.startswith("HTTP/1.1 400") and "no tunnel" in head and "Connection: close" in head,
+            "CONNECT inside intercepted TLS: %r" % head)
+    H.check(not origin.host(HOST)["requests"], "CONNECT inside intercepted TLS reached the origin")
+    H.log("CONNECT inside intercepted TLS: %s" % head.splitlines()[0])
+
     # a stall in the middle of the handshake: the first bytes of a ClientHello, then nothing
     s = H.connect_tunnel(proxy, HOST, origin.port)
     s.sendall(bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc]))

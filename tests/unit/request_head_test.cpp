@@ -14,14 +14,14 @@ using namespace politeproxy;
 
 namespace {
 
-request_verdict check(std::string_view head, limits_config limits = {}) {
+request_verdict check(std::string_view head, limits_config limits = {}, bool tunnels = true) {
     std::pmr::monotonic_buffer_resource arena;
     request_header_parser p(std::piecewise_construct, std::make_tuple(), std::make_tuple(wire_allocator{&arena}));
     boost::system::error_code ec;
     p.put(boost::asio::buffer(head.data(), head.size()), ec);
     REQUIRE_FALSE(ec);
     REQUIRE(p.is_header_done());
-    return check_request_head(p.get(), limits);
+    return check_request_head(p.get(), limits, tunnels);
 }
 
 std::string head_with(std::string_view request_line, std::string_view fields) {
@@ -113,4 +113,13 @@ TEST_CASE("Max-Forwards on OPTIONS: 0 is answered here, more is forwarded one le
     v = check(head_with("GET http://a.test/ HTTP/1.1", "Max-Forwards: 0\r\n"));  // only OPTIONS and TRACE
     CHECK_FALSE(v.answer_options);
     CHECK(v.max_forwards == -1);
+}
+
+TEST_CASE("a CONNECT passes where it opens a tunnel, and is refused inside intercepted TLS, where it opens none") {
+    const std::string connect = "CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\n\r\n";
+    CHECK_FALSE(check(connect).refusal);
+    const auto inside = check(connect, {}, false);
+    CHECK(inside.refusal == errc::bad_request);
+    CHECK(std::string_view(inside.details).find("no tunnel") != std::string_view::npos);
+    CHECK_FALSE(check(head_with("GET https://a.test/ HTTP/1.1", ""), {}, false).refusal);
 }

@@ -48,8 +48,9 @@ head_refusal refuse_unparsed_head(boost::system::error_code ec, std::string_view
 /// (limits.request_line_bytes, request_line_too_long), exactly one Host (none allowed in
 /// HTTP/1.0 and on CONNECT), the body framing (framing_reader; a CONNECT has no body),
 /// then the rules every protocol's requests meet (policy/entry_rules.hpp: TRACE,
-/// Max-Forwards on OPTIONS, the field count).
+/// Max-Forwards on OPTIONS, the field count, CONNECT where it opens no tunnel).
+/// `tunnels`: a CONNECT opens a tunnel on this connection (not inside intercepted TLS).
 request_verdict check_request_head(const boost::beast::http::request_header<wire_fields>& req,
-                                   const limits_config& limits);
+                                   const limits_config& limits, bool tunnels = true);
 
 }  // namespace politeproxy
