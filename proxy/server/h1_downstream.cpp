@@ -156,7 +156,7 @@ public:
         return relay(origin, origin_buffer, plan.from_origin, plan.out_chunked, client_, idle, scratch);
     }
 
-    // The request and its response as messages, for an HTTP/2 origin (forward_over_h2.hpp).
+    // The request and its response as messages, for an HTTP/2 origin (exchange/h2_upstream.hpp).
 
     template <class Each>
     void message_fields(Each each) {

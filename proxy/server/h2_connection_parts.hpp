@@ -139,7 +139,7 @@ public:
     task<bool> send_continue() { co_return true; }
     task<bool> upload_broken(const relay_status& sent);
 
-    // The request and its response as messages (forward_over_h1.hpp, forward_over_h2.hpp).
+    // The request and its response as messages (exchange/h1_upstream.hpp, exchange/h2_upstream.hpp).
     // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
     // trailers; Host, the length and TE are the proxy's to write. Expect is not passed on:
     // the body streams as it comes (a 100 Continue would only be dropped here).

@@ -8,8 +8,8 @@
 // streams), the exchange the router, and the origin's side the upstream. politeproxy
 // follows Envoy: the client's side is the downstream (`Downstream` in the templates,
 // server/h1_downstream and server/h2_downstream its two adapters), the exchange is
-// exchange/, the origin transports (forward_over_h1.hpp, forward_over_h2.hpp) are the
-// upstream.
+// exchange/, the origin transports (exchange/origin_transport.hpp: h1_upstream.hpp,
+// h2_upstream.hpp) are the upstream.
 //
 // Why these methods. The exchange is protocol-neutral: it holds the request as a message
 // (its head, its fields, the framing decided for its body, the body in pieces) and
@@ -88,7 +88,7 @@ concept client_side = requires(D& down, const D& seen, std::span<char> room, clo
 /// A client that relays HTTP/1.1 bytes itself to an HTTP/1.1 origin: its header
 /// rewritten in place and both bodies passed through as they are framed, the proxy's
 /// fastest path (no message is made of either). Any other client's messages are framed
-/// for an HTTP/1.1 origin by forward_over_h1.hpp.
+/// for an HTTP/1.1 origin by h1_upstream.hpp.
 template <class D>
 concept relays_http1 =
     client_side<D> && requires(D& down, const D& seen, const origin_target& target, relay_buffers& scratch,

@@ -1,18 +1,17 @@
 #pragma once
-// The HTTP/2 origin half of forward_to_origin (exchange/forward_to_origin.hpp): one request
-// as one stream of the origin's session, whatever protocol the client speaks. The
-// request goes as a message (pseudo-header fields, regular fields, body pieces), the
-// response comes back as one (status, fields, body pieces); the client's adapter turns
-// each into its own framing. Included by forward_to_origin.hpp only.
-//
-// `Downstream` is the client's side (exchange/client_side.hpp): the request read as a
-// message, the response handed back as one.
+// The HTTP/2 origin transport (exchange/origin_transport.hpp): one request as one stream
+// of the origin's session (exchange/h2_origin_session), whatever protocol the client
+// speaks. The request goes as a message (pseudo-header fields, regular fields, body
+// pieces), the response comes back as one (status, fields, body pieces); the client's
+// adapter (`Downstream`, exchange/client_side.hpp) turns each into its own framing.
+// Included by forward_to_origin.hpp only.
 #include "politeproxy/exchange/client_side.hpp"
 #include "politeproxy/exchange/exchange.hpp"
+#include "politeproxy/exchange/h2_origin_session.hpp"
+#include "politeproxy/exchange/origin_transport.hpp"
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/relay.hpp"
-#include "politeproxy/exchange/h2_origin_session.hpp"
 
 #include <nghttp2/nghttp2.h>
 
@@ -22,12 +21,6 @@
 #include <vector>
 
 namespace politeproxy {
-
-enum class h2_forwarded {
-    keep,   ///< answered; the client connection goes on
-    close,  ///< answered or broken off; the client connection closes
-    again,  ///< the origin did not process the request: send it on a new session
-};
 
 // Cancels the origin stream on every way out but its end (an error, the client gone, an
 // exception): the origin stops, and what it sent meanwhile is given back to its window.
@@ -44,9 +37,29 @@ private:
     std::shared_ptr<origin_stream> stream_;
 };
 
+/// One request as a stream of `session`. `reused`: the session served requests before
+/// this one (reported with the response). forward() says `again` when the origin did not
+/// process the stream (above a GOAWAY's last stream, REFUSED_STREAM) before any of its
+/// body was sent, or when the session takes no new stream.
+class h2_upstream {
+public:
+    /// `via`: this proxy's Via entry, added to the request's fields.
+    h2_upstream(origin_session& session, bool reused, std::string_view via)
+        : session_(session), reused_(reused), via_(via) {}
+
+    template <client_side Downstream>
+    task<forwarded> forward(Downstream& down, exchange& trip, const origin_target& target, relay_buffers& scratch);
+
+private:
+    origin_session& session_;
+    bool reused_;
+    std::string_view via_;
+};
+
 template <client_side Downstream>
-task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_session& session, bool fresh_session,
-                                   const origin_target& target, std::string_view via, relay_buffers& scratch) {
+task<forwarded> h2_upstream::forward(Downstream& down, exchange& trip, const origin_target& target,
+                                     relay_buffers& scratch) {
+    origin_session& session = session_;
     const host_policy& policy = trip.policy();
     // The message's fields, then what the proxy decided: the length when known, Via.
     std::vector<field> fields;
@@ -55,14 +68,14 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
     });
     if (const body_framing body = down.body(); body.kind == body_kind::length)
         fields.push_back({"content-length", std::to_string(body.length)});
-    fields.push_back({"via", std::string(via)});
+    fields.push_back({"via", std::string(via_)});
     std::string& authority = scratch.added;
     authority.clear();
     target.append_host(authority);
     const std::string_view path = target.no_path && down.method_string() == "OPTIONS" ? "*" : std::string_view(target.path);
     const bool body = down.has_body();
     const auto stream = session.open(down.method_string(), target.tls ? "https" : "http", authority, path, fields, !body);
-    if (!stream) co_return h2_forwarded::again;
+    if (!stream) co_return forwarded::again;
     const stream_guard guard(session, stream);
     // A client that goes away wakes the waits below (until this returns: the event dies with the stream).
     struct watching {
@@ -71,21 +84,21 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
     } const watched{down};
     down.watch(&stream->changed);
     trip.request_sent();
-    const auto answer = [&](errc why, std::string_view details) -> task<h2_forwarded> {
+    const auto answer = [&](errc why, std::string_view details) -> task<forwarded> {
         const bool keep = co_await down.answer(why, details);
-        co_return keep ? h2_forwarded::keep : h2_forwarded::close;
+        co_return finished(keep);
     };
 
     // The request body, as the origin's flow-control window takes it. The stall deadline
     // moves only when the origin takes bytes.
     bool body_started = false;
-    if (down.wants_continue() && !co_await down.send_continue()) co_return h2_forwarded::close;
+    if (down.wants_continue() && !co_await down.send_continue()) co_return forwarded::close;
     if (body) {
         const std::span<char> room(scratch.body_buffer(), relay_buffers::chunk_size);
         for (auto deadline = clock::now() + policy.timeouts.idle;;) {
             while (!stream->closed && !down.client_gone() && session.queued(*stream) >= relay_buffers::chunk_size)
                 if (!co_await stream->changed.wait_until(deadline)) break;
-            if (down.client_gone()) co_return h2_forwarded::close;
+            if (down.client_gone()) co_return forwarded::close;
             if (stream->closed) break;  // the origin answered early or reset it: read no more
             if (session.queued(*stream) >= relay_buffers::chunk_size) {
                 trip.response_failed(errc::origin_response_timeout);
@@ -96,7 +109,7 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
             if (piece.failure.end != relay_end::done) {
                 trip.client_failed();
                 const bool keep = co_await down.upload_broken(piece.failure);
-                co_return keep ? h2_forwarded::keep : h2_forwarded::close;
+                co_return finished(keep);
             }
             body_started = true;
             session.send_body(*stream, room.first(piece.size), piece.last,
@@ -114,9 +127,9 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
             co_return co_await answer(errc::origin_response_timeout, "no response headers within timeouts.response_headers");
         }
     }
-    if (down.client_gone()) co_return h2_forwarded::close;
+    if (down.client_gone()) co_return forwarded::close;
     if (!stream->head) {
-        if (stream->unprocessed && !body_started) co_return h2_forwarded::again;
+        if (stream->unprocessed && !body_started) co_return forwarded::again;
         trip.response_failed(errc::origin_closed);
         co_return co_await answer(errc::origin_closed,
                                   std::string("the origin reset the stream: ") + nghttp2_http2_strerror(stream->error));
@@ -125,13 +138,13 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
     std::string_view retry_after;
     for (const auto& f : head.fields)
         if (f.name == "retry-after") retry_after = f.value;
-    trip.response_arrived(head.status, retry_after, down.method_string(), !fresh_session);
-    if (!co_await down.respond_message(trip, head)) co_return h2_forwarded::close;
+    trip.response_arrived(head.status, retry_after, down.method_string(), reused_);
+    if (!co_await down.respond_message(trip, head)) co_return forwarded::close;
 
     // The response body, as the client takes it: the origin's window opens as it does.
     std::string& piece = scratch.joined;
     for (auto stall = clock::now() + policy.timeouts.idle;;) {
-        if (down.client_gone()) co_return h2_forwarded::close;
+        if (down.client_gone()) co_return forwarded::close;
         if (!stream->body.empty() || stream->body_ended) {
             piece.swap(stream->body);
             stream->body.clear();
@@ -140,7 +153,7 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
             session.consumed(*stream, piece.size());
             if (!sent) {
                 trip.origin_done();
-                co_return h2_forwarded::close;
+                co_return forwarded::close;
             }
             if (last) break;
             stall = clock::now() + policy.timeouts.idle;
@@ -149,16 +162,16 @@ task<h2_forwarded> forward_over_h2(Downstream& down, exchange& trip, origin_sess
         if (stream->closed) {  // reset before its end: the client must not take it for whole
             trip.body_failed(false);
             down.body_broken();
-            co_return h2_forwarded::close;
+            co_return forwarded::close;
         }
         if (!co_await stream->changed.wait_until(stall)) {
             trip.body_failed(true);
             down.body_broken();
-            co_return h2_forwarded::close;
+            co_return forwarded::close;
         }
     }
     trip.origin_done();
-    co_return down.keeps_message() ? h2_forwarded::keep : h2_forwarded::close;
+    co_return finished(down.keeps_message());
 }
 
 }  // namespace politeproxy
