@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the rows of the hostile-input table (tests/integration/test_hostile_input.py)
+"""Writes the rows of the hostile-input table (tests/integration/hostile_input_table.py)
 into the fuzz seed corpora, so the fuzzers start from every case the table names:
   request_head/    each row's request bytes (port 8080, host h.test)
   chunked_decoder/ the body of each chunked row (two leading bytes pick the split)
@@ -12,7 +12,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import test_hostile_input as table  # noqa: E402
+import hostile_input_table as table  # noqa: E402
 
 CORPUS = os.path.join(HERE, "corpus")
 

@@ -1,5 +1,5 @@
-"""A raw-socket origin for integration tests that check exact bytes (test_framing,
-test_hostile_input): it answers with exact bytes and records the connections it
+"""A raw-socket origin for integration tests that check exact bytes (test_framing_*,
+test_hostile_input_*): it answers with exact bytes and records the connections it
 accepted, every request byte it saw per connection, when each peer closed, and every
 request it could parse."""
 import socket

@@ -1,0 +1,186 @@
+"""Running one test: TestContext (its temporary directory, and the origins, proxies,
+stores it starts, all stopped at cleanup), find_binary (--proxy PATH or
+$POLITEPROXY_BIN) and main(), which runs a test function under a hard timeout, prints
+"PASS name" or "FAIL name: why" with the proxies' output, and exits 0, 1, 3 (timeout)
+or 4 (signal)."""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+from harness_checks import SLOW, check, log
+from harness_config import dump_config
+from harness_proxy import Proxy, _kill_all_live, _pdeathsig
+from origin import Origin, make_cert
+
+
+class TestContext:
+    def __init__(self, binary, verbose=False):
+        self.binary = binary
+        self.verbose = verbose
+        self._tmp = tempfile.TemporaryDirectory(prefix="pp-it-")
+        self.workdir = self._tmp.name
+        self.proxies = []
+        self.origins = []
+        self.stores = []
+        self._cert = None
+
+    def origin(self, tls=False, address="127.0.0.1"):
+        kw = {}
+        if tls:
+            kw["certfile"], kw["keyfile"] = self.cert()
+        o = Origin(tls=tls, verbose=self.verbose, address=address, **kw).start()
+        self.origins.append(o)
+        log("origin%s on %s:%d" % (" (TLS)" if tls else "", address, o.port))
+        return o
+
+    def redis(self):
+        """A redis-server of this test's own (see redis_store.py), started."""
+        from redis_store import RedisStore
+        store = RedisStore(self.workdir)
+        self.stores.append(store)
+        return store.start()
+
+    def prometheus(self, targets):
+        """A Prometheus of this test's own (see prometheus_server.py) scraping `targets`, started."""
+        from prometheus_server import PrometheusServer
+        prom = PrometheusServer(self.workdir, targets)
+        self.stores.append(prom)  # every helper server with a stop(), stopped at cleanup
+        return prom.start()
+
+    def cert(self):
+        if self._cert is None:
+            self._cert = make_cert(self.workdir, "tls.test")
+        return self._cert
+
+    def proxy(self, config, name=None, extra_args=()):
+        name = name or "proxy%d" % (len(self.proxies) + 1)
+        p = Proxy(self.binary, config, self.workdir, name, extra_args)
+        self.proxies.append(p)
+        return p.start()
+
+    def gen_ca(self):
+        """`politeproxy --gen-ca` into the work directory: (ca.pem, ca.key) paths."""
+        d = os.path.join(self.workdir, "ca")
+        os.mkdir(d)
+        r = subprocess.run([self.binary, "--gen-ca", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=20, preexec_fn=_pdeathsig)
+        check(r.returncode == 0, "--gen-ca: %s" % r.stderr)
+        return os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
+
+    def check_config(self, config, name="check"):
+        """Run --check-config on a config (dict or YAML text).
+        Returns (exit code, stdout, stderr, path, text)."""
+        path = os.path.join(self.workdir, "%s.yaml" % name)
+        text = config if isinstance(config, str) else dump_config(config)
+        with open(path, "w") as f:
+            f.write(text)
+        r = subprocess.run([self.binary, "--check-config", path], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20,
+                           preexec_fn=_pdeathsig)
+        return (r.returncode, r.stdout.decode("utf-8", "replace"),
+                r.stderr.decode("utf-8", "replace"), path, text)
+
+    def dump_proxy_output(self):
+        for p in self.proxies:
+            state = "running" if p.alive() else "exit code %s" % (
+                p.proc.returncode if p.proc else "n/a")
+            print("---- %s (pid %s, %s) output tail ----" % (p.name, p.pid, state))
+            print(p.tail(80))
+        sys.stdout.flush()
+
+    def cleanup(self):
+        for p in self.proxies:
+            try:
+                p.stop()
+            except Exception as e:  # noqa: BLE001
+                log("stopping %s: %s" % (p.name, e))
+                p.kill_now()
+        for o in self.origins:
+            try:
+                o.stop()
+            except Exception:  # noqa: BLE001
+                pass
+        for s in self.stores:
+            s.stop()
+        self._tmp.cleanup()
+
+
+def find_binary(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--proxy", default=os.environ.get("POLITEPROXY_BIN"),
+                    help="path of the politeproxy binary (default: $POLITEPROXY_BIN)")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    if not a.proxy:
+        print("FAIL: no proxy binary: pass --proxy PATH or set POLITEPROXY_BIN",
+              file=sys.stderr)
+        sys.exit(2)
+    if not (os.path.isfile(a.proxy) and os.access(a.proxy, os.X_OK)):
+        print("FAIL: proxy binary %r does not exist or is not executable" % a.proxy,
+              file=sys.stderr)
+        sys.exit(2)
+    return os.path.abspath(a.proxy), a.verbose
+
+
+def main(test_fn, timeout=45, argv=None):
+    """Run test_fn(TestContext) with a hard timeout; exit 0 on success, 1 on failure,
+    3 on timeout. Every proxy started is stopped (by PID) whatever happens."""
+    name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    binary, verbose = find_binary(sys.argv[1:] if argv is None else argv)
+    timeout *= SLOW
+    ctx = TestContext(binary, verbose)
+
+    def on_timeout():
+        print("FAIL %s: hard timeout: still running after %ss" % (name, timeout),
+              flush=True)
+        try:
+            print("".join(traceback.format_stack(sys._current_frames()[main_ident])),
+                  flush=True)
+        except Exception:  # noqa: BLE001
+            pass
+        ctx.dump_proxy_output()
+        _kill_all_live()
+        shutil.rmtree(ctx.workdir, ignore_errors=True)
+        os._exit(3)
+
+    def on_signal(signum, _frame):
+        print("FAIL %s: killed by signal %d" % (name, signum), flush=True)
+        ctx.dump_proxy_output()
+        _kill_all_live()
+        shutil.rmtree(ctx.workdir, ignore_errors=True)
+        os._exit(4)
+
+    main_ident = threading.get_ident()
+    watchdog = threading.Timer(timeout, on_timeout)
+    watchdog.daemon = True
+    watchdog.start()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    rc = 1
+    t0 = time.monotonic()
+    try:
+        test_fn(ctx)
+        rc = 0
+    except AssertionError as e:
+        print("FAIL %s: %s" % (name, e), flush=True)
+        ctx.dump_proxy_output()
+    except Exception:  # noqa: BLE001
+        print("FAIL %s: unexpected error:\n%s" % (name, traceback.format_exc()), flush=True)
+        ctx.dump_proxy_output()
+    finally:
+        try:
+            ctx.cleanup()
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            _kill_all_live()
+        watchdog.cancel()
+    if rc == 0:
+        print("PASS %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
+    sys.exit(rc)
