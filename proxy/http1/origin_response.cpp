@@ -23,19 +23,28 @@ constexpr std::string_view crlf = "\r\n";
 /// What a field name means to the parser; most are `other`, forwarded as they came.
 enum class field_role { other, connection, keep_alive, hop_by_hop, transfer_encoding, content_length, retry_after };
 
+/// `name` (tchars only) is `lower` (lower case letters, digits and '-') in any case. Setting
+/// bit 0x20 lowers a letter and changes none of the others `lower` holds; of the tchars,
+/// only a letter's other case becomes a letter that way.
+bool same_name(std::string_view name, std::string_view lower) {
+    for (std::size_t i = 0; i < lower.size(); ++i)
+        if ((static_cast<unsigned char>(name[i]) | 0x20) != static_cast<unsigned char>(lower[i])) return false;
+    return true;
+}
+
 field_role role_of(std::string_view name) {
     // By length first: most names are compared with none of these.
-    const auto is = [&](std::string_view known) { return beast::iequals(name, known); };
+    const auto is = [&](std::string_view known) { return same_name(name, known); };
     switch (name.size()) {
-    case 2: return is("TE") ? field_role::hop_by_hop : field_role::other;
-    case 7: return is("Upgrade") ? field_role::hop_by_hop : field_role::other;
-    case 10: return is("Connection") ? field_role::connection : is("Keep-Alive") ? field_role::keep_alive : field_role::other;
-    case 11: return is("Retry-After") ? field_role::retry_after : field_role::other;
-    case 14: return is("Content-Length") ? field_role::content_length : field_role::other;
-    case 16: return is("Proxy-Connection") ? field_role::hop_by_hop : field_role::other;
-    case 17: return is("Transfer-Encoding") ? field_role::transfer_encoding : field_role::other;
-    case 18: return is("Proxy-Authenticate") ? field_role::hop_by_hop : field_role::other;
-    case 19: return is("Proxy-Authorization") ? field_role::hop_by_hop : field_role::other;
+    case 2: return is("te") ? field_role::hop_by_hop : field_role::other;
+    case 7: return is("upgrade") ? field_role::hop_by_hop : field_role::other;
+    case 10: return is("connection") ? field_role::connection : is("keep-alive") ? field_role::keep_alive : field_role::other;
+    case 11: return is("retry-after") ? field_role::retry_after : field_role::other;
+    case 14: return is("content-length") ? field_role::content_length : field_role::other;
+    case 16: return is("proxy-connection") ? field_role::hop_by_hop : field_role::other;
+    case 17: return is("transfer-encoding") ? field_role::transfer_encoding : field_role::other;
+    case 18: return is("proxy-authenticate") ? field_role::hop_by_hop : field_role::other;
+    case 19: return is("proxy-authorization") ? field_role::hop_by_hop : field_role::other;
     default: return field_role::other;
     }
 }
@@ -117,8 +126,9 @@ void origin_response_parser::field_line(std::string_view in, std::size_t from, s
     // field-name ":" OWS field-value OWS; no whitespace before the colon, none starting
     // the line (obs-fold, or a field name led by whitespace).
     const std::string_view line = in.substr(from, to - from);
+    // The line's CR (in[to], checked by put) ends the scan if no colon does.
     std::size_t colon = 0;
-    while (colon < line.size() && is_tchar(static_cast<unsigned char>(line[colon]))) ++colon;
+    while (is_tchar(static_cast<unsigned char>(line.data()[colon]))) ++colon;
     if (colon == 0 || colon == line.size() || line[colon] != ':') {
         ec = http::error::bad_field;
         return;

@@ -245,3 +245,19 @@ TEST_CASE("an origin that closes mid-header leaves a partial message") {
     p.put_eof(ec);
     CHECK(ec == http::error::partial_message);
 }
+
+TEST_CASE("field names are known in any case, and only those names: same length, other tchars, stay fields") {
+    std::pmr::monotonic_buffer_resource arena;
+    origin_response_parser p{wire_allocator{&arena}};
+    boost::system::error_code ec;
+    // Each look-alike differs from a known name by a tchar whose bit 0x20 makes it one of
+    // that name's characters ('M' | 0x20 is 'm', but '\r', '^' and digits are not letters).
+    feed(p,
+         "HTTP/1.1 200 OK\r\ncOnNeCtIoN: X-A\r\nCONTENT-LENGTH: 2\r\nupgrade: h2c\r\nX-A: 1\r\n"
+         "Content^Length: 3\r\nConnectio~: 4\r\nKeep-Alive2: 5\r\nUpgrad%: 6\r\n\r\n",
+         ec);
+    REQUIRE_FALSE(ec);
+    CHECK(p.framing().kind == body_kind::length);
+    CHECK(p.framing().length == 2);
+    CHECK(head_of(p) == "HTTP/1.1 200 OK\r\nContent^Length: 3\r\nConnectio~: 4\r\nKeep-Alive2: 5\r\nUpgrad%: 6\r\n\r\n");
+}

@@ -33,20 +33,26 @@ constexpr bool is_field_value_byte(unsigned char c) { return c == '\t' || (c >= 
 /// none equal to DEL passes whole (the bit tricks flag any such byte, sometimes one too
 /// many); a flagged word, HTAB in it for instance, is looked at byte by byte.
 inline bool all_field_value_bytes(std::string_view s) {
-    constexpr std::uint64_t ones = 0x0101010101010101, highs = 0x8080808080808080;
-    std::size_t i = 0;
-    for (; i + 8 <= s.size(); i += 8) {
+    const auto word_passes = [](const char* at) {
+        constexpr std::uint64_t ones = 0x0101010101010101, highs = 0x8080808080808080;
         std::uint64_t w;
-        std::memcpy(&w, s.data() + i, sizeof w);
+        std::memcpy(&w, at, sizeof w);
         const std::uint64_t below_space = (w - ones * 0x20) & ~w & highs;
         const std::uint64_t del = w ^ (ones * 0x7f);
-        if (((del - ones) & ~del & highs) == 0 && below_space == 0) continue;
-        for (std::size_t j = i; j < i + 8; ++j)
-            if (!is_field_value_byte(static_cast<unsigned char>(s[j]))) return false;
-    }
-    for (; i < s.size(); ++i)
-        if (!is_field_value_byte(static_cast<unsigned char>(s[i]))) return false;
-    return true;
+        return ((del - ones) & ~del & highs) == 0 && below_space == 0;
+    };
+    const auto bytes_pass = [](const char* at, std::size_t n) {
+        for (std::size_t j = 0; j < n; ++j)
+            if (!is_field_value_byte(static_cast<unsigned char>(at[j]))) return false;
+        return true;
+    };
+    if (s.size() < 8) return bytes_pass(s.data(), s.size());
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8)
+        if (!word_passes(s.data() + i) && !bytes_pass(s.data() + i, 8)) return false;
+    // The last bytes as one word ending where s ends (overlapping the previous one).
+    const char* last = s.data() + s.size() - 8;
+    return i == s.size() || word_passes(last) || bytes_pass(last, 8);
 }
 
 /// `s` with ASCII letters in lower case (an HTTP/2 field name from an HTTP/1.1 one).
