@@ -3,8 +3,8 @@
 
 #include "politeproxy/net/timed_socket.hpp"
 
+#include <atomic>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -20,8 +20,8 @@ namespace politeproxy {
 /// each expires after the lifetime it was parked with.
 ///
 /// Each worker thread has its own pool: a socket belongs to the event loop it was opened
-/// on. Thread safety: members lock, so the admin listener may read idle_count() from
-/// another thread.
+/// on, and only that loop's thread calls take, put and sweep (clear: once it stopped), so
+/// they take no lock. idle_count() may be read from any thread (the admin listener).
 class origin_pool {
 public:
     static constexpr std::size_t max_idle_per_origin = 1024;
@@ -35,7 +35,8 @@ public:
     /// Parks a connection whose last response was read completely, for `lifetime`.
     void put(const std::string& origin, timed_socket connection, clock::duration lifetime);
 
-    /// Closes expired connections.
+    /// Closes expired connections, and forgets origins with none left (take and put keep
+    /// an origin's entry between them: no allocation per request).
     void sweep(clock::time_point now);
 
     /// Closes every idle connection.
@@ -49,9 +50,8 @@ private:
         clock::time_point expires;
     };
 
-    mutable std::mutex mutex_;
     std::unordered_map<std::string, std::deque<idle_connection>> idle_;
-    std::size_t count_ = 0;
+    std::atomic<std::size_t> count_{0};  ///< written by the owning loop only
 };
 
 }  // namespace politeproxy
