@@ -6,7 +6,10 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
+#include <atomic>
 #include <cassert>
+#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -50,6 +53,47 @@ const char* reason_label(errc e) {
 const prometheus::Histogram::BucketBoundaries latency_buckets{
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
 
+// A latency histogram every request observes (twice), counted without a lock: the
+// buckets and the sum (in nanoseconds) are relaxed atomic counters, folded into the
+// prometheus::Histogram when the registry is read (metrics::registry), so a scrape sees
+// every observation made before it. prometheus-cpp's Observe takes a mutex and updates
+// doubles with compare-and-swap loops: most of a forwarded request's metrics cost.
+class lock_free_histogram {
+public:
+    explicit lock_free_histogram(prometheus::Histogram& target) : target_(target) {
+        assert(latency_buckets.size() == bucket_count);
+        for (std::size_t i = 0; i < latency_buckets.size(); ++i)
+            bounds_ns_[i] = static_cast<std::int64_t>(latency_buckets[i] * 1e9 + 0.5);
+    }
+
+    void observe(clock::duration d) {
+        const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+        std::size_t i = 0;  // the first bucket whose bound is at least the value (le), or +Inf
+        while (i < bounds_ns_.size() && bounds_ns_[i] < ns) ++i;
+        counts_[i].fetch_add(1, std::memory_order_relaxed);
+        sum_ns_.fetch_add(ns, std::memory_order_relaxed);
+    }
+
+    /// Moves what was counted since the last fold into the prometheus histogram.
+    void fold() {
+        std::vector<double> increments(counts_.size());
+        bool any = false;
+        for (std::size_t i = 0; i < counts_.size(); ++i) {
+            increments[i] = static_cast<double>(counts_[i].exchange(0, std::memory_order_relaxed));
+            any = any || increments[i] > 0;
+        }
+        const auto sum_ns = sum_ns_.exchange(0, std::memory_order_relaxed);
+        if (any || sum_ns != 0) target_.ObserveMultiple(increments, static_cast<double>(sum_ns) * 1e-9);
+    }
+
+private:
+    static constexpr std::size_t bucket_count = 16;
+    prometheus::Histogram& target_;
+    std::array<std::int64_t, bucket_count> bounds_ns_{};
+    std::array<std::atomic<std::uint64_t>, bucket_count + 1> counts_{};
+    std::atomic<std::int64_t> sum_ns_{0};
+};
+
 }  // namespace
 
 struct metrics::impl {
@@ -65,14 +109,14 @@ struct metrics::impl {
         prometheus::BuildCounter().Name(std::string(prefix) + "h2_streams_refused_total")
             .Help("HTTP/2 streams refused or connections ended by an abuse guard, by reason").Register(registry);
     std::vector<prometheus::Counter*> h2_refused;  ///< by the reason's index, fixed at construction
-    prometheus::Histogram& queue_wait =
+    lock_free_histogram queue_wait{
         prometheus::BuildHistogram().Name(std::string(prefix) + "queue_wait_seconds")
             .Help("Time a request waited for its slot and token").Register(registry)
-            .Add({}, latency_buckets);
-    prometheus::Histogram& origin_response =
+            .Add({}, latency_buckets)};
+    lock_free_histogram origin_response{
         prometheus::BuildHistogram().Name(std::string(prefix) + "upstream_response_seconds")
             .Help("Time from sending a request to the origin's response headers").Register(registry)
-            .Add({}, latency_buckets);
+            .Add({}, latency_buckets)};
     prometheus::Family<prometheus::Gauge>& client_connections =
         prometheus::BuildGauge().Name(std::string(prefix) + "client_connections")
             .Help("Open client connections, by protocol").Register(registry);
@@ -140,13 +184,9 @@ void metrics::h2_refused(std::size_t reason) {
 
 void metrics::config_reload(bool ok) { (ok ? impl_->reload_ok : impl_->reload_failed).Increment(); }
 
-void metrics::queue_wait(clock::duration d) {
-    impl_->queue_wait.Observe(std::chrono::duration<double>(d).count());
-}
+void metrics::queue_wait(clock::duration d) { impl_->queue_wait.observe(d); }
 
-void metrics::origin_response(clock::duration d) {
-    impl_->origin_response.Observe(std::chrono::duration<double>(d).count());
-}
+void metrics::origin_response(clock::duration d) { impl_->origin_response.observe(d); }
 
 void metrics::connection_opened(connection_side side, connection_protocol protocol) {
     impl_->connections(side, protocol).Increment();
@@ -202,6 +242,10 @@ void metrics::fleet_degraded(clock::duration d) {
     if (impl_->fleet_degraded) impl_->fleet_degraded->Increment(std::chrono::duration<double>(d).count());
 }
 
-const prometheus::Registry& metrics::registry() const { return impl_->registry; }
+const prometheus::Registry& metrics::registry() const {
+    impl_->queue_wait.fold();
+    impl_->origin_response.fold();
+    return impl_->registry;
+}
 
 }  // namespace politeproxy

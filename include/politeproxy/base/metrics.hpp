@@ -71,7 +71,8 @@ public:
     /// edge (metrics.per_user): a CONNECT counts once for everything inside it.
     void user_request(const std::string& user);
 
-    /// What has been counted, for the renderer (admin/metrics_renderer.hpp).
+    /// What has been counted, for the renderer (admin/metrics_renderer.hpp); the
+    /// latency histograms, counted without a lock, are brought up to date first.
     const prometheus::Registry& registry() const;
 
 private:
