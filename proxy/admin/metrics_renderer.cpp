@@ -33,7 +33,7 @@ void add_sample(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetri
 
 std::string metrics_renderer::render(const metrics& counted, const host_gates& gates, std::size_t idle_origin_connections) {
     using prometheus::MetricType;
-    auto families = counted.registry().Collect();
+    auto families = counted.collect();
     for (auto& f : families)
         if (f.name == std::string(metric_prefix) + "upstream_connections")
             for (auto& m : f.metric)

@@ -50,20 +50,23 @@ const char* reason_label(errc e) {
 }
 
 // Latency buckets from 1 ms to 2 min: a crawl sees both fast APIs and tarpits.
-const prometheus::Histogram::BucketBoundaries latency_buckets{
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+constexpr std::array<double, 16> latency_bounds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                0.5,   1,      2.5,   5,    10,    30,   60,  120};
+const prometheus::Histogram::BucketBoundaries latency_buckets(latency_bounds.begin(), latency_bounds.end());
 
 // A latency histogram every request observes (twice), counted without a lock: the
 // buckets and the sum (in nanoseconds) are relaxed atomic counters, folded into the
-// prometheus::Histogram when the registry is read (metrics::registry), so a scrape sees
+// prometheus::Histogram when the registry is read (metrics::collect), so a scrape sees
 // every observation made before it. prometheus-cpp's Observe takes a mutex and updates
-// doubles with compare-and-swap loops: most of a forwarded request's metrics cost.
+// doubles with compare-and-swap loops: most of a forwarded request's metrics cost. The
+// buckets and the sum are taken one after the other, so an observation made meanwhile
+// may show in a scrape's _sum before its _count (or the other way): the next scrape has
+// both.
 class lock_free_histogram {
 public:
     explicit lock_free_histogram(prometheus::Histogram& target) : target_(target) {
-        assert(latency_buckets.size() == bucket_count);
-        for (std::size_t i = 0; i < latency_buckets.size(); ++i)
-            bounds_ns_[i] = static_cast<std::int64_t>(latency_buckets[i] * 1e9 + 0.5);
+        for (std::size_t i = 0; i < bucket_count; ++i)
+            bounds_ns_[i] = static_cast<std::int64_t>(latency_bounds[i] * 1e9 + 0.5);
     }
 
     void observe(clock::duration d) {
@@ -87,7 +90,7 @@ public:
     }
 
 private:
-    static constexpr std::size_t bucket_count = 16;
+    static constexpr std::size_t bucket_count = latency_bounds.size();
     prometheus::Histogram& target_;
     std::array<std::int64_t, bucket_count> bounds_ns_{};
     std::array<std::atomic<std::uint64_t>, bucket_count + 1> counts_{};
@@ -242,10 +245,10 @@ void metrics::fleet_degraded(clock::duration d) {
     if (impl_->fleet_degraded) impl_->fleet_degraded->Increment(std::chrono::duration<double>(d).count());
 }
 
-const prometheus::Registry& metrics::registry() const {
+std::vector<prometheus::MetricFamily> metrics::collect() const {
     impl_->queue_wait.fold();
     impl_->origin_response.fold();
-    return impl_->registry;
+    return impl_->registry.Collect();
 }
 
 }  // namespace politeproxy

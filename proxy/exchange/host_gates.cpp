@@ -145,7 +145,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
     const parked_place parked(parked_, current_config()->limits.max_parked);
     {
         std::lock_guard lock(s.mutex);
-        if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+        if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
         entry = find_or_create(s, key, start);
         if (!parked) {
             ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
@@ -168,7 +168,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
     {
         wakeups wake;
         std::lock_guard lock(s.mutex);
-        if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+        if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
         max_wait = entry->policy->queue.max_wait;
         choose_groups(*entry, address, w->groups);
         if (!entry->g.enqueue(*w, !w->groups.empty())) {
@@ -198,7 +198,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
                 if (w->groups.complete() && !w->groups.empty())
                     granted->group_slots_ = std::make_unique<group_ladder>(std::move(w->groups));
             } else {
-                if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+                if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
                 if (now >= deadline) {
                     ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
                     co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(*entry, now)};
@@ -232,12 +232,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         } else if (state == gate::waiter_state::queued) {
             leave_groups(w->groups, w->group_node());  // the host took its slot back (a lowered limit)
         }
-        const auto armed = time_.arm(w->timer, wake_at);
-        auto [ec] = co_await w->timer.async_wait(use_tuple);
-        // A poke cancels the timer too; only the coroutine's own cancellation state says
-        // the caller gave up.
-        if (ec && (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
-            co_return acquire_result{{}, errc::cancelled, {}};
+        if (!co_await sleep_until(time_, *w, wake_at)) co_return acquire_result{{}, errc::cancelled, {}};
         if (time_.now() < wake_at) continue;  // a poke: the state changed, read it again
         // Our token is due, or a pause ended: run the gate.
         wakeups wake;

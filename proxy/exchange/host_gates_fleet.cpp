@@ -11,6 +11,14 @@ namespace politeproxy {
 namespace asio = boost::asio;
 using namespace gates_detail;
 
+namespace {
+
+fleet_line::answer line_answer(const fleet::lease_answer& a) {
+    return {a.what == fleet::lease_answer::result::granted, a.held, a.token_in, a.paused_for};
+}
+
+}  // namespace
+
 void host_gates::publish_locked(const host_entry& e, clock::time_point now) const {
     if (!fleet_ || fleet_down_.load(std::memory_order_acquire)) return;
     const auto pause = e.health.paused_until() > now ? e.health.paused_until() - now : clock::duration::zero();
@@ -49,7 +57,7 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
         fleet::lease_terms terms;
         {
             std::lock_guard lock(s.mutex);
-            if (closed_) co_return acquire_result{{}, errc::shutting_down, std::chrono::seconds(1)};
+            if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
             head = e.fleet.is_head(*w);
             terms = {e.health.limit(), e.health.rate(), e.policy->burst};
         }
@@ -63,8 +71,9 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
             {
                 wakeups wake;
                 std::lock_guard lock(s.mutex);
-                wake_at = std::min(deadline, note_answer_locked(e, answer, local, start, now, wake));
+                note_answer_locked(e, answer, local, start, now, wake);
                 guard.granted = local.lease_ != 0;
+                if (!guard.granted) wake_at = std::min(deadline, e.fleet.head_refused(line_answer(answer), now));
             }
             if (local.lease_) {
                 local.counted_ = true;
@@ -76,28 +85,23 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
             ++e.outcomes[static_cast<std::size_t>(outcome::rejected)];
             co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(e, now)};
         }
-        const auto armed = time_.arm(w->timer, wake_at);
-        auto [ec] = co_await w->timer.async_wait(use_tuple);
-        if (ec && (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
-            co_return acquire_result{{}, errc::cancelled, {}};
+        if (!co_await sleep_until(time_, *w, wake_at)) co_return acquire_result{{}, errc::cancelled, {}};
     }
 }
 
-clock::time_point host_gates::note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p,
-                                                 clock::time_point start, clock::time_point now, wakeups& wake) {
-    const bool granted = answer.what == fleet::lease_answer::result::granted;
-    if (granted) {
+void host_gates::note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p,
+                                    clock::time_point start, clock::time_point now, wakeups& wake) {
+    if (answer.what == fleet::lease_answer::result::granted) {
         p.lease_ = answer.lease;
         p.queue_wait_ = now - start;
     }
-    const auto ask_again = e.fleet.answered({granted, answer.held, answer.token_in, answer.paused_for}, now);
+    e.fleet.heard(line_answer(answer), now);
     // The fleet's shared limit, rate and pause become this host's too.
     const auto paused_until = answer.paused_for > clock::duration::zero() ? now + answer.paused_for : clock::time_point{};
     if (e.health.adopt(answer.limit, answer.rate, paused_until, now)) {
         apply_health(e, now);
         wake.run_gate(e, now);
     }
-    return ask_again;
 }
 
 task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, const std::string& address) {

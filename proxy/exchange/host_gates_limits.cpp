@@ -1,15 +1,12 @@
 // host_gates: what sets each host's limits: a new entry's config, groups and robots.txt cap
-// (and the gate key), a reload, HTTP/2 stream ceilings; the table's eviction and snapshot.
+// (and the gate key), a reload, HTTP/2 stream ceilings. Eviction and the snapshot are the
+// table's (host_table.cpp); here they take in the groups.
 #include "host_gates_parts.hpp"
 
 #include "politeproxy/policy/public_suffixes.hpp"
 
 namespace politeproxy {
-namespace asio = boost::asio;
 using namespace gates_detail;
-
-
-
 
 const std::string& host_gates::gate_key(const config& cfg, const std::string& host_key, const std::string& address,
                                          std::string& storage) const {
@@ -83,7 +80,6 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
     });
 }
 
-
 std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
     const std::size_t evicted = table_.evict_idle(now, idle_for, on_evicted);
     std::lock_guard lock(groups_.mutex());
@@ -142,7 +138,5 @@ void host_gates::forget_stream_ceiling(const std::string& key, const void* sessi
     apply_health(entry, now);
     wake.run_gate(entry, now);
 }
-
-
 
 }  // namespace politeproxy

@@ -20,9 +20,10 @@ namespace politeproxy {
 namespace gates_detail {
 namespace asio = boost::asio;
 
-// A 503 for a store outage, or for limits.max_parked, suggests this retry.
+// A 503 for a store outage, for limits.max_parked, or at shutdown suggests this retry.
 constexpr auto fleet_retry_after = std::chrono::seconds(1);
 constexpr auto parked_retry_after = std::chrono::seconds(1);
+constexpr auto shutdown_retry_after = std::chrono::seconds(1);
 
 // One place among limits.max_parked, held while a request waits at a gate (whatever
 // ends the wait gives it back).

@@ -2,7 +2,6 @@
 #include "host_gates_parts.hpp"
 
 namespace politeproxy {
-namespace asio = boost::asio;
 using namespace gates_detail;
 
 robots_turn host_gates::robots_due(const std::string& origin, const std::string& key,

@@ -2,12 +2,14 @@
 // A parked request, as the gates see it, and the wake-ups they owe parked requests.
 // Private to proxy/exchange/ (the sources of host_gates).
 #include "politeproxy/base/executor.hpp"
-#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/base/manual_time.hpp"
+#include "politeproxy/exchange/host_table.hpp"
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/policy/group_gate.hpp"
 #include "politeproxy/policy/group_ladder.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include <memory>
 #include <vector>
@@ -59,5 +61,15 @@ private:
     std::vector<std::shared_ptr<parked_waiter>> list_;
     std::vector<gate::waiter*> woken_;
 };
+
+/// Waits on `w`'s timer until `at` in `time`'s time, or until a poke ends the wait early
+/// (the caller reads its state again either way). False: the waiting coroutine itself was
+/// cancelled (its client left); a poke cancels the timer too, so only the coroutine's
+/// cancellation state tells the two apart.
+inline task<bool> sleep_until(const time_source& time, parked_waiter& w, clock::time_point at) {
+    const auto armed = arm(time, w.timer, at);
+    auto [ec] = co_await w.timer.async_wait(use_tuple);
+    co_return !ec || (co_await boost::asio::this_coro::cancellation_state).cancelled() == boost::asio::cancellation_type::none;
+}
 
 }  // namespace politeproxy::gates_detail

@@ -7,7 +7,7 @@ namespace politeproxy {
 entry_verdict judge_method(const entry_facts& head, std::size_t max_fields) {
     if (head.method == entry_method::trace) return refuse_entry(errc::method_not_allowed, "TRACE is not forwarded");
     if (head.method == entry_method::connect && !head.tunnels)
-        return refuse_entry(errc::bad_request, "CONNECT opens no tunnel on this protocol");
+        return refuse_entry(errc::bad_request, "CONNECT opens no tunnel on this connection");
     entry_verdict v;
     if (head.method == entry_method::options) {
         v.answer_options = head.asterisk;

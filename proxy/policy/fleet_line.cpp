@@ -15,10 +15,12 @@ fleet_line::departure fleet_line::leave(gate::waiter& w, bool granted) {
     return {nullptr, !granted};
 }
 
-clock::time_point fleet_line::answered(const answer& a, clock::time_point now) {
+void fleet_line::heard(const answer& a, clock::time_point now) {
     if (a.granted) ++leased_;
     heard_held(a.held, now);
-    if (a.granted) return now;
+}
+
+clock::time_point fleet_line::head_refused(const answer& a, clock::time_point now) {
     if (a.paused_for > clock::duration::zero()) return now + a.paused_for;
     const clock::duration wait = std::min(a.token_in > clock::duration::zero() ? a.token_in : backoff_, place_keepalive);
     backoff_ = std::min(backoff_ * 2, poll_max);

@@ -4,7 +4,7 @@
 #include "politeproxy/policy/address_filter.hpp"
 #include "politeproxy/server/entry_target.hpp"
 #include "politeproxy/server/send_answer.hpp"
-#include "politeproxy/server/h1_downstream.hpp"
+#include "politeproxy/server/h1_client_side.hpp"
 #include "politeproxy/server/h2_connection.hpp"
 #include "politeproxy/server/proxy_auth.hpp"
 #include "politeproxy/server/tunnel.hpp"
@@ -204,7 +204,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
                                         auth_refused->retry_after);
         } else if (verdict.answer_options) {  // a body it had stays unread: then close
             keep = co_await send_options_answer(ctx, client, req.keep_alive() && !verdict.has_body());
-        } else if (req.method() == http::verb::connect) {  // the rules refused it inside intercepted TLS
+        } else if (req.method() == http::verb::connect) {  // outside intercepted TLS: the rules refuse it inside
             auto intercept =
                 co_await run_tunnel(ctx, *cfg, client, buffer, header, *tunnel_to);
             if (intercept) co_await serve_intercepted(ctx, client, buffer, registration, peer, std::move(*intercept));

@@ -20,7 +20,7 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
     if (!head.end_stream && framing.request(11, body) == framing_fault::none && body.kind == body_kind::none)
         body.kind = body_kind::chunked;
     const request_verdict verdict = judge_head(head, cfg->limits, in_tls_ != nullptr);
-    h2_downstream down(*this, s, arena.allocator(), body, verdict.max_forwards);
+    h2_client_side down(*this, s, arena.allocator(), body, verdict.max_forwards);
 
     if (!allowed_) {
         co_await down.answer(errc::client_denied, "client is not in security.allow_clients");

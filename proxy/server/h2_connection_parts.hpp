@@ -1,7 +1,7 @@
 #pragma once
 // The HTTP/2 client side's parts, private to proxy/server/: a request stream as the
 // connection and its request coroutine share it (h2_stream), the stream as
-// forward_to_origin's client adapter (h2_downstream, defined in h2_downstream.cpp), and
+// forward_to_origin's client adapter (h2_client_side, defined in h2_client_side.cpp), and
 // the connection that drives nghttp2 from the socket (h2_connection, whose streams'
 // serving is in h2_connection.cpp).
 #include "politeproxy/server/h2_connection.hpp"
@@ -112,10 +112,10 @@ class h2_connection;
 // (exchange/client_side.hpp): the request as a message (the stream's fields, its DATA as
 // they arrive), the response sent back as HEADERS and DATA within the client's
 // flow-control window. It knows nothing of the origin's protocol.
-class h2_downstream {
+class h2_client_side {
 public:
     /// `max_forwards`: the value an OPTIONS request forwards (one less than it came), or -1.
-    h2_downstream(h2_connection& conn, std::shared_ptr<h2_stream> s, wire_allocator arena, body_framing body,
+    h2_client_side(h2_connection& conn, std::shared_ptr<h2_stream> s, wire_allocator arena, body_framing body,
                   long long max_forwards)
         : conn_(&conn), s_(std::move(s)), arena_(arena), body_(body), max_forwards_(max_forwards) {}
 
@@ -139,7 +139,7 @@ public:
     task<bool> send_continue() { co_return true; }
     task<bool> upload_broken(const relay_status& sent);
 
-    // The request and its response as messages (exchange/h1_upstream.hpp, exchange/h2_upstream.hpp).
+    // The request and its response as messages (exchange/h1_origin_transport.hpp, exchange/h2_origin_stream.hpp).
     // nghttp2 refused connection-specific fields (RFC 9113 section 8.2.2) but TE:
     // trailers; Host, the length and TE are the proxy's to write. Expect is not passed on:
     // the body streams as it comes (a 100 Continue would only be dropped here).
@@ -171,7 +171,7 @@ private:
     bool responded_whole_ = false;  ///< the response's HEADERS ended the stream
 };
 // A stream gives messages only: every origin transport frames them (exchange/client_side.hpp).
-static_assert(client_side<h2_downstream> && !relays_http1<h2_downstream>);
+static_assert(client_side<h2_client_side> && !relays_http1<h2_client_side>);
 
 class h2_connection : public http2::session_events {
 public:

@@ -1,8 +1,8 @@
-// Two requests on one HTTP/1.1 origin connection, read sans-io as h1_upstream reads
+// Two requests on one HTTP/1.1 origin connection, read sans-io as h1_origin_transport reads
 // them: the response header (origin_response_parser under the proxy's limit), interim
 // responses skipped and any other 1xx refused (forwarding::is_interim), the plan for an
 // HTTP/1.1 client (plan_response), then the body as plan.from_origin says (a length, the
-// chunked_decoder, or until the close). The connection is pooled as h1_upstream and
+// chunked_decoder, or until the close). The connection is pooled as h1_origin_transport and
 // origin_pool::put decide: the origin keeps it alive, the body does not end at the close,
 // and nothing it sent is left, neither in the read buffer nor unread on the socket.
 //
@@ -16,7 +16,7 @@
 
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/http1/chunked_decoder.hpp"
-#include "politeproxy/exchange/h1_upstream.hpp"
+#include "politeproxy/exchange/h1_origin_transport.hpp"
 #include "politeproxy/http1/framing.hpp"
 #include "politeproxy/http1/origin_response.hpp"
 #include "politeproxy/http1/relay.hpp"
@@ -154,7 +154,7 @@ bool read_body(origin_wire& wire, body_framing from_origin, std::string& body) {
     return false;
 }
 
-/// One response on the wire, as h1_upstream reads it for a request of `head` or
+/// One response on the wire, as h1_origin_transport reads it for a request of `head` or
 /// not, from an HTTP/1.1 client.
 origin_answer read_response(origin_wire& wire, bool head, std::pmr::memory_resource& arena) {
     origin_answer a;
@@ -200,7 +200,7 @@ origin_answer two_requests(std::span<const std::string_view> reads, bool head, s
                   "pooled with bytes after the response's end");
     if (!first.pooled) return first;
     // Request 2 is written; its answer comes next, read from where request 1 left the
-    // buffer (h1_upstream clears it; pooled, there is nothing to clear).
+    // buffer (h1_origin_transport clears it; pooled, there is nothing to clear).
     wire.send(second_answer);
     const origin_answer second = read_response(wire, false, arena);
     fuzz::require(second.end == ending::relayed, "request 2 got no answer of its own");

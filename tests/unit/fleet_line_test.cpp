@@ -53,16 +53,16 @@ TEST_CASE("a refused head asks again after 5 ms doubling to 50 ms, sooner when t
     line.join(b);
     auto now = t0;
     for (const auto expected : {5ms, 10ms, 20ms, 40ms, 50ms, 50ms}) {
-        const auto next = line.answered(refused(2), now);
+        const auto next = line.head_refused(refused(2), now);
         CHECK(next - now == expected);
         now = next;
     }
-    CHECK(line.answered(refused(2, 3ms), now) - now == 3ms);  // the fleet's token is due then
-    CHECK(line.answered(refused(2, 10s), now) - now == fleet_line::place_keepalive);  // or the store forgets us
-    CHECK(line.answered(refused(2, {}, 2s), now) - now == 2s);  // a pause: wait it out, no keepalive
+    CHECK(line.head_refused(refused(2, 3ms), now) - now == 3ms);  // the fleet's token is due then
+    CHECK(line.head_refused(refused(2, 10s), now) - now == fleet_line::place_keepalive);  // or the store forgets us
+    CHECK(line.head_refused(refused(2, {}, 2s), now) - now == 2s);  // a pause: wait it out, no keepalive
     // A new head starts afresh.
     line.leave(a, false);
-    CHECK(line.answered(refused(2), now) - now == 5ms);
+    CHECK(line.head_refused(refused(2), now) - now == 5ms);
 }
 
 TEST_CASE("the store's count: others are what it holds beyond this process's leases, as last heard") {
@@ -70,7 +70,7 @@ TEST_CASE("the store's count: others are what it holds beyond this process's lea
     CHECK_FALSE(line.held());
     gate::waiter a;
     line.join(a);
-    CHECK(line.answered({true, 3, {}, {}}, t0) == t0);  // granted: ours is one of the 3
+    line.heard({true, 3, {}, {}}, t0);  // granted: ours is one of the 3
     CHECK(line.leased() == 1);
     CHECK(*line.held() == 3);
     CHECK(line.others() == 2);
@@ -88,4 +88,13 @@ TEST_CASE("the store's count: others are what it holds beyond this process's lea
     line.returned();
     CHECK(line.leased() == 0);
     CHECK(*line.held() == 0);
+}
+
+TEST_CASE("an answer heard outside the line (an ask made at once) counts, but moves no head's backoff") {
+    fleet_line line;
+    gate::waiter a;
+    for (int i = 0; i < 4; ++i) line.heard(refused(2), t0);  // four requests refused at once, before parking
+    CHECK(line.others() == 2);
+    line.join(a);
+    CHECK(line.head_refused(refused(2), t0) - t0 == 5ms);  // the head's first wait is still the first step
 }

@@ -3,6 +3,7 @@
 // (poll) and move the time by hand; permits are held across yields. Run under
 // ThreadSanitizer with -DPOLITEPROXY_TSAN=ON to check the locking.
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/base/manual_time.hpp"
 
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/base/error.hpp"

@@ -256,7 +256,7 @@ TEST_CASE("send_all to a peer that reset the connection fails") {
 }
 
 // watch(): the reuse check of a pooled origin connection (forward_to_origin.hpp; what it
-// heard is read in h1_upstream.hpp). What its first attempt finds is reported after one
+// heard is read in h1_origin_transport.hpp). What its first attempt finds is reported after one
 // trip through the loop.
 namespace {
 task<void> through_the_loop() { co_await asio::post(co_await asio::this_coro::executor, asio::deferred); }

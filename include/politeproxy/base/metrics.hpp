@@ -11,9 +11,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace prometheus {
-class Registry;
+struct MetricFamily;
 }
 
 namespace politeproxy {
@@ -73,7 +74,7 @@ public:
 
     /// What has been counted, for the renderer (admin/metrics_renderer.hpp); the
     /// latency histograms, counted without a lock, are brought up to date first.
-    const prometheus::Registry& registry() const;
+    std::vector<prometheus::MetricFamily> collect() const;
 
 private:
     struct impl;

@@ -2,75 +2,20 @@
 // The time the exchange and its gates read and wait for, injected in one place (Envoy's
 // adaptive concurrency filter takes a TimeSource the same way): the gates (host_gates)
 // are made with one, and every exchange reads it through its permit. In the proxy it
-// is the system's steady clock; in tests a manual_time, which moves only when told to.
+// is the system's steady clock; in tests a manual_time (base/manual_time.hpp), which
+// moves only when told to; base/manual_time.hpp also has arm(), how a wait is set on it.
 //
 // What it covers: every reading policy decides on (admission, token due times, pauses,
 // queue deadlines, latencies reported as health, the fleet's backoff) and the waits of
 // parked requests. What it does not: network deadlines (timed_socket, connects, an HTTP/2
 // session's idle close) arm real timers against real sockets and stay on the system clock.
 #include "politeproxy/base/clock.hpp"
-#include "politeproxy/base/executor.hpp"
-
-#include <atomic>
-#include <cstdint>
-#include <mutex>
-#include <unordered_map>
 
 namespace politeproxy {
 
 class manual_time;
-
-/// A wait armed on a manual_time: while it lives, advancing the time past its moment ends
-/// the wait of its timer. Move-only; empty on the system clock.
-class alarm {
-public:
-    alarm() = default;
-    alarm(alarm&& other) noexcept : time_(other.time_), id_(other.id_) { other.time_ = nullptr; }
-    alarm& operator=(alarm&&) = delete;
-    ~alarm();
-
-private:
-    friend class manual_time;
-    alarm(manual_time* t, std::uint64_t id) : time_(t), id_(id) {}
-    manual_time* time_ = nullptr;
-    std::uint64_t id_ = 0;
-};
-
-/// A clock that moves only when a test says so. Thread-safe: advance() may be called from
-/// any thread; the waits it ends are ended on their timers' own executors.
-class manual_time {
-public:
-    /// Starts an hour past the clock's epoch, so `now - 1min` is a valid time point too.
-    explicit manual_time(clock::time_point start = clock::time_point(std::chrono::hours(1)))
-        : now_(start.time_since_epoch().count()) {}
-    manual_time(const manual_time&) = delete;
-    manual_time& operator=(const manual_time&) = delete;
-
-    clock::time_point now() const { return clock::time_point(clock::duration(now_.load(std::memory_order_acquire))); }
-    /// Moves the time on by `d`, ending the wait of every timer armed for a moment reached.
-    void advance(clock::duration d);
-
-    /// Sets `timer` to wait until `at` in this time: it never expires by itself; advance()
-    /// cancels it when `at` is reached (at once if it has been).
-    alarm arm(steady_timer& timer, clock::time_point at);
-
-private:
-    friend class alarm;
-    struct armed {
-        clock::time_point at;
-        steady_timer* timer;  ///< touched only on `ex`, the thread its alarm lives on
-        executor ex;
-        bool rung = false;
-    };
-    void disarm(std::uint64_t id);
-    /// Ends the wait of alarm `id` on its timer's executor, if it is still armed then.
-    void ring(std::uint64_t id, const executor& ex);
-
-    std::atomic<clock::rep> now_;
-    std::mutex mutex_;
-    std::unordered_map<std::uint64_t, armed> armed_;
-    std::uint64_t next_id_ = 1;
-};
+/// A manual_time's reading (out of line: only tests have one).
+clock::time_point manual_now(const manual_time& m);
 
 /// Where the time comes from: the system's steady clock (default), or a manual_time.
 /// Cheap to copy; the manual_time must outlive it.
@@ -79,14 +24,8 @@ public:
     time_source() = default;
     explicit time_source(manual_time& manual) : manual_(&manual) {}
 
-    clock::time_point now() const { return manual_ ? manual_->now() : clock::now(); }
-    /// Sets `timer` to end its wait at `at` in this source's time. Keep the alarm until the
-    /// wait ends. The wait may also end early (a cancel): re-read now() after it.
-    [[nodiscard]] alarm arm(steady_timer& timer, clock::time_point at) const {
-        if (manual_) return manual_->arm(timer, at);
-        timer.expires_at(at);
-        return {};
-    }
+    clock::time_point now() const { return manual_ ? manual_now(*manual_) : clock::now(); }
+    manual_time* manual() const { return manual_; }  ///< null: the system's clock
 
 private:
     manual_time* manual_ = nullptr;

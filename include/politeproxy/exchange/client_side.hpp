@@ -4,12 +4,15 @@
 //
 // Names. nghttpx calls the client-facing half of a proxied request its Upstream and the
 // origin-facing one its Downstream, both around one Downstream object for the request;
-// Envoy calls the client's connection the downstream (a codec turns its bytes into
-// streams), the exchange the router, and the origin's side the upstream. politeproxy
-// follows Envoy: the client's side is the downstream (`Downstream` in the templates,
-// server/h1_downstream and server/h2_downstream its two adapters), the exchange is
-// exchange/, the origin transports (exchange/origin_transport.hpp: h1_upstream.hpp,
-// h2_upstream.hpp) are the upstream.
+// Envoy uses the same two words the other way round (the client's connection is its
+// downstream, a codec turning its bytes into streams; the exchange is the router; the
+// origin's side the upstream). Since the two disagree, politeproxy uses neither (STYLE:
+// client_* and origin_*) and maps onto both by role: the client's side (`Client` in the
+// templates, server/h1_client_side and server/h2_client_side its two adapters) is
+// nghttpx's Upstream and Envoy's downstream codec; the exchange (exchange/) is nghttpx's
+// Downstream and Envoy's router; the origin transports (exchange/origin_transport.hpp:
+// h1_origin_transport, h2_origin_stream) are nghttpx's DownstreamConnection and Envoy's
+// upstream.
 //
 // Why these methods. The exchange is protocol-neutral: it holds the request as a message
 // (its head, its fields, the framing decided for its body, the body in pieces) and
@@ -88,7 +91,7 @@ concept client_side = requires(D& down, const D& seen, std::span<char> room, clo
 /// A client that relays HTTP/1.1 bytes itself to an HTTP/1.1 origin: its header
 /// rewritten in place and both bodies passed through as they are framed, the proxy's
 /// fastest path (no message is made of either). Any other client's messages are framed
-/// for an HTTP/1.1 origin by h1_upstream.hpp.
+/// for an HTTP/1.1 origin by h1_origin_transport.hpp.
 template <class D>
 concept relays_http1 =
     client_side<D> && requires(D& down, const D& seen, const origin_target& target, relay_buffers& scratch,

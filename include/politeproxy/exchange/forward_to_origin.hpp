@@ -3,23 +3,23 @@
 // wherever it came from. The loop check, the address pinned (when the gate counts by
 // address), robots.txt, a slot at the host's gate (exchange/admission); then, for each
 // attempt, an origin transport picked (exchange/origin_transport.hpp) and its forward()
-// awaited: a stream on an HTTP/2 session (exchange/h2_upstream.hpp), a pooled HTTP/1.1
+// awaited: a stream on an HTTP/2 session (exchange/h2_origin_stream.hpp), a pooled HTTP/1.1
 // connection, or a new connection (exchange/origin_open) spoken to in HTTP/1.1
-// (exchange/h1_upstream.hpp) or HTTP/2, as the host's `upstream` and the origin's ALPN
+// (exchange/h1_origin_transport.hpp) or HTTP/2, as the host's `upstream` and the origin's ALPN
 // say. A transport that leaves the request unprocessed (`again`) gets a new connection
 // or session. Every step is reported to the request's exchange (exchange/exchange).
 //
-// A template over the client's side (`Downstream`, moved into the coroutine: the
+// A template over the client's side (`Client`, moved into the coroutine: the
 // interface is exchange/client_side.hpp, which says why it has the methods it has), so
-// each client protocol brings only its adapter (server/h1_downstream.cpp,
+// each client protocol brings only its adapter (server/h1_client_side.cpp,
 // server/h2_connection_parts.hpp) and the HTTP/1.1 path pays no indirection.
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/exchange/admission.hpp"
 #include "politeproxy/exchange/client_side.hpp"
 #include "politeproxy/exchange/origin_transport.hpp"
-#include "politeproxy/exchange/h1_upstream.hpp"
-#include "politeproxy/exchange/h2_upstream.hpp"
+#include "politeproxy/exchange/h1_origin_transport.hpp"
+#include "politeproxy/exchange/h2_origin_stream.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/relay.hpp"
 #include "politeproxy/exchange/robots_fetch.hpp"
@@ -60,8 +60,8 @@ void pool_key_of(const origin_target& target, std::string& out);
 /// Forwards the request to `target`, whose destination the entry judged (where the deny
 /// list needs no DNS; an address DNS gives is judged when connecting); answers the client
 /// exactly once. True: the client connection goes on.
-template <client_side Downstream>
-task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstream down, const origin_target& target) {
+template <client_side Client>
+task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client down, const origin_target& target) {
     if (down.via_loop(ctx.via)) co_return co_await down.answer(errc::loop_detected, "this proxy's Via entry came back");
 
     // `key: ip` and `groups.ip` count by the address connected to: it is chosen now, and
@@ -104,7 +104,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
     // with prior knowledge when the host is `h2c`.
     const bool may_h2 = target.tls ? policy.upstream != upstream_protocol::http1 : policy.upstream == upstream_protocol::h2c;
     bool head_written = false;  // the HTTP/1.1 request head, written once for every attempt
-    static_assert(origin_transport<h1_upstream, Downstream> && origin_transport<h2_upstream, Downstream>);
+    static_assert(origin_transport<h1_origin_transport, Client> && origin_transport<h2_origin_stream, Client>);
 
     // A pooled connection the origin closed meanwhile fails before any response byte.
     // A request that may be sent again is then sent once more, on a new connection; one
@@ -149,10 +149,10 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Downstrea
 
         forwarded result;
         if (h2) {
-            h2_upstream stream(*h2, reused, ctx.via);
+            h2_origin_stream stream(*h2, reused, ctx.via);
             result = co_await stream.forward(down, trip, target, scratch);
         } else {
-            h1_upstream connection(ctx, cfg, *origin, reused, reused && retryable, head_written);
+            h1_origin_transport connection(ctx, cfg, *origin, reused, reused && retryable, head_written);
             result = co_await connection.forward(down, trip, target, scratch);
         }
         if (result != forwarded::again) co_return result == forwarded::keep;

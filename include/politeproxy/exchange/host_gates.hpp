@@ -1,41 +1,33 @@
 #pragma once
-#include "politeproxy/policy/adaptive_limit.hpp"
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/executor.hpp"
 #include "politeproxy/base/time_source.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/group_gates.hpp"
 #include "politeproxy/exchange/host_table.hpp"
-#include "politeproxy/policy/fleet_line.hpp"
-#include "politeproxy/policy/gate.hpp"
-#include "politeproxy/policy/outcome.hpp"
 #include "politeproxy/exchange/permit.hpp"
 #include "politeproxy/exchange/robots_turn.hpp"
+#include "politeproxy/policy/gate.hpp"
+#include "politeproxy/policy/outcome.hpp"
 #include "politeproxy/policy/robots_book.hpp"
 
-#include "politeproxy/base/executor.hpp"
 #include <boost/system/error_code.hpp>
 
-#include <array>
 #include <atomic>
-#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace politeproxy {
 
 namespace fleet {
 class fleet_client;
-}
-
-namespace fleet {
 struct lease_answer;
-}
+}  // namespace fleet
 namespace gates_detail {
 class wakeups;
 }
@@ -184,9 +176,8 @@ private:
     /// Takes in the store's answer (under the shard lock): the fleet's count, its shared
     /// limit, rate and pause (true when the gate's limits moved: advance it); and the
     /// lease into `p` when granted; whoever the moved limits let go goes in `wake`.
-    /// Returns when a refused head asks again.
-    clock::time_point note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p,
-                                         clock::time_point start, clock::time_point now, gates_detail::wakeups& wake);
+    void note_answer_locked(host_entry& e, const fleet::lease_answer& answer, permit& p, clock::time_point start,
+                            clock::time_point now, gates_detail::wakeups& wake);
     bool fleet_fails_closed() const;
     /// The gate enforces what health decided, under the stream ceiling and, while the
     /// fleet store is away, the fleet share.

@@ -3,18 +3,18 @@
 // origin: what every origin transport does for forward_to_origin
 // (exchange/forward_to_origin.hpp), which picks one for each attempt.
 //
-// Names. As in client_side.hpp, politeproxy follows Envoy: the client's side is the
-// downstream, the origin's side the upstream. The transports are h1_upstream (a pooled
-// or new HTTP/1.1 connection, exchange/h1_upstream.hpp) and h2_upstream (a stream on a
-// shared HTTP/2 session, exchange/h2_upstream.hpp), the counterparts of the client
-// adapters server/h1_downstream and server/h2_downstream. Envoy's router calls this
-// part a GenericUpstream (HttpUpstream, TcpUpstream), made by a connection pool chosen
-// by the cluster's protocol; nghttpx, whose words run the other way, calls it a
-// DownstreamConnection (HttpDownstreamConnection: a pooled HTTP/1.1 connection;
-// Http2DownstreamConnection: a stream on a shared Http2Session). In both, no client
-// codec knows which one carries the request, and none of them knows the client's codec.
+// Names (client_side.hpp says why neither nghttpx's words nor Envoy's): the transports
+// are h1_origin_transport (a pooled or new HTTP/1.1 connection,
+// exchange/h1_origin_transport.hpp) and h2_origin_stream (a stream on a shared HTTP/2
+// session, exchange/h2_origin_stream.hpp), the counterparts of the client adapters
+// server/h1_client_side and server/h2_client_side. Envoy's router calls this part a
+// GenericUpstream (HttpUpstream, TcpUpstream), made by a connection pool chosen by the
+// cluster's protocol; nghttpx calls it a DownstreamConnection (HttpDownstreamConnection:
+// a pooled HTTP/1.1 connection; Http2DownstreamConnection: a stream on a shared
+// Http2Session). In both, no client codec knows which one carries the request, and none
+// of them knows the client's codec.
 //
-// Why one method. Envoy's upstream is driven by callbacks (encodeHeaders, encodeData,
+// Why one method. Envoy's GenericUpstream is driven by callbacks (encodeHeaders, encodeData,
 // encodeTrailers down; the response's headers and data back up through the router), as
 // nghttpx's is (push_request_headers, push_upload_data_chunk, end_upload_data). Here one
 // request's trip is one coroutine: the transport pulls the request from the client's side
@@ -68,11 +68,11 @@ enum class forwarded {
 /// The client answered, its connection going on when `keep`.
 constexpr forwarded finished(bool keep) { return keep ? forwarded::keep : forwarded::close; }
 
-/// A way to the origin for one attempt of one request from the client's side `Downstream`.
-template <class T, class Downstream>
+/// A way to the origin for one attempt of one request from the client's side `Client`.
+template <class T, class Client>
 concept origin_transport =
-    client_side<Downstream> &&
-    requires(T& transport, Downstream& down, exchange& trip, const origin_target& target, relay_buffers& scratch) {
+    client_side<Client> &&
+    requires(T& transport, Client& down, exchange& trip, const origin_target& target, relay_buffers& scratch) {
         { transport.forward(down, trip, target, scratch) } -> std::same_as<task<forwarded>>;
     };
 

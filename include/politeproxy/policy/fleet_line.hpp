@@ -19,8 +19,8 @@ namespace politeproxy {
 /// only the head asks the store, so a host has one round trip in flight per process.
 /// After a refusal the head asks again when the store says a token or the end of a
 /// pause is due; otherwise after a backoff of 5 ms doubling to 50 ms (reset for each new
-/// head), and never later than 200 ms, or the store forgets its place in the fleet's
-/// queue (acquire_script's waiter_stale). When the head leaves, the next one asks at
+/// head), and, unless the host is paused fleet-wide, never later than 200 ms, or the
+/// store forgets its place in the fleet's queue (acquire_script's waiter_stale). When the head leaves, the next one asks at
 /// once; the last one to leave without a lease withdraws the host from the store's queue.
 ///
 /// Locking: none; host_gates calls it under the host's shard lock.
@@ -55,9 +55,11 @@ public:
         for (gate::waiter* w : line_) f(*w);
     }
 
-    /// The head's ask was answered at `now`. Granted: the lease counts as this process's.
-    /// Refused: returns when the head asks again.
-    clock::time_point answered(const answer& a, clock::time_point now);
+    /// The store answered an ask for this host at `now` (the head's, or one made at once
+    /// before a request joined the line): its counts; granted, the lease is this process's.
+    void heard(const answer& a, clock::time_point now);
+    /// The head's own ask was refused at `now`: when it asks again (its backoff grows).
+    clock::time_point head_refused(const answer& a, clock::time_point now);
     /// The store's count of the host's leases, heard at `now` (a renewal's answer).
     void heard_held(std::size_t held, clock::time_point now);
     /// A lease taken without asking (the store unreachable: asserted when it is back).

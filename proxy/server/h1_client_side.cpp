@@ -1,4 +1,4 @@
-#include "politeproxy/server/h1_downstream.hpp"
+#include "politeproxy/server/h1_client_side.hpp"
 #include "politeproxy/exchange/forward_to_origin.hpp"
 
 #include "politeproxy/exchange/exchange.hpp"
@@ -84,9 +84,9 @@ void write_request_head(http::request_header<wire_fields>& out, const origin_tar
 
 // The client's side of a request from an HTTP/1.1 connection (plain, or inside
 // intercepted TLS): its header as Beast read it, its body still in the socket.
-class http1_downstream {
+class h1_client_side {
 public:
-    http1_downstream(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
+    h1_client_side(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
                      request_header_parser& header, const request_verdict& verdict)
         : ctx_(ctx), client_(client), buffer_(buffer), req_(header.get()), verdict_(verdict),
           // Read before write_head() makes the header the origin's (HTTP/1.1).
@@ -156,7 +156,7 @@ public:
         return relay(origin, origin_buffer, plan.from_origin, plan.out_chunked, client_, idle, scratch);
     }
 
-    // The request and its response as messages, for an HTTP/2 origin (exchange/h2_upstream.hpp).
+    // The request and its response as messages, for an HTTP/2 origin (exchange/h2_origin_stream.hpp).
 
     template <class Each>
     void message_fields(Each each) {
@@ -259,14 +259,14 @@ private:
     std::string response_head_;        ///< its header and body pieces on their way
 };
 // The HTTP/1.1 client takes the fast path to an HTTP/1.1 origin (exchange/client_side.hpp).
-static_assert(relays_http1<http1_downstream>);
+static_assert(relays_http1<h1_client_side>);
 
 }  // namespace
 
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
                            request_header_parser& header, const request_verdict& verdict,
                            const origin_target& target) {
-    return forward_to_origin(ctx, cfg, http1_downstream(ctx, client, buffer, header, verdict), target);
+    return forward_to_origin(ctx, cfg, h1_client_side(ctx, client, buffer, header, verdict), target);
 }
 
 }  // namespace politeproxy

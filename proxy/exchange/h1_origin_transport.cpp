@@ -1,4 +1,4 @@
-#include "politeproxy/exchange/h1_upstream.hpp"
+#include "politeproxy/exchange/h1_origin_transport.hpp"
 
 #include <algorithm>
 #include <charconv>

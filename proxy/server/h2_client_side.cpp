@@ -1,15 +1,15 @@
-// An HTTP/2 request stream as forward_to_origin's client side (h2_downstream): the request
+// An HTTP/2 request stream as forward_to_origin's client side (h2_client_side): the request
 // as a message, the response back as HEADERS and DATA.
 #include "h2_connection_parts.hpp"
 
 namespace politeproxy::h2_serving {
 
-bool h2_downstream::via_loop(std::string_view via) const {
+bool h2_client_side::via_loop(std::string_view via) const {
     return std::any_of(s_->head.fields.begin(), s_->head.fields.end(),
                        [&](const field& f) { return f.name == "via" && via_value_contains(f.value, via); });
 }
 
-task<bool> h2_downstream::answer(errc why, std::string_view details, std::optional<clock::duration> retry_after) {
+task<bool> h2_client_side::answer(errc why, std::string_view details, std::optional<clock::duration> retry_after) {
     proxy_context& ctx = conn_->ctx();
     count_answer(ctx, why, details);
     if (s_->gone.is_set()) co_return false;
@@ -17,7 +17,7 @@ task<bool> h2_downstream::answer(errc why, std::string_view details, std::option
     co_return false;
 }
 
-void h2_downstream::respond_with(const politeproxy::answer& res) {
+void h2_client_side::respond_with(const politeproxy::answer& res) {
     if (s_->gone.is_set()) return;
     std::vector<field> fields;
     for (const auto& f : res) {
@@ -32,7 +32,7 @@ void h2_downstream::respond_with(const politeproxy::answer& res) {
     conn_->flush();
 }
 
-task<body_reader::piece> h2_downstream::read_body(std::span<char> room, clock::duration idle) {
+task<body_reader::piece> h2_client_side::read_body(std::span<char> room, clock::duration idle) {
     h2_stream& s = *s_;
     while (s.body.empty() && !s.body_ended) {
         if (s.gone.is_set()) co_return body_reader::piece{0, false, {relay_end::read_failed, asio::error::connection_aborted}};
@@ -50,20 +50,20 @@ task<body_reader::piece> h2_downstream::read_body(std::span<char> room, clock::d
     co_return body_reader::piece{n, s.body_ended && s.body.empty()};
 }
 
-task<bool> h2_downstream::upload_broken(const relay_status& sent) {
+task<bool> h2_client_side::upload_broken(const relay_status& sent) {
     if (!s_->gone.is_set() && sent.ec == beast::error::timeout)
         co_return co_await answer(errc::request_timeout, "the request body stalled for timeouts.idle");
     body_broken();
     co_return false;
 }
 
-void h2_downstream::body_broken() {
+void h2_client_side::body_broken() {
     if (s_->gone.is_set()) return;
     conn_->session().reset(s_->head.stream, NGHTTP2_INTERNAL_ERROR);  // the client must not take a cut message for whole
     conn_->flush();
 }
 
-task<bool> h2_downstream::respond_message(exchange& trip, const response_head& head) {
+task<bool> h2_client_side::respond_message(exchange& trip, const response_head& head) {
     if (s_->gone.is_set()) co_return false;
     std::vector<field> fields;
     fields.reserve(head.fields.size() + 2);
@@ -79,7 +79,7 @@ task<bool> h2_downstream::respond_message(exchange& trip, const response_head& h
     co_return true;
 }
 
-task<bool> h2_downstream::respond_body(std::span<const char> data, bool last, std::span<const field> trailers) {
+task<bool> h2_client_side::respond_body(std::span<const char> data, bool last, std::span<const field> trailers) {
     h2_stream& s = *s_;
     http2::server_session& session = conn_->session();
     if (responded_whole_) co_return true;  // HEAD, 204, 304: nothing goes

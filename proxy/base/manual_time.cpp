@@ -1,10 +1,12 @@
-#include "politeproxy/base/time_source.hpp"
+#include "politeproxy/base/manual_time.hpp"
 
 #include <boost/asio/post.hpp>
 
 #include <vector>
 
 namespace politeproxy {
+
+clock::time_point manual_now(const manual_time& m) { return m.now(); }
 
 alarm::~alarm() {
     if (time_) time_->disarm(id_);

@@ -3,7 +3,7 @@
 // of the origin's session (exchange/h2_origin_session), whatever protocol the client
 // speaks. The request goes as a message (pseudo-header fields, regular fields, body
 // pieces), the response comes back as one (status, fields, body pieces); the client's
-// adapter (`Downstream`, exchange/client_side.hpp) turns each into its own framing.
+// adapter (`Client`, exchange/client_side.hpp) turns each into its own framing.
 // Included by forward_to_origin.hpp only.
 #include "politeproxy/exchange/client_side.hpp"
 #include "politeproxy/exchange/exchange.hpp"
@@ -41,14 +41,14 @@ private:
 /// this one (reported with the response). forward() says `again` when the origin did not
 /// process the stream (above a GOAWAY's last stream, REFUSED_STREAM) before any of its
 /// body was sent, or when the session takes no new stream.
-class h2_upstream {
+class h2_origin_stream {
 public:
     /// `via`: this proxy's Via entry, added to the request's fields.
-    h2_upstream(origin_session& session, bool reused, std::string_view via)
+    h2_origin_stream(origin_session& session, bool reused, std::string_view via)
         : session_(session), reused_(reused), via_(via) {}
 
-    template <client_side Downstream>
-    task<forwarded> forward(Downstream& down, exchange& trip, const origin_target& target, relay_buffers& scratch);
+    template <client_side Client>
+    task<forwarded> forward(Client& down, exchange& trip, const origin_target& target, relay_buffers& scratch);
 
 private:
     origin_session& session_;
@@ -56,8 +56,8 @@ private:
     std::string_view via_;
 };
 
-template <client_side Downstream>
-task<forwarded> h2_upstream::forward(Downstream& down, exchange& trip, const origin_target& target,
+template <client_side Client>
+task<forwarded> h2_origin_stream::forward(Client& down, exchange& trip, const origin_target& target,
                                      relay_buffers& scratch) {
     origin_session& session = session_;
     const host_policy& policy = trip.policy();
@@ -79,7 +79,7 @@ task<forwarded> h2_upstream::forward(Downstream& down, exchange& trip, const ori
     const stream_guard guard(session, stream);
     // A client that goes away wakes the waits below (until this returns: the event dies with the stream).
     struct watching {
-        Downstream& down;
+        Client& down;
         ~watching() { down.watch(nullptr); }
     } const watched{down};
     down.watch(&stream->changed);

@@ -6,7 +6,7 @@
 // on a new one), every failure classified and reported, the response relayed, and the
 // connection pooled again for as long as the origin's Keep-Alive says.
 //
-// Two ways with the client's side (`Downstream`, exchange/client_side.hpp), chosen at
+// Two ways with the client's side (`Client`, exchange/client_side.hpp), chosen at
 // compile time: a client that relays HTTP/1.1 bytes itself (relays_http1: an HTTP/1.1
 // client) rewrites its header in place and passes both bodies through as they are
 // framed, the proxy's fastest path; any other gives its request as a message and takes
@@ -68,8 +68,8 @@ namespace h1_message {
 /// fields (cookies joined into one line, RFC 9113 section 8.2.3), Via, then the framing
 /// decided for the body (Content-Length: 0 for an empty POST, PUT or PATCH: some origins
 /// want a length there, 411).
-template <client_side Downstream>
-void write_head(Downstream& down, const origin_target& target, std::string_view via_line, relay_buffers& scratch) {
+template <client_side Client>
+void write_head(Client& down, const origin_target& target, std::string_view via_line, relay_buffers& scratch) {
     std::string& out = scratch.head;
     out.clear();
     out += down.method_string();
@@ -101,8 +101,8 @@ void write_head(Downstream& down, const origin_target& target, std::string_view 
 /// its length is unknown. A body of known length is written whole with its last byte,
 /// whether the message's end came with it or comes later: the origin may answer from then
 /// on, and that answer is not early.
-template <client_side Downstream>
-task<relay_status> send_request(Downstream& down, timed_socket& origin, relay_buffers& scratch, clock::duration idle) {
+template <client_side Client>
+task<relay_status> send_request(Client& down, timed_socket& origin, relay_buffers& scratch, clock::duration idle) {
     origin.expires_after(idle);
     if (auto [ec, n] = co_await send_all(origin, boost::asio::buffer(scratch.head)); ec)
         co_return relay_status{relay_end::write_failed, ec};
@@ -133,8 +133,8 @@ task<relay_status> send_request(Downstream& down, timed_socket& origin, relay_bu
 }
 
 /// How the response's body is read, for a message (no HTTP/1.1 framing to tell).
-template <client_side Downstream>
-response_plan plan(const Downstream& down, const origin_response_parser& response) {
+template <client_side Client>
+response_plan plan(const Client& down, const origin_response_parser& response) {
     return plan_response(response.framing(), response.status(), down.method_string() == "HEAD", 11);
 }
 
@@ -142,8 +142,8 @@ response_plan plan(const Downstream& down, const origin_response_parser& respons
 /// hop-by-hop and framing fields were left out as they arrived; content-length when
 /// known), then its body read as the origin framed it, piece by piece as the client takes
 /// them, its trailers with the last.
-template <client_side Downstream>
-task<relay_status> deliver(Downstream& down, exchange& trip, const origin_response_parser& response,
+template <client_side Client>
+task<relay_status> deliver(Client& down, exchange& trip, const origin_response_parser& response,
                            const response_plan& plan, timed_socket& origin, boost::beast::flat_buffer& origin_buffer,
                            relay_buffers& scratch, clock::duration idle) {
     response_head head;
@@ -191,14 +191,14 @@ task<relay_status> deliver(Downstream& down, exchange& trip, const origin_respon
 /// which Asio recycles frames (RECYCLING_ALLOCATOR_CACHE_SIZE in CMakeLists.txt) instead
 /// of allocating one each time: 912 bytes with GCC 12, 1216 with the parser in it. Mind
 /// its size when adding locals to forward().
-class h1_upstream {
+class h1_origin_transport {
 public:
-    h1_upstream(exchange_context& ctx, const config& cfg, timed_socket& origin, bool reused, bool may_retry,
+    h1_origin_transport(exchange_context& ctx, const config& cfg, timed_socket& origin, bool reused, bool may_retry,
                 bool& head_written)
         : ctx_(ctx), cfg_(cfg), origin_(origin), reused_(reused), may_retry_(may_retry), head_written_(head_written) {}
 
-    template <client_side Downstream>
-    task<forwarded> forward(Downstream& down, exchange& trip, const origin_target& target, relay_buffers& scratch);
+    template <client_side Client>
+    task<forwarded> forward(Client& down, exchange& trip, const origin_target& target, relay_buffers& scratch);
 
 private:
     exchange_context& ctx_;
@@ -210,8 +210,8 @@ private:
     std::optional<origin_response_parser> response_;  ///< the response header being read
 };
 
-template <client_side Downstream>
-task<forwarded> h1_upstream::forward(Downstream& down, exchange& trip, const origin_target& target,
+template <client_side Client>
+task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const origin_target& target,
                                      relay_buffers& scratch) {
     namespace asio = boost::asio;
     namespace beast = boost::beast;
@@ -220,7 +220,7 @@ task<forwarded> h1_upstream::forward(Downstream& down, exchange& trip, const ori
     const bool may_retry = may_retry_;
     const host_policy& policy = trip.policy();
     if (!head_written_) {
-        if constexpr (relays_http1<Downstream>)
+        if constexpr (relays_http1<Client>)
             down.write_head(target, scratch);
         else
             h1_message::write_head(down, target, ctx_.via_line, scratch);
@@ -231,7 +231,7 @@ task<forwarded> h1_upstream::forward(Downstream& down, exchange& trip, const ori
     if (down.wants_continue() && !co_await down.send_continue()) co_return forwarded::close;
     trip.request_sent();
     relay_status sent{};
-    if constexpr (relays_http1<Downstream>)
+    if constexpr (relays_http1<Client>)
         sent = co_await down.send_request(origin, scratch, policy.timeouts.idle);
     else
         sent = co_await h1_message::send_request(down, origin, scratch, policy.timeouts.idle);
@@ -310,7 +310,7 @@ task<forwarded> h1_upstream::forward(Downstream& down, exchange& trip, const ori
 
     response_plan plan;
     bool keep;
-    if constexpr (relays_http1<Downstream>) {
+    if constexpr (relays_http1<Client>) {
         plan = down.plan(*response);
         keep = down.keeps(plan);
     } else {
@@ -320,7 +320,7 @@ task<forwarded> h1_upstream::forward(Downstream& down, exchange& trip, const ori
     const bool origin_keeps = response->keep_alive() && plan.from_origin.kind != body_kind::until_close;
     const auto lifetime = forwarding::pooled_lifetime(response->keep_alive_hint(), policy.timeouts.idle);
     relay_status received{};
-    if constexpr (relays_http1<Downstream>)
+    if constexpr (relays_http1<Client>)
         received =
             co_await down.deliver(trip, *response, plan, keep, origin, origin_buffer, scratch, policy.timeouts.idle);
     else
