@@ -25,8 +25,8 @@ The names live in one module per concept, all re-exported here:
   harness_proxy     Proxy (the process under test), _pdeathsig, the live-PID registry
   harness_metrics   parse_metrics, mget, msum, mseries
   harness_requests  request, concurrent, Background, Result, https_session, brief, summarize
-  harness_raw       RawClient, RawServer, recv_until, recv_head, raw_get, connect_tunnel,
-                    free_port
+  harness_raw       RawClient, RawServer, recv_until, recv_head, recv_to_close, raw_get,
+                    connect_tunnel, free_port
   harness_bounds    overlap_peak, check_peak_across, check_tunnel_holds_slot
   harness_tools     promtool_check, chromium
   harness_runner    TestContext, find_binary, main
@@ -51,7 +51,7 @@ from harness_requests import (  # noqa: E402,F401
     Background, Result, brief, concurrent, https_session, request, summarize)
 from harness_raw import (  # noqa: E402,F401
     RawClient, RawResponse, RawServer, connect_tunnel, free_port, raw_get, recv_head,
-    recv_until)
+    recv_to_close, recv_until)
 from harness_bounds import check_peak_across, check_tunnel_holds_slot, overlap_peak  # noqa: E402,F401
 from harness_tools import chromium, promtool_check  # noqa: E402,F401
 from harness_runner import TestContext, find_binary, main  # noqa: E402,F401

@@ -1,7 +1,7 @@
 """Raw sockets, for tests that check exact bytes: RawClient (a TCP connection to the
 proxy for hand-written requests, parsing the responses it reads and keeping every byte),
 RawServer (a threaded TCP server on 127.0.0.1:0 for origins that answer with exact
-bytes), recv_until/recv_head, raw_get (the bytes of an absolute-form GET),
+bytes), recv_until/recv_head/recv_to_close, raw_get (the bytes of an absolute-form GET),
 connect_tunnel (a CONNECT answered 200) and free_port."""
 import re
 import socket
@@ -202,6 +202,16 @@ def recv_until(s, buf, done):
             return None
         buf += d
     return buf
+
+
+def recv_to_close(s):
+    """Every byte `s` receives until the peer closes it (errors are the caller's)."""
+    out = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return out
+        out += d
 
 
 def recv_head(s, buf):

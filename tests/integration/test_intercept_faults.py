@@ -91,15 +91,10 @@ def test(t):
                                                                  server_hostname=HOST)
     ts.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (HOST, origin.port, HOST, origin.port)).encode())
     ts.settimeout(5)
-    answer = b""
     try:
-        while True:
-            chunk = ts.recv(65536)
-            if not chunk:
-                break
-            answer += chunk
-    except (socket.timeout, ssl.SSLError, OSError):
-        pass
+        answer = H.recv_to_close(ts)
+    except (socket.timeout, ssl.SSLError, OSError) as e:
+        answer = b"(no answer before the connection broke: %s)" % str(e).encode()
     ts.close()
     head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1")
     H.check(head.startswith("HTTP/1.1 400") and "no tunnel" in head and "Connection: close" in head,
