@@ -26,12 +26,9 @@ Every case runs; the failures of all of them are reported together. Besides the 
 above, politeproxy's outcome (origin_desync_checks.py) must show no stray byte at any
 client and every follow-up with its own answer, whatever the differential says.
 
-HAProxy differential: every case also runs, with the same client sequence, through
-HAProxy (origin_desync_run.py says how); each side's outcome per case is compared by
-aspect (first answer, stray bytes, follow-ups, origin conn) and a table of both sides
-is printed. A difference not in KNOWN_DIFFERENCES below (which pins both sides' values
-and says why), or an entry there that no longer differs as recorded, fails the test.
-Skipped (with the reason printed) when haproxy is not installed or does not start.
+HAProxy differential: every case also runs through HAProxy and both sides' outcomes are
+compared by aspect (origin_desync_run.py says how, and what fails the test); the
+expected differences are KNOWN_DIFFERENCES below.
 
 After a 101 or a 1xx: test_origin_desync_1xx.py."""
 import os

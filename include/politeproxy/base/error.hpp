@@ -1,7 +1,10 @@
 #pragma once
 // One error vocabulary for politeproxy.
+#include "politeproxy/base/clock.hpp"
+
 #include <boost/system/error_code.hpp>
 
+#include <optional>
 #include <string>
 
 namespace politeproxy {
@@ -89,11 +92,17 @@ inline boost::system::error_code make_error_code(errc e) noexcept {
 
 /// The shape every layer's "no" takes: why (the errc a client's answer is chosen by and
 /// counted under) and the details its answer gives (Proxy-Status). Each layer names it
-/// for what it refuses (connect_failure, handshake_failure, head_refusal, entry_refusal;
-/// admission's refusal adds a Retry-After hint).
+/// for what it refuses (connect_failure, handshake_failure, head_refusal, entry_refusal).
 struct failure {
     errc why{};
     std::string details;
+};
+
+/// A refusal the client may try again after: admission's (queue_full, queue_timeout,
+/// shutting_down, fleet_unavailable; cancelled: the client left) and the credentials
+/// check's (auth_checks_busy), with the hint for the answer's Retry-After.
+struct refusal : failure {
+    std::optional<clock::duration> retry_after;
 };
 
 }  // namespace politeproxy

@@ -20,12 +20,6 @@ namespace politeproxy {
 class event;
 struct exchange_context;
 
-/// Why a request was not admitted.
-/// why: queue_full, queue_timeout, shutting_down, fleet_unavailable; cancelled: the client left.
-struct refusal : failure {
-    std::optional<clock::duration> retry_after;  ///< a hint for the 503
-};
-
 /// A permit, or why not.
 using admitted = boost::system::result<permit, refusal>;
 

@@ -32,11 +32,7 @@ struct proxy_credentials {
 /// Why a request's credentials are refused: errc::proxy_auth_required (missing, wrong or
 /// ambiguous: 407) or errc::auth_checks_busy (too many new credentials waiting to be
 /// hashed: 503, with `retry_after`).
-struct auth_refusal {
-    errc why;
-    std::string_view details;
-    std::optional<clock::duration> retry_after;
-};
+using auth_refusal = refusal;
 
 /// Nothing when `credentials` are not required or name a user with the right password
 /// (then the request counts under its user when metrics.per_user is on).
