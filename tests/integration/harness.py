@@ -46,7 +46,7 @@ from harness_proxy import (  # noqa: E402,F401
     LISTEN_RE, STARTUP_TIMEOUT, STOP_GRACE, Proxy, _kill_all_live, _live, _live_lock,
     _pdeathsig, _register_pid, _unregister_pid)
 from harness_metrics import (  # noqa: E402,F401
-    _LABEL_RE, _METRIC_RE, _unescape, mget, mseries, msum, parse_metrics)
+    _LABEL_RE, _METRIC_RE, _unescape, metrics_when, mget, mseries, msum, parse_metrics)
 from harness_requests import (  # noqa: E402,F401
     Background, Result, brief, concurrent, https_session, request, summarize)
 from harness_raw import (  # noqa: E402,F401

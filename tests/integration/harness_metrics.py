@@ -2,7 +2,7 @@
 {(name, ((label, value), ...sorted)): float}; mget, msum and mseries pick series out."""
 import re
 
-from harness_checks import TestFailure
+from harness_checks import TestFailure, wait_until
 
 
 _METRIC_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?\s*$")
@@ -54,3 +54,18 @@ def msum(metrics, name, **labels):
 
 def mseries(metrics, name):
     return {ls: v for (n, ls), v in metrics.items() if n == name}
+
+
+def metrics_when(proxy, name, want, timeout=5, **labels):
+    """Scrape until the sum of `name` over series with `labels` is `want`; return the last
+    scrape. The proxy counts a request when its exchange ends, just after its last byte is
+    written, so a client can hold its whole answer a moment before the counter moves."""
+    last = {}
+
+    def reached():
+        nonlocal last
+        last = proxy.metrics()
+        return msum(last, name, **labels) == want
+
+    wait_until(reached, timeout)
+    return last

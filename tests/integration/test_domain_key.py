@@ -30,7 +30,7 @@ def test(t):
     hosts = proxy.hosts()
     H.check("site.test" in hosts and "other.test" in hosts and not any(h in hosts for h in SUBDOMAINS),
             "/hosts should name the gates by domain: %s" % sorted(hosts))
-    m = proxy.metrics()
+    m = H.metrics_when(proxy, "politeproxy_requests_total", 12, host="site.test", outcome="ok")
     H.check(H.mget(m, "politeproxy_requests_total", host="site.test", outcome="ok") == 12,
             "requests_total{host=site.test,outcome=ok} should count all 12")
 

@@ -52,6 +52,7 @@ def test(t):
     send(proxy, ["http://busy%d.test:%d/b?i=%d" % (b, origin.port, i) for b in range(BUSY) for i in range(6)])
     send(proxy, ["http://q%d.test:%d/q" % (q, origin.port) for q in range(QUIET)])
 
+    H.metrics_when(proxy, "politeproxy_requests_total", QUIET + 6 * BUSY)
     text, _ = scrape(proxy)
     H.promtool_check(text)
     m = H.parse_metrics(text)
@@ -74,6 +75,7 @@ def test(t):
     # A quiet host without a series becomes the busiest: names stay, _other grows.
     unnamed = sorted("q%d.test" % q for q in range(QUIET) if "q%d.test" % q not in names)[0]
     send(proxy, ["http://%s:%d/again?i=%d" % (unnamed, origin.port, i) for i in range(20)])
+    H.metrics_when(proxy, "politeproxy_requests_total", QUIET + 6 * BUSY + 20)
     text, _ = scrape(proxy)
     m = H.parse_metrics(text)
     H.check(host_labels(m) == names, "the named hosts changed between scrapes: %s"

@@ -28,6 +28,7 @@ def test(t):
                            + ["http://full.test:%d/m?delay=0.5&i=%d" % (origin.port, i) for i in range(4)])
     H.check(any(r.status == 503 for r in results), "expected some 503 from the full queue: %s"
             % H.summarize(results))
+    H.metrics_when(proxy, "politeproxy_requests_total", 4, host="api.test", outcome="ok")
     text = proxy.metrics_text()
     H.promtool_check(text)
 
