@@ -38,10 +38,10 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
         res.body() = "405 Method Not Allowed: the admin listener is read-only\n";
     } else if (path == "/metrics") {
         res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-        res.body() = view.renderer.render(view.metrics, view.gates, view.idle_origin_connections());
+        res.body() = view.renderer.render(view.metrics, view.gates, view.parents, view.idle_origin_connections());
     } else if (path == "/hosts") {
         res.set(http::field::content_type, "application/json");
-        res.body() = render_hosts_json(view.gates, view.gates.time().now(), std::chrono::system_clock::now());
+        res.body() = render_hosts_json(view.gates, view.parents, view.gates.time().now(), std::chrono::system_clock::now());
         if (view.fleet_store) {
             if (const char* state = view.fleet_store()) res.set("Politeproxy-Fleet-Store", state);
         }

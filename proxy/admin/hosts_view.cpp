@@ -1,6 +1,7 @@
 #include "politeproxy/admin/hosts_view.hpp"
 
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/exchange/parent_set.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -56,7 +57,7 @@ std::string rfc3339(std::chrono::system_clock::time_point t) {
 
 }  // namespace
 
-std::string render_hosts_json(const host_gates& gates, clock::time_point now,
+std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,
                               std::chrono::system_clock::time_point wall_now) {
     auto hosts = gates.snapshot(now);
     std::sort(hosts.begin(), hosts.end(), [](const host_snapshot& a, const host_snapshot& b) {
@@ -116,7 +117,14 @@ std::string render_hosts_json(const host_gates& gates, clock::time_point now,
         } else {
             out += "null";
         }
-        out += std::string(", \"enforce\": ") + (h.enforce ? "true" : "false") + "}";
+        out += std::string(", \"enforce\": ") + (h.enforce ? "true" : "false");
+        out += ", \"via\": [";
+        bool first = true;
+        for (const std::string& name : parents.route_names(h.key)) {
+            if (!std::exchange(first, false)) out += ", ";
+            append_json_string(out, name);
+        }
+        out += "]}";
     }
     out += hosts.empty() ? "]\n" : "\n]\n";
     return out;

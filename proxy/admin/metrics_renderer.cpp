@@ -2,11 +2,13 @@
 
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/exchange/parent_set.hpp"
 
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -29,9 +31,39 @@ void add_sample(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetri
     f.metric.push_back(std::move(m));
 }
 
+// parent_up, parent_connections, parent_requests_total, parent_connect_seconds (SPEC.md).
+void add_parent_families(const parent_set& parents, std::vector<prometheus::MetricFamily>& families) {
+    using prometheus::MetricType;
+    const auto all = parents.parents();
+    if (all.empty()) return;
+    auto up = host_family("parent_up", "1 while the parent proxy is up (not marked down)", MetricType::Gauge);
+    auto busy = host_family("parent_connections", "Requests and tunnels the parent proxy carries now", MetricType::Gauge);
+    auto requests = host_family("parent_requests_total", "Requests through the parent proxy by outcome", MetricType::Counter);
+    auto connect = host_family("parent_connect_seconds", "Time to connect to the parent proxy", MetricType::Histogram);
+    for (const auto& p : all) {
+        add_sample(up, {{"parent", p->name()}}, p->up() ? 1 : 0);
+        add_sample(busy, {{"parent", p->name()}}, static_cast<double>(p->busy()));
+        const auto counts = p->snapshot();
+        for (std::size_t o = 0; o < outcome_count; ++o)
+            add_sample(requests, {{"parent", p->name()}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
+                       static_cast<double>(counts.requests[o]));
+        prometheus::ClientMetric m;
+        m.label = {{"parent", p->name()}};
+        m.histogram.sample_count = counts.connects;
+        m.histogram.sample_sum = counts.connect_seconds;
+        const auto bounds = parent_state::connect_bucket_bounds();
+        for (std::size_t i = 0; i < bounds.size(); ++i)
+            m.histogram.bucket.push_back({counts.connect_buckets[i], bounds[i]});
+        m.histogram.bucket.push_back({counts.connects, std::numeric_limits<double>::infinity()});
+        connect.metric.push_back(std::move(m));
+    }
+    for (auto* f : {&up, &busy, &requests, &connect}) families.push_back(std::move(*f));
+}
+
 }  // namespace
 
-std::string metrics_renderer::render(const metrics& counted, const host_gates& gates, std::size_t idle_origin_connections) {
+std::string metrics_renderer::render(const metrics& counted, const host_gates& gates, const parent_set& parents,
+                                     std::size_t idle_origin_connections) {
     using prometheus::MetricType;
     auto families = counted.collect();
     for (auto& f : families)
@@ -100,6 +132,7 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
     for (const auto& o : cfg->hosts)
         if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
 
+    add_parent_families(parents, families);
     for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &rate_from, &fleet_in_flight, &paused, &requests, &changes, &would_wait, &tracked,
                     &overrides})
         families.push_back(std::move(*f));

@@ -45,6 +45,11 @@ std::string listen_address::text() const {
                                                 : host + ":" + std::to_string(port);
 }
 
+std::string parent_config::authority() const {
+    return host.find(':') != std::string::npos ? "[" + host + "]:" + std::to_string(port)
+                                                : host + ":" + std::to_string(port);
+}
+
 const host_override* config::override_for(std::string_view key, std::chrono::sys_days today) const {
     return best_match(hosts, key, [today](const host_override& o) { return !o.expired(today); });
 }
@@ -98,8 +103,16 @@ std::chrono::sys_days utc_today() {
 
 std::string describe(const config& c, std::chrono::sys_days today) {
     std::ostringstream out;
-    auto row = [&out](std::string_view host, const host_policy& p, std::string_view note) {
-        out << host << "\tconcurrency=" << p.concurrency << "\trate=" << p.rate
+    auto route_of = [&c](std::string_view host) {
+        const parent_route* r = route_for(c.routes, host, {});
+        if (!r) return std::string("direct");
+        std::string names;
+        for (std::size_t i : r->via)
+            names += (names.empty() ? "" : ",") + (i == parent_route::direct ? "direct" : c.parents[i].name);
+        return names;
+    };
+    auto row = [&out, &route_of](std::string_view host, const host_policy& p, std::string_view note) {
+        out << host << "\tvia=" << route_of(host) << "\tconcurrency=" << p.concurrency << "\trate=" << p.rate
             << "\tburst=" << p.burst << "\tmax_waiting=" << p.queue.max_waiting
             << "\tmax_wait=" << format_duration(p.queue.max_wait)
             << "\thard_max=" << p.adaptive.hard_max << "\tenforce=" << (p.enforce ? "true" : "false")
@@ -112,6 +125,19 @@ std::string describe(const config& c, std::chrono::sys_days today) {
             << " expected_workers=" << c.fleet->expected_workers << " on_store_failure="
             << (c.fleet->on_store_failure == fleet_config::failure_mode::fail_closed ? "fail_closed" : "local_share")
             << " timeout=" << format_duration(c.fleet->timeout) << "\n";
+    for (const auto& p : c.parents)
+        out << "# parent " << p.name << ": http://" << p.authority() << (p.authorization.empty() ? "" : " (with credentials)")
+            << " max_connections=" << p.max_connections << " weight=" << p.weight
+            << " retry_after=" << format_duration(p.retry_after) << " fail_after=" << p.fail_after << "\n";
+    constexpr const char* picks[] = {"round_robin", "least_busy", "by_host"};
+    for (const auto& r : c.routes) {
+        out << "# route (line " << r.line << "):";
+        for (const auto& n : r.names) out << " " << n;
+        for (const auto& n : r.networks) out << " " << network_text(n);
+        out << " -> via";
+        for (std::size_t i : r.via) out << " " << (i == parent_route::direct ? "direct" : c.parents[i].name);
+        out << " pick=" << picks[static_cast<int>(r.pick)] << "\n";
+    }
     row("(defaults)", c.defaults, "");
     for (const auto& o : c.hosts) {
         std::string note = o.reason.empty() ? "" : "reason=\"" + o.reason + "\"";

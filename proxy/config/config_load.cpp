@@ -1,107 +1,22 @@
-#include "politeproxy/config/config_load.hpp"
+#include "config_reader.hpp"
+
+#include "politeproxy/policy/host_key.hpp"
 #include "politeproxy/policy/proxy_users.hpp"
 #include "politeproxy/policy/public_suffixes.hpp"
 
-#include "politeproxy/base/duration.hpp"
-#include "politeproxy/policy/host_key.hpp"
-
-#include <yaml-cpp/yaml.h>
-
-#include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <initializer_list>
-#include <limits>
 #include <sstream>
 
 namespace politeproxy {
 namespace {
 
-struct load_error {
-    std::string message;
-};
+using config_detail::load_error;
 
-// Walks the YAML tree; every error carries file:line.
-class reader {
+class reader : public config_detail::config_reader {
 public:
-    explicit reader(std::string source) : source_(std::move(source)) {}
-
-    [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
-        throw load_error{source_ + ":" + std::to_string(at.Mark().line + 1) + ": " + what};
-    }
-
-    void expect_map(const YAML::Node& n, std::string_view what) const {
-        if (!n.IsMap()) fail(n, std::string(what) + " must be a mapping");
-    }
-
-    void only_keys(const YAML::Node& map, std::string_view where,
-                   std::initializer_list<std::string_view> allowed) const {
-        for (const auto& kv : map) {
-            const auto key = kv.first.as<std::string>();
-            bool known = false;
-            for (auto a : allowed) known = known || a == key;
-            if (!known) fail(kv.first, "unknown key '" + key + "' in " + std::string(where));
-        }
-    }
-
-    std::string text(const YAML::Node& n, std::string_view what) const {
-        if (!n.IsScalar()) fail(n, std::string(what) + " must be a scalar");
-        return n.Scalar();
-    }
-
-    double number(const YAML::Node& n, std::string_view what) const {
-        const std::string s = text(n, what);
-        char* end = nullptr;
-        const double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || *end != '\0' || !std::isfinite(v))
-            fail(n, std::string(what) + " must be a number, got '" + s + "'");
-        return v;
-    }
-
-    double positive(const YAML::Node& n, std::string_view what) const {
-        const double v = number(n, what);
-        if (v <= 0) fail(n, std::string(what) + " must be positive");
-        return v;
-    }
-
-    std::size_t count(const YAML::Node& n, std::string_view what, std::size_t min) const {
-        const double v = number(n, what);
-        if (v != std::floor(v) || v < static_cast<double>(min) || v > 1e9)
-            fail(n, std::string(what) + " must be a whole number >= " + std::to_string(min));
-        return static_cast<std::size_t>(v);
-    }
-
-    clock::duration duration(const YAML::Node& n, std::string_view what) const {
-        const std::string s = text(n, what);
-        const auto d = parse_duration(s);
-        if (!d) fail(n, std::string(what) + " must be a duration like 500ms, 30s, 10m or 1h, got '" + s + "'");
-        return *d;
-    }
-
-    bool boolean(const YAML::Node& n, std::string_view what) const {
-        const std::string s = text(n, what);
-        if (s == "true") return true;
-        if (s == "false") return false;
-        fail(n, std::string(what) + " must be true or false");
-    }
-
-    listen_address address(const YAML::Node& n, std::string_view what) const {
-        auto a = parse_listen_address(text(n, what));
-        if (!a) fail(n, std::string(what) + ": " + a.error());
-        return *a;
-    }
-
-    std::vector<ip_network> networks(const YAML::Node& n, std::string_view what) const {
-        std::vector<ip_network> out;
-        if (n.IsNull()) return out;
-        if (!n.IsSequence()) fail(n, std::string(what) + " must be a list");
-        for (const auto& item : n)
-            if (auto bad = address_filter::expand(text(item, what), out))
-                fail(item, std::string(what) + ": '" + *bad + "' is not a network or a known class");
-        return out;
-    }
+    using config_reader::config_reader;
 
     void policy(const YAML::Node& map, host_policy& p, std::string_view where) const {
         for (const auto& kv : map) {
@@ -198,12 +113,12 @@ public:
 
     config load(const YAML::Node& root) const {
         config c;
-        c.source = source_;
+        c.source = source();
         if (root.IsNull()) return c;
         expect_map(root, "the configuration");
         only_keys(root, "the top level", {"listen", "admin_listen", "workers", "drain_timeout", "defaults",
                                           "groups", "hosts", "fleet", "robots", "resolve", "metrics", "limits",
-                                          "security", "tls"});
+                                          "security", "tls", "parents", "routes"});
         if (root["listen"]) c.listen = address(root["listen"], "listen");
         if (root["admin_listen"]) c.admin_listen = address(root["admin_listen"], "admin_listen");
         if (root["workers"]) c.workers = static_cast<unsigned>(count(root["workers"], "workers", 0));
@@ -286,6 +201,7 @@ public:
         }
         security(root["security"], c);
         tls(root["tls"], c);
+        config_detail::load_parents(*this, root["parents"], root["routes"], c);
         if (c.per_user_metrics && !c.security.users)
             fail(root["metrics"]["per_user"], "metrics.per_user needs security.users_file (users to count)");
         if (c.key == config::key_kind::domain || c.groups.domain) {
@@ -414,8 +330,6 @@ public:
         }
     }
 
-private:
-    std::string source_;
 };
 
 // The failure of a loaded<T>: converts to any of them.

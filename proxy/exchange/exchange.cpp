@@ -5,6 +5,7 @@
 #include "politeproxy/policy/adaptive_limit.hpp"
 #include "politeproxy/policy/retry_after.hpp"
 #include "politeproxy/config/config.hpp"
+#include "politeproxy/exchange/parent_set.hpp"
 
 #include <charconv>
 #include <chrono>
@@ -17,20 +18,45 @@ long long whole_ms(clock::duration d) { return std::chrono::duration_cast<std::c
 
 }  // namespace
 
+exchange::~exchange() {
+    if (parent_) parent_->count(outcome_);
+}
+
+std::string_view exchange::next_hop() const { return parent_ ? std::string_view(parent_->name()) : std::string_view(); }
+
 void exchange::connect_failed(errc why) {
-    slot_.set_outcome(outcome_of(why));
+    set(outcome_of(why));
+    if (parent_) {  // no tunnel through the parent: its failure, or its answer about the destination
+        if (why == errc::origin_refused_by_parent) slot_.report(health_signal::refused_connection());
+        else if (why != errc::parent_credentials_refused) parent_->failed(log_, make_error_code(why).message());
+        return;
+    }
     if (why == errc::origin_refused) slot_.report(health_signal::refused_connection());
 }
 
-void exchange::client_failed() { slot_.set_outcome(outcome::error); }
+void exchange::client_failed() { set(outcome::error); }
 
 void exchange::request_refused() {
-    slot_.set_outcome(outcome::refused);
-    slot_.report(health_signal::refused_connection());
+    set(outcome::refused);
+    if (parent_)
+        parent_->failed(log_, "closed the connection while receiving a request");
+    else
+        slot_.report(health_signal::refused_connection());
+}
+
+void exchange::parent_refused_credentials() { set(outcome::error); }
+
+void exchange::tunnel_opened() {
+    set(outcome::ok);
+    if (parent_) parent_->answered();
 }
 
 void exchange::response_failed(errc why) {
-    slot_.set_outcome(outcome_of(why));
+    set(outcome_of(why));
+    if (parent_) {  // no answer from the parent: its failure (it would have said 502/504 for the origin)
+        parent_->failed(log_, make_error_code(why).message());
+        return;
+    }
     if (why == errc::origin_response_timeout)  // the slowest answer there is
         slot_.report(health_signal::answered(time_.now() - sent_at_));
     else if (why == errc::origin_closed)
@@ -47,7 +73,8 @@ void exchange::response_arrived(unsigned status, std::string_view retry_after, s
                        std::to_string(whole_ms(latency)) + " ms after " + std::to_string(whole_ms(queue_wait())) +
                        " ms parked" + (pooled ? ", pooled connection" : ""));
     const bool throttled = status == 429 || status == 503;
-    slot_.set_outcome(throttled ? outcome::throttled : outcome::ok);
+    set(throttled ? outcome::throttled : outcome::ok);
+    if (parent_) parent_->answered();
     if (throttled)
         slot_.report(health_signal::throttled_by(
             latency, parse_retry_after(retry_after, std::chrono::system_clock::now(), policy().retry_after_cap)));
@@ -55,7 +82,7 @@ void exchange::response_arrived(unsigned status, std::string_view retry_after, s
         slot_.report(health_signal::answered(latency));
 }
 
-void exchange::append_proxy_status(std::string& out) const { append_queue_wait_status(queue_wait(), out); }
+void exchange::append_proxy_status(std::string& out) const { append_queue_wait_status(queue_wait(), out, next_hop()); }
 
 outcome outcome_of(errc why) {
     switch (why) {
@@ -63,6 +90,7 @@ outcome outcome_of(errc why) {
     case errc::origin_connect_timeout:
     case errc::origin_response_timeout: return outcome::timeout;
     case errc::origin_refused:
+    case errc::origin_refused_by_parent:
     case errc::origin_closed: return outcome::refused;
     case errc::queue_full:
     case errc::queue_timeout:
@@ -74,7 +102,7 @@ outcome outcome_of(errc why) {
     }
 }
 
-void append_queue_wait_status(clock::duration waited, std::string& out) {
+void append_queue_wait_status(clock::duration waited, std::string& out, std::string_view next_hop) {
     // "%.3f" seconds, without printf's floating-point path (this is on every response).
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited + std::chrono::microseconds(500)).count();
     out += "politeproxy; queue-wait=";
@@ -86,6 +114,7 @@ void append_queue_wait_status(clock::duration waited, std::string& out) {
     out += static_cast<char>('0' + frac / 100);
     out += static_cast<char>('0' + frac / 10 % 10);
     out += static_cast<char>('0' + frac % 10);
+    if (!next_hop.empty()) ((out += "; next-hop=\"") += next_hop) += '"';  // a parent name: no quote or backslash
 }
 
 }  // namespace politeproxy

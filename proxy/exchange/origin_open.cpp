@@ -1,6 +1,9 @@
 #include "politeproxy/exchange/origin_open.hpp"
 
+#include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
+#include "politeproxy/exchange/parent_set.hpp"
+#include "politeproxy/exchange/parent_tunnel.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/tls/session.hpp"
 
@@ -10,10 +13,16 @@ namespace politeproxy {
 
 task<origin_opened> open_origin(exchange_context& ctx, const config& cfg, timed_socket& origin,
                                 const origin_target& target, const pinned_address& pinned, bool offer_h2,
-                                clock::duration phase, clock::time_point not_after) {
+                                clock::duration phase, clock::time_point not_after, parent_state* parent) {
     const auto phase_ends = [&] { return std::min(clock::now() + phase, not_after); };
-    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, target.key, target.port,
-                                               phase_ends() - clock::now(), pinned.address))
+    if (parent) {  // for http the connection is the parent's (absolute-form); for https a tunnel through it
+        const std::string authority =
+            target.tls ? authority_of(pinned.address ? pinned.text : target.key, target.port) : std::string();
+        if (auto failure = co_await connect_through(ctx, cfg, origin, *parent, authority, phase_ends()))
+            co_return origin_opened{std::move(failure)};
+        if (!target.tls) co_return origin_opened{};
+    } else if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, target.key, target.port,
+                                                      phase_ends() - clock::now(), pinned.address))
         co_return origin_opened{std::move(failure)};
     if (!target.tls) co_return origin_opened{std::nullopt, offer_h2};
     origin.expires_at(phase_ends());
@@ -24,6 +33,13 @@ task<origin_opened> open_origin(exchange_context& ctx, const config& cfg, timed_
         co_return origin_opened{connect_failure{failure.why, std::move(failure.details)}};
     }
     co_return origin_opened{std::nullopt, hs.protocol == "h2"};
+}
+
+std::string authority_of(std::string_view host, std::uint16_t port) {
+    std::string out;
+    if (host.find(':') != std::string_view::npos) ((out += '[') += host) += ']';
+    else out += host;
+    return (out += ':') += std::to_string(port);
 }
 
 }  // namespace politeproxy

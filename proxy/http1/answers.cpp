@@ -44,6 +44,9 @@ answer_kind kind_of(errc why) {
     case errc::dns_failure: return {http::status::bad_gateway, "dns_error"};
     case errc::dns_timeout: return {http::status::gateway_timeout, "dns_timeout"};
     case errc::origin_refused: return {http::status::bad_gateway, "connection_refused"};
+    case errc::origin_refused_by_parent: return {http::status::bad_gateway, "destination_unavailable"};
+    case errc::parent_credentials_refused: return {http::status::bad_gateway, "proxy_configuration_error"};
+    case errc::parents_down: return {http::status::bad_gateway, "connection_refused"};
     case errc::origin_closed: return {http::status::bad_gateway, "connection_terminated"};
     case errc::origin_connect_timeout: return {http::status::gateway_timeout, "connection_timeout"};
     case errc::origin_response_timeout: return {http::status::gateway_timeout, "http_response_timeout"};
@@ -73,13 +76,13 @@ std::string quoted(std::string_view s) {
 }  // namespace
 
 answer make_answer(errc why, std::string_view details, bool keep_alive,
-                   std::optional<clock::duration> retry_after) {
+                   std::optional<clock::duration> retry_after, std::string_view next_hop) {
     const answer_kind kind = kind_of(why);
     answer res{kind.status, 11};
     res.set(http::field::content_type, "text/plain; charset=utf-8");
     res.set(http::field::cache_control, "no-store");
-    res.set("Proxy-Status", std::string("politeproxy; error=") + kind.proxy_error +
-                                "; details=" + quoted(details));
+    res.set("Proxy-Status", std::string("politeproxy; error=") + kind.proxy_error + "; details=" + quoted(details) +
+                                (next_hop.empty() ? std::string() : "; next-hop=" + quoted(next_hop)));
     if (retry_after) {
         const auto seconds = std::chrono::ceil<std::chrono::seconds>(*retry_after).count();
         res.set(http::field::retry_after, std::to_string(seconds < 1 ? 1 : seconds));

@@ -46,10 +46,10 @@ namespace {
 
 using endpoints_or_failure = std::variant<std::vector<tcp::endpoint>, connect_failure>;
 
-// The addresses of `key` the deny list permits (at least one), or why there are none.
-task<endpoints_or_failure> permitted_endpoints(const config& cfg, dns_resolver& resolver, const std::string& key,
-                                               std::uint16_t port, clock::time_point deadline,
-                                               const std::optional<asio::ip::address>& pinned) {
+// Every address of `key`: `pinned`, its literal, its static entry, or what DNS gives.
+task<endpoints_or_failure> addresses_of(const config& cfg, dns_resolver& resolver, const std::string& key,
+                                        std::uint16_t port, clock::time_point deadline,
+                                        const std::optional<asio::ip::address>& pinned) {
     std::vector<tcp::endpoint> candidates;
     boost::system::error_code ec;
     const std::string_view literal = cfg.static_address(key).value_or(key);
@@ -64,6 +64,16 @@ task<endpoints_or_failure> permitted_endpoints(const config& cfg, dns_resolver& 
         if (found.ec) co_return connect_failure{errc::dns_failure, "cannot resolve " + key};
         candidates = std::move(found.endpoints);
     }
+    co_return candidates;
+}
+
+// The addresses of `key` the deny list permits (at least one), or why there are none.
+task<endpoints_or_failure> permitted_endpoints(const config& cfg, dns_resolver& resolver, const std::string& key,
+                                               std::uint16_t port, clock::time_point deadline,
+                                               const std::optional<asio::ip::address>& pinned) {
+    auto found = co_await addresses_of(cfg, resolver, key, port, deadline, pinned);
+    if (auto* failure = std::get_if<connect_failure>(&found)) co_return std::move(*failure);
+    const auto& candidates = std::get<0>(found);
     std::vector<tcp::endpoint> permitted;
     const char* refusal = nullptr;
     for (const auto& e : candidates) {
@@ -75,6 +85,19 @@ task<endpoints_or_failure> permitted_endpoints(const config& cfg, dns_resolver& 
         co_return connect_failure{errc::destination_denied,
                                   "destination " + candidates.front().address().to_string() + refusal};
     co_return permitted;
+}
+
+task<std::optional<connect_failure>> connect_to(timed_socket& stream, const std::vector<tcp::endpoint>& endpoints,
+                                                clock::time_point deadline) {
+    stream.expires_at(deadline);
+    auto [cec, endpoint] = co_await stream.async_connect(endpoints, use_tuple);
+    stream.expires_never();
+    if (cec == boost::beast::error::timeout)
+        co_return connect_failure{errc::origin_connect_timeout, "connect timed out"};
+    if (cec) co_return connect_failure{errc::origin_refused, "connect failed: " + cec.message()};
+    boost::system::error_code ec;
+    stream.socket().set_option(tcp::no_delay(true), ec);
+    co_return std::nullopt;
 }
 
 }  // namespace
@@ -97,17 +120,32 @@ task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resol
     const auto deadline = clock::now() + timeout;
     auto found = co_await permitted_endpoints(cfg, resolver, key, port, deadline, pinned);
     if (auto* failure = std::get_if<connect_failure>(&found)) co_return std::move(*failure);
-    const auto& permitted = std::get<0>(found);
-    boost::system::error_code ec;
+    co_return co_await connect_to(stream, std::get<0>(found), deadline);
+}
 
-    stream.expires_at(deadline);
-    auto [cec, endpoint] = co_await stream.async_connect(permitted, use_tuple);
-    stream.expires_never();
-    if (cec == boost::beast::error::timeout)
-        co_return connect_failure{errc::origin_connect_timeout, "connect timed out"};
-    if (cec) co_return connect_failure{errc::origin_refused, "connect failed: " + cec.message()};
-    stream.socket().set_option(tcp::no_delay(true), ec);
-    co_return std::nullopt;
+task<std::optional<connect_failure>> connect_parent(const config& cfg, dns_resolver& resolver, timed_socket& stream,
+                                                    const std::string& host, std::uint16_t port,
+                                                    clock::duration timeout) {
+    const auto deadline = clock::now() + timeout;
+    auto found = co_await addresses_of(cfg, resolver, host, port, deadline, std::nullopt);
+    if (auto* failure = std::get_if<connect_failure>(&found)) co_return std::move(*failure);
+    co_return co_await connect_to(stream, std::get<0>(found), deadline);
+}
+
+task<std::variant<std::vector<ip_bytes>, connect_failure>> destination_addresses(const config& cfg,
+                                                                                dns_resolver& resolver,
+                                                                                const std::string& key,
+                                                                                std::uint16_t port,
+                                                                                clock::duration timeout) {
+    auto found = co_await addresses_of(cfg, resolver, key, port, clock::now() + timeout, std::nullopt);
+    if (auto* failure = std::get_if<connect_failure>(&found)) co_return std::move(*failure);
+    std::vector<ip_bytes> addresses;
+    for (const auto& e : std::get<0>(found)) {
+        addresses.push_back(bytes_of(e.address()));
+        if (const char* refusal = refusal_of(cfg, addresses.back(), port))
+            co_return connect_failure{errc::destination_denied, "destination " + e.address().to_string() + refusal};
+    }
+    co_return addresses;
 }
 
 }  // namespace politeproxy

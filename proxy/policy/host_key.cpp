@@ -108,6 +108,12 @@ std::string address_text(const ip_bytes& address) {
     return text;
 }
 
+std::string network_text(const ip_network& network) {
+    static const ip_network mapped = *parse_network("::ffff:0:0/96");
+    const bool v4 = mapped.contains(network.base) && network.prefix >= 96;
+    return address_text(network.base) + "/" + std::to_string(v4 ? network.prefix - 96 : network.prefix);
+}
+
 namespace {
 
 std::string lower_name(std::string_view host) {

@@ -102,11 +102,12 @@ public:
     std::string_view user_agent() const { return req_[http::field::user_agent]; }
     wire_allocator arena() { return req_.get_allocator(); }
 
-    task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = {}) {
+    task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = {},
+                      std::string_view next_hop = {}) {
         // Once the request went out (and for a loop) the connection closes: what the
         // client sent may be half read, and the origin's side is in doubt.
         const bool keep = keeping_.keep_alive && !sent_ && why != errc::loop_detected;
-        return send_answer(ctx_, client_, why, details, answer_mode{keep, keeping_.head}, retry_after);
+        return send_answer(ctx_, client_, why, details, answer_mode{keep, keeping_.head}, retry_after, next_hop);
     }
 
     client_watch parking() {

@@ -9,11 +9,12 @@ bool h2_client_side::via_loop(std::string_view via) const {
                        [&](const field& f) { return f.name == "via" && via_value_contains(f.value, via); });
 }
 
-task<bool> h2_client_side::answer(errc why, std::string_view details, std::optional<clock::duration> retry_after) {
+task<bool> h2_client_side::answer(errc why, std::string_view details, std::optional<clock::duration> retry_after,
+                                  std::string_view next_hop) {
     proxy_context& ctx = conn_->ctx();
     count_answer(ctx, why, details);
     if (s_->gone.is_set()) co_return false;
-    respond_with(make_answer(why, details, true, retry_after));
+    respond_with(make_answer(why, details, true, retry_after, next_hop));
     co_return false;
 }
 

@@ -131,7 +131,8 @@ public:
     }
     wire_allocator arena() { return arena_; }
 
-    task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = std::nullopt);
+    task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = std::nullopt,
+                      std::string_view next_hop = {});
     /// One of the proxy's own answers (made for HTTP/1.1), as HTTP/2 carries it.
     void respond_with(const politeproxy::answer& res);
     client_watch parking() { return &s_->gone; }

@@ -12,6 +12,7 @@
 #include "politeproxy/net/dns_resolver.hpp"
 #include "politeproxy/server/password_checks.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/exchange/parent_set.hpp"
 #include "politeproxy/fleet/fleet_client.hpp"
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/exchange/h2_origin_session.hpp"
@@ -129,6 +130,8 @@ int proxy_server::run() {
     // Declared before the workers: destroying a worker's io_context destroys suspended
     // sessions, whose permits and connection counters still refer to these.
     host_gates gates(cfg_);
+    parent_set parents(gates.time());
+    parents.update(*cfg_);
     std::vector<std::string_view> h2_guards;
     for (http2::guard g : http2::all_guards) h2_guards.emplace_back(http2::label(g));
     metrics m(h2_guards);
@@ -158,7 +161,7 @@ int proxy_server::run() {
     password_checks passwords;             // the same
     const std::string via = make_via();
     for (auto& w : workers)
-        w->ctx.emplace(proxy_context{{gates, w->pool, m, resolver, log_, origin_tls.get(), w->h2_origins, via},
+        w->ctx.emplace(proxy_context{{gates, w->pool, m, resolver, log_, origin_tls.get(), w->h2_origins, parents, via},
                                      draining, sessions, w->field_blocks, intercept.get(), passwords});
     // The fleet store, one connection per worker, reached before any listener opens: a
     // fleet that starts together never exceeds its bound. Destroyed before the workers
@@ -242,7 +245,7 @@ int proxy_server::run() {
 
     asio::co_spawn(control,
                    run_admin_listener(admin_acceptor,
-                                      admin_view{gates, m, rendered, idle_origin_connections, [&] { return !draining.load(); },
+                                      admin_view{gates, parents, m, rendered, idle_origin_connections, [&] { return !draining.load(); },
                                                  [&]() -> const char* {
                                                      if (!fleet) return nullptr;
                                                      return fleet->store_up() ? "up" : "down";
@@ -282,7 +285,7 @@ int proxy_server::run() {
             auto loaded = co_await off_thread(config_loader, std::move(read), clock::now() + reload_read_timeout);
             if (!loaded) loaded.emplace(boost::system::in_place_error, config_path_ + ": not read within " +
                                                                            std::to_string(reload_read_timeout.count()) + " s");
-            apply_reload(gates, m, std::move(*loaded));
+            apply_reload(gates, parents, m, std::move(*loaded));
         }
     }, asio::detached);
 
@@ -335,7 +338,7 @@ int proxy_server::run() {
     return 0;
 }
 
-void proxy_server::apply_reload(host_gates& gates, metrics& m, loaded<config> loaded) {
+void proxy_server::apply_reload(host_gates& gates, parent_set& parents, metrics& m, loaded<config> loaded) {
     if (!loaded) {
         m.config_reload(false);
         log_.write(log_level::error, "config", "reload rejected, keeping the running config: " + loaded.error());
@@ -360,6 +363,7 @@ void proxy_server::apply_reload(host_gates& gates, metrics& m, loaded<config> lo
     tls.intercept_exclude = loaded->tls.intercept_exclude;
     const bool tls_waits = tls != loaded->tls;
     loaded->tls = std::move(tls);
+    parents.update(*loaded);  // requests in flight keep the parents they hold
     gates.set_config(std::make_shared<const config>(std::move(*loaded)));
     m.config_reload(true);
     log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen, workers, fleet and tls "

@@ -17,9 +17,9 @@ void count_answer(proxy_context& ctx, errc why, std::string_view details) {
 }
 
 task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why, std::string_view details,
-                       answer_mode mode, std::optional<clock::duration> retry_after) {
+                       answer_mode mode, std::optional<clock::duration> retry_after, std::string_view next_hop) {
     count_answer(ctx, why, details);
-    auto res = make_answer(why, details, mode.keep_alive, retry_after);
+    auto res = make_answer(why, details, mode.keep_alive, retry_after, next_hop);
     client.expires_after(ctx.gates.current_config()->defaults.timeouts.idle);
     http::response_serializer<http::string_body> serializer(res);
     boost::system::error_code ec;

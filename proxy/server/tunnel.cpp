@@ -8,6 +8,9 @@
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/exchange/admission.hpp"
+#include "politeproxy/exchange/origin_open.hpp"
+#include "politeproxy/exchange/parent_tunnel.hpp"
+#include "politeproxy/exchange/route_choice.hpp"
 #include "politeproxy/base/executor.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -96,6 +99,20 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
         }
         pinned = std::move(std::get<0>(chosen));
     }
+    way via;  // routes: direct, or a parent's tunnel spliced to the client's
+    if (!cfg.routes.empty()) {
+        auto chosen = co_await choose_way(ctx, cfg, key, target.address, port);
+        if (auto* no = std::get_if<failure>(&chosen)) {
+            co_await send_answer(ctx, client, no->why, no->details, {});
+            co_return std::nullopt;
+        }
+        via = std::move(std::get<way>(chosen));
+        if (!via.all_down.empty()) {
+            co_await send_answer(ctx, client, errc::parents_down, "every parent of the route is down", {},
+                                 via.retry_after, via.all_down);
+            co_return std::nullopt;
+        }
+    }
     std::string domain_key;  // key: domain
     const std::string& gate_key = ctx.gates.gate_key(cfg, key, pinned.text, domain_key);
     permit slot = admit_at_once(ctx, gate_key, pinned.text);
@@ -112,15 +129,42 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     const host_policy& policy = trip.policy();
 
     timed_socket origin(co_await asio::this_coro::executor);
-    if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect,
-                                               pinned.address)) {
-        trip.connect_failed(failure->why);
-        co_await send_answer(ctx, client, failure->why, failure->details, {});
+    parent_turn turn;  // the parent carries the tunnel for as long as it is open
+    for (int attempt = 0;; ++attempt) {
+        std::optional<failure> failed;
+        if (via.parent) {
+            trip.through(via.parent.get());
+            if (!co_await via.parent->take(clock::now() + policy.queue.max_wait)) {
+                trip.parent_busy();
+                co_await send_answer(ctx, client, errc::queue_timeout, "no connection to the parent proxy within queue.max_wait",
+                                     {}, {}, trip.next_hop());
+                co_return std::nullopt;
+            }
+            turn = parent_turn(via.parent);
+            failed = co_await connect_through(ctx, cfg, origin, *via.parent,
+                                              authority_of(pinned.address ? pinned.text : key, port),
+                                              clock::now() + policy.timeouts.connect);
+        } else {
+            failed = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect, pinned.address);
+        }
+        if (!failed) break;
+        trip.connect_failed(failed->why);
+        // A parent that failed itself: the route's next usable way, once per parent (as forward_to_origin).
+        if (via.parent && parents_own_failure(failed->why) && attempt + 1 < 3 &&
+            co_await next_way(ctx, cfg, key, target.address, port, failed->why, via, turn)) {
+            trip.through(nullptr);
+            origin = timed_socket(co_await asio::this_coro::executor);
+            continue;
+        }
+        if (failed->why == errc::parent_credentials_refused) via.parent->refused_credentials(ctx.log);
+        co_await send_answer(ctx, client, failed->why, failed->details, {}, {}, trip.next_hop());
         co_return std::nullopt;
     }
     connection_tracker tracked(ctx.metrics, connection_side::origin, connection_protocol::tunnel);
     client.expires_after(policy.timeouts.idle);
-    if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(connect_established), use_tuple); ec) co_return std::nullopt;
+    std::string established(connect_established);
+    if (via.parent) established.insert(established.size() - 4, "; next-hop=\"" + via.parent->name() + "\"");
+    if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(established), use_tuple); ec) co_return std::nullopt;
     client.expires_never();
     // Bytes the client sent right behind its CONNECT (an eager TLS ClientHello).
     if (buffer.size() > 0) {

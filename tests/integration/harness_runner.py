@@ -47,6 +47,13 @@ class TestContext:
         self.stores.append(store)
         return store.start()
 
+    def parent(self, kind, user=None, password=None, names=None):
+        """A parent proxy of this test's own, started: Squid or tinyproxy (parent_proxies.py)."""
+        from parent_proxies import ParentProxy
+        p = ParentProxy(kind, self.workdir, user=user, password=password, names=names)
+        self.stores.append(p)
+        return p.start()
+
     def prometheus(self, targets):
         """A Prometheus of this test's own (see prometheus_server.py) scraping `targets`, started."""
         from prometheus_server import PrometheusServer

@@ -6,6 +6,7 @@
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/exchange/parent_set.hpp"
 #include "redis_server.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -137,7 +138,7 @@ TEST_CASE("the store going away is noticed and reported; leases held are re-asse
     const host_gates gates(std::make_shared<const config>());
     metrics_renderer rendered;
     CHECK(eventually([&] {
-        return rendered.render(m, gates, 0).find("politeproxy_fleet_lease_lost_total 2") != std::string::npos;
+        return rendered.render(m, gates, parent_set(gates.time()), 0).find("politeproxy_fleet_lease_lost_total 2") != std::string::npos;
     }));
     w.ioc.stop();
     w.thread.join();

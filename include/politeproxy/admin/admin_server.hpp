@@ -8,12 +8,14 @@
 namespace politeproxy {
 
 class host_gates;
+class parent_set;
 class metrics;
 class metrics_renderer;
 
 /// The admin listener's view of the proxy.
 struct admin_view {
     const host_gates& gates;
+    const parent_set& parents;  ///< /hosts (each host's route), /metrics (parent_*)
     const politeproxy::metrics& metrics;
     metrics_renderer& renderer;  ///< GET /metrics
     std::function<std::size_t()> idle_origin_connections;

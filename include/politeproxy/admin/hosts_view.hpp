@@ -7,13 +7,15 @@
 namespace politeproxy {
 
 class host_gates;
+class parent_set;
 
 /// The admin listener's /hosts document: a JSON array, one object per tracked host,
 /// busiest first: key, limit, configured_limit, in_flight, waiting, rate,
 /// configured_rate, rate_source (config, adaptive or robots), paused_until (RFC 3339 UTC, or null), paused_seconds,
 /// override_reason (or null), p95_seconds (or null), domain_group (groups.domain: the
-/// group's key, in_flight, waiting and limit across its hosts; or null), enforce.
-std::string render_hosts_json(const host_gates& gates, clock::time_point now,
+/// group's key, in_flight, waiting and limit across its hosts; or null), enforce, via
+/// (the parents of its route by name, "direct" among them; empty: direct).
+std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,
                               std::chrono::system_clock::time_point wall_now);
 
 }  // namespace politeproxy

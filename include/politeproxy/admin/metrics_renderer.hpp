@@ -10,6 +10,7 @@ namespace politeproxy {
 
 class host_gates;
 class metrics;
+class parent_set;
 
 class metrics_renderer {
 public:
@@ -17,9 +18,10 @@ public:
     /// host had no series of its own: see host_series). Called under a gate's lock.
     void host_evicted(const std::string& key, const host_counts& final) { series_.evicted(key, final); }
 
-    /// Everything `counted` holds, per-host series from `gates`; `idle_origin_connections`
-    /// (pooled) count as open upstream connections.
-    std::string render(const metrics& counted, const host_gates& gates, std::size_t idle_origin_connections);
+    /// Everything `counted` holds, per-host series from `gates`, per-parent series from
+    /// `parents`; `idle_origin_connections` (pooled) count as open upstream connections.
+    std::string render(const metrics& counted, const host_gates& gates, const parent_set& parents,
+                       std::size_t idle_origin_connections);
 
 private:
     host_series series_;  ///< who has per-host series of their own

@@ -82,6 +82,13 @@ enum class errc {
     parked_full,
     /// limits.max_client_connections client connections are open already.
     client_connections_full,
+    /// A parent proxy answered a CONNECT for the destination with an error (its 5xx: it
+    /// could not reach the origin). Counted against the destination, not the parent.
+    origin_refused_by_parent,
+    /// A parent proxy refused the proxy's own credentials (407): a configuration error.
+    parent_credentials_refused,
+    /// Every parent of the request's route is down.
+    parents_down,
 };
 
 const boost::system::error_category& politeproxy_category() noexcept;

@@ -3,6 +3,7 @@
 // Shared as std::shared_ptr<const config>; a reload builds a new one and swaps it.
 #include "politeproxy/policy/address_filter.hpp"
 #include "politeproxy/policy/host_policy.hpp"
+#include "politeproxy/policy/parent_route.hpp"
 #include "politeproxy/base/clock.hpp"
 
 #include <chrono>
@@ -116,6 +117,23 @@ struct robots_config {
     bool operator==(const robots_config&) const = default;
 };
 
+/// One entry of `parents:` (SPEC.md): a proxy that carries requests on to their origins.
+struct parent_config {
+    std::string name;
+    std::string host;  ///< an IP literal (without brackets) or a name, resolved when connecting
+    std::uint16_t port = 0;
+    /// The Proxy-Authorization value the parent gets ("Basic ..."), empty without credentials.
+    std::string authorization;
+    std::size_t max_connections = 256;  ///< requests and tunnels it carries at once
+    std::size_t weight = 1;
+    clock::duration retry_after = 30s;  ///< down this long (doubling, jittered: policy/parent_health)
+    unsigned fail_after = 3;            ///< consecutive failures of its own that mark it down
+
+    /// "host:port" (an IPv6 host in brackets): what it is connected to, and its log name.
+    std::string authority() const;
+    bool operator==(const parent_config&) const = default;
+};
+
 /// Fills host, port, password and db of `out` from redis://[:password@]host[:port][/db]
 /// (an IPv6 host in brackets); the error text otherwise.
 std::optional<std::string> parse_redis_url(std::string_view url, fleet_config& out);
@@ -147,6 +165,8 @@ struct config {
     tls_config tls;
     std::optional<fleet_config> fleet;  ///< absent: this process alone
     robots_config robots;
+    std::vector<parent_config> parents;  ///< parent proxies by name (routes refer to them by index)
+    std::vector<parent_route> routes;    ///< first match wins; no match: direct
     /// The Public Suffix List, loaded with the file when `key: domain` or groups.domain
     /// need it (null otherwise): read once per load, never while a request waits.
     std::shared_ptr<const public_suffixes> suffixes;

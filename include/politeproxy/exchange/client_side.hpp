@@ -75,6 +75,7 @@ concept client_side = requires(D& down, const D& seen, std::span<char> room, clo
     { seen.request_trailers() } -> std::same_as<std::span<const field>>;
     // The proxy's own answers, and waits.
     { down.answer(why, text, retry_after) } -> std::same_as<task<bool>>;  // true: the connection goes on
+    { down.answer(why, text, retry_after, text) } -> std::same_as<task<bool>>;  // with a next-hop (a parent)
     { down.parking() } -> std::same_as<client_watch>;
     { seen.wants_continue() } -> std::same_as<bool>;
     { down.send_continue() } -> std::same_as<task<bool>>;

@@ -7,11 +7,13 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace politeproxy {
 
 class metrics;
 class logger;
+class parent_state;
 struct host_policy;
 
 /// One request's trip from its admission at its host's gate to the end of the origin's
@@ -31,6 +33,20 @@ public:
     /// `key` must outlive the exchange (it names the host in debug logs).
     exchange(metrics& m, const logger& log, permit slot, std::string_view key)
         : metrics_(m), log_(log), slot_(std::move(slot)), time_(slot_.time()), key_(key) {}
+    exchange(exchange&& o) noexcept
+        : metrics_(o.metrics_), log_(o.log_), slot_(std::move(o.slot_)), parent_(std::exchange(o.parent_, nullptr)),
+          outcome_(o.outcome_), time_(o.time_), key_(o.key_), sent_at_(o.sent_at_) {}
+    exchange& operator=(exchange&&) = delete;
+    /// Counts the request in its parent's parent_requests_total, if one carried it.
+    ~exchange();
+
+    /// The request goes through `parent` (a parent proxy) from now on; null: direct. A
+    /// failure to reach or hear from it is the parent's (parent_health), not the
+    /// destination's; what it answers about the destination is the destination's.
+    void through(parent_state* parent) { parent_ = parent; }
+    parent_state* parent() const { return parent_; }
+    /// RFC 9209 next-hop of its answers: the parent's name, empty when direct.
+    std::string_view next_hop() const;
 
     const host_policy& policy() const { return slot_.policy(); }
     clock::duration queue_wait() const { return slot_.queue_wait(); }
@@ -48,10 +64,16 @@ public:
     /// The response header arrived: its status (429/503: throttled, with `retry_after`,
     /// the field's text) and its latency tell the host's health.
     void response_arrived(unsigned status, std::string_view retry_after, std::string_view method, bool pooled);
+    /// The parent answered 407 to the proxy's own credentials (a configuration error):
+    /// nothing said about the destination.
+    void parent_refused_credentials();
+    /// No turn at the parent (max_connections) within queue.max_wait: rejected, like a
+    /// request that waited too long for its host.
+    void parent_busy() { set(outcome::rejected); }
     /// The response body could not be relayed whole.
-    void body_failed(bool timed_out) { slot_.set_outcome(timed_out ? outcome::timeout : outcome::error); }
+    void body_failed(bool timed_out) { set(timed_out ? outcome::timeout : outcome::error); }
     /// A CONNECT tunnel is open: as a request, it went well (its slot is held until it closes).
-    void tunnel_opened() { slot_.set_outcome(outcome::ok); }
+    void tunnel_opened();
     /// The origin is done with the request: its slot goes back now.
     void origin_done() { slot_.reset(); }
 
@@ -60,9 +82,16 @@ public:
     void append_proxy_status(std::string& out) const;
 
 private:
+    void set(outcome o) {
+        slot_.set_outcome(o);
+        outcome_ = o;
+    }
+
     metrics& metrics_;
     const logger& log_;
     permit slot_;
+    parent_state* parent_ = nullptr;
+    outcome outcome_ = outcome::error;
     time_source time_;  ///< the gates' (base/time_source.hpp)
     std::string_view key_;
     clock::time_point sent_at_ = time_.now();
@@ -71,7 +100,8 @@ private:
 /// How a request that failed with `why` counts in requests_total.
 outcome outcome_of(errc why);
 
-/// Appends "politeproxy; queue-wait=S.mmm", the Proxy-Status entry of a forwarded response.
-void append_queue_wait_status(clock::duration waited, std::string& out);
+/// Appends "politeproxy; queue-wait=S.mmm", the Proxy-Status entry of a forwarded response,
+/// and `; next-hop="NAME"` when a parent carried it.
+void append_queue_wait_status(clock::duration waited, std::string& out, std::string_view next_hop = {});
 
 }  // namespace politeproxy

@@ -11,6 +11,7 @@ class host_gates;
 class metrics;
 class origin_pool;
 class origin_sessions;
+class parent_set;
 class dns_resolver;
 class logger;
 namespace tls {
@@ -28,6 +29,8 @@ struct exchange_context {
     tls::client_side* origin_tls;
     /// This worker's HTTP/2 origin sessions.
     origin_sessions& h2_origins;
+    /// The parent proxies and routes, shared by every worker.
+    parent_set& parents;
     /// This instance's Via entry ("1.1 politeproxy-<id>"); seeing it come back is a loop.
     std::string via;
     /// The field line the proxy adds to every message it forwards: "Via: <via>\r\n".

@@ -28,6 +28,7 @@
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
+#include "politeproxy/exchange/route_choice.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -55,6 +56,12 @@ inline bool idempotent(boost::beast::http::verb m) {
 /// The origin's pool key, "[https:]host:port", into `out`.
 void pool_key_of(const origin_target& target, std::string& out);
 
+/// The pool key of a connection that goes through `parent` (exchange/parent_set.hpp):
+/// for http the parent's own (any destination rides it), for https the origin's key and
+/// the parent's name (a tunnel to that origin through that parent); `pinned`: its address.
+void pool_key_through(const parent_state& parent, const origin_target& target, std::string_view pinned,
+                      std::string& out);
+
 }  // namespace forwarding
 
 /// Forwards the request to `target`, whose destination the entry judged (where the deny
@@ -72,6 +79,18 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
         if (auto* failure = std::get_if<connect_failure>(&chosen))
             co_return co_await down.answer(failure->why, failure->details);
         pinned = std::move(std::get<0>(chosen));
+    }
+    // The way (routes: direct, or a parent proxy), known before a slot is taken: a
+    // destination no parent may carry, or a route whose parents are all down, is answered
+    // without one. Through a parent every key below is still the destination's.
+    way via;
+    if (!cfg.routes.empty()) {
+        auto chosen = co_await choose_way(ctx, cfg, target.key, target.address, target.port);
+        if (auto* no = std::get_if<failure>(&chosen)) co_return co_await down.answer(no->why, no->details);
+        via = std::move(std::get<way>(chosen));
+        if (!via.all_down.empty())
+            co_return co_await down.answer(errc::parents_down, "every parent of the route is down", via.retry_after,
+                                           via.all_down);
     }
     // The gate's key (the host, its registrable domain or its address); the origin is still target.key.
     std::string domain_key;
@@ -94,15 +113,34 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
 
     exchange trip(ctx.metrics, ctx.log, std::move(slot), key);
     const host_policy& policy = trip.policy();
+    // Then a turn at the parent (max_connections), never held while the slot or token was awaited.
+    parent_turn turn;
+    const auto take_turn = [&]() -> task<bool> {
+        trip.through(via.parent.get());
+        if (!via.parent) co_return true;
+        if (!co_await via.parent->take(clock::now() + policy.queue.max_wait)) {
+            trip.parent_busy();
+            co_return false;
+        }
+        turn = parent_turn(via.parent);
+        co_return true;
+    };
+    constexpr std::string_view parent_busy = "no connection to the parent proxy within queue.max_wait";
+    if (!co_await take_turn()) co_return co_await down.answer(errc::queue_timeout, parent_busy, {}, trip.next_hop());
     const relay_buffers::loan buffers = relay_buffers::lend();
     relay_buffers& scratch = *buffers;
     std::string& pool_key = scratch.pool_key;
-    forwarding::pool_key_of(target, pool_key);
-    if (pinned.address) (pool_key += '@') += pinned.text;  // pooled connections go where they were admitted for
+    const auto key_pool = [&] {
+        if (via.parent) return forwarding::pool_key_through(*via.parent, target, pinned.text, pool_key);
+        forwarding::pool_key_of(target, pool_key);
+        if (pinned.address) (pool_key += '@') += pinned.text;  // pooled connections go where they were admitted for
+    };
+    key_pool();
     const bool retryable = down.retryable();
     // HTTP/2 to the origin: over TLS when ALPN picks it (unless `http1`), over plain TCP
-    // with prior knowledge when the host is `h2c`.
-    const bool may_h2 = target.tls ? policy.upstream != upstream_protocol::http1 : policy.upstream == upstream_protocol::h2c;
+    // with prior knowledge when the host is `h2c` (never through a parent: it takes HTTP/1.1).
+    const bool may_h2 = target.tls ? policy.upstream != upstream_protocol::http1
+                                   : policy.upstream == upstream_protocol::h2c && !via.parent;
     bool head_written = false;  // the HTTP/1.1 request head, written once for every attempt
     static_assert(origin_transport<h1_origin_transport, Client> && origin_transport<h2_origin_stream, Client>);
 
@@ -131,10 +169,22 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
             const auto ex = co_await asio::this_coro::executor;
             const auto opening = ctx.h2_origins.opening(pool_key, may_h2, !target.tls, ex);
             origin.emplace(ex);
-            const auto opened = co_await open_origin(ctx, cfg, *origin, target, pinned, may_h2, policy.timeouts.connect);
+            const auto opened = co_await open_origin(ctx, cfg, *origin, target, pinned, may_h2, policy.timeouts.connect,
+                                                     clock::time_point::max(), via.parent.get());
             if (opened.failure) {
-                trip.connect_failed(opened.failure->why);
-                co_return co_await down.answer(opened.failure->why, opened.failure->details);
+                const errc why = opened.failure->why;
+                trip.connect_failed(why);
+                // A parent that failed itself (no connection, no answer to CONNECT): the
+                // next usable way of the route takes the request, once per parent.
+                if (via.parent && parents_own_failure(why) && attempt + 1 < forwarding::max_attempts &&
+                    co_await next_way(ctx, cfg, target.key, target.address, target.port, why, via, turn)) {
+                    if (!co_await take_turn()) co_return co_await down.answer(errc::queue_timeout, parent_busy, {}, trip.next_hop());
+                    key_pool();
+                    head_written = false;  // another way: its own target form and credentials
+                    continue;
+                }
+                if (why == errc::parent_credentials_refused) via.parent->refused_credentials(ctx.log);
+                co_return co_await down.answer(why, opened.failure->details, {}, trip.next_hop());
             }
             if (opened.h2) {
                 h2 = co_await open_origin_session(ctx, std::move(*origin), key, pool_key, policy,
@@ -142,7 +192,8 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
                 if (!h2) {
                     trip.connect_failed(errc::origin_bad_response);
                     co_return co_await down.answer(errc::origin_bad_response,
-                                                   "the origin did not answer as HTTP/2 within timeouts.connect");
+                                                   "the origin did not answer as HTTP/2 within timeouts.connect", {},
+                                                   trip.next_hop());
                 }
             }
         }
@@ -158,7 +209,8 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
         if (result != forwarded::again) co_return result == forwarded::keep;
         if (attempt + 1 == forwarding::max_attempts) {  // only HTTP/2 sessions refuse more than once
             trip.request_refused();
-            co_return co_await down.answer(errc::origin_closed, "the origin refused the request on every session");
+            co_return co_await down.answer(errc::origin_closed, "the origin refused the request on every session", {},
+                                           trip.next_hop());
         }
     }
 }

@@ -21,6 +21,7 @@
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
 #include "politeproxy/exchange/origin_transport.hpp"
+#include "politeproxy/exchange/parent_set.hpp"
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/framing.hpp"
 #include "politeproxy/http1/origin_response.hpp"
@@ -57,6 +58,12 @@ inline bool is_interim(unsigned status) { return status == 100 || status == 102 
 /// How long a pooled origin connection is trusted: the origin's Keep-Alive: timeout=N
 /// hint less a margin, else 4 s (common servers close idle connections after 5 s).
 clock::duration pooled_lifetime(std::string_view hint, clock::duration idle);
+
+/// Readdresses a request head written for the origin (origin-form) to a parent proxy
+/// (RFC 9112 section 3.2.2): its target in absolute-form ("GET http://host:port/path
+/// HTTP/1.1"; an OPTIONS "*" becomes the bare "http://host:port"), and the parent's
+/// Proxy-Authorization (`authorization`, when it has credentials) as its last field.
+void readdress_to_parent(std::string& head, const origin_target& target, std::string_view authorization);
 
 }  // namespace forwarding
 
@@ -219,11 +226,13 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
     timed_socket& origin = origin_;
     const bool may_retry = may_retry_;
     const host_policy& policy = trip.policy();
+    parent_state* const parent = target.tls ? nullptr : trip.parent();  // over TLS: a tunnel through it
     if (!head_written_) {
         if constexpr (relays_http1<Client>)
             down.write_head(target, scratch);
         else
             h1_message::write_head(down, target, ctx_.via_line, scratch);
+        if (parent) forwarding::readdress_to_parent(scratch.head, target, parent->config().authorization);
         head_written_ = true;
     }
     connection_tracker tracked(ctx_.metrics, connection_side::origin, connection_protocol::http1);
@@ -242,7 +251,7 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
     if (sent.end == relay_end::write_failed || origin.heard_close()) {
         if (may_retry) co_return forwarded::again;
         trip.request_refused();
-        co_return finished(co_await down.answer(errc::origin_closed, forwarding::closed_while_sending));
+        co_return finished(co_await down.answer(errc::origin_closed, forwarding::closed_while_sending, {}, trip.next_hop()));
     }
 
     beast::flat_buffer& origin_buffer = scratch.from_origin;
@@ -280,14 +289,14 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
         const std::string_view details =
             closed ? forwarding::closed_while_sending : "the origin answered before its request was written whole";
         const errc why = closed ? errc::origin_closed : errc::origin_bad_response;
-        co_return finished(co_await down.answer(why, details));
+        co_return finished(co_await down.answer(why, details, {}, trip.next_hop()));
     }
     if (!ec && response->status() < 200) {
         trip.response_failed(errc::origin_bad_response);
         const std::string details = "the origin answered " + std::to_string(response->status()) +
                                     (response->status() == 101 ? " to a request that asked for no upgrade"
                                                                : ", an informational status nothing expects");
-        co_return finished(co_await down.answer(errc::origin_bad_response, details));  // and the connection is closed
+        co_return finished(co_await down.answer(errc::origin_bad_response, details, {}, trip.next_hop()));  // and the connection is closed
     }
     if (ec) {
         const bool timed_out = ec == beast::error::timeout;
@@ -303,9 +312,15 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
         // conditional expression inside co_await twice.
         const std::string details = timed_out ? std::string("no response headers within timeouts.response_headers")
                                               : "origin response unreadable: " + ec.message();
-        co_return finished(co_await down.answer(why, details));
+        co_return finished(co_await down.answer(why, details, {}, trip.next_hop()));
     }
     const unsigned status = response->status();
+    if (status == 407 && parent) {  // the parent's, about this proxy's credentials: never the client's business
+        trip.parent_refused_credentials();
+        parent->refused_credentials(ctx_.log);
+        co_return finished(co_await down.answer(errc::parent_credentials_refused,
+                                                "the parent proxy refused this proxy's credentials", {}, trip.next_hop()));
+    }
     trip.response_arrived(status, response->retry_after(), down.method_string(), reused_);
 
     response_plan plan;

@@ -85,7 +85,7 @@ task<forwarded> h2_origin_stream::forward(Client& down, exchange& trip, const or
     down.watch(&stream->changed);
     trip.request_sent();
     const auto answer = [&](errc why, std::string_view details) -> task<forwarded> {
-        const bool keep = co_await down.answer(why, details);
+        const bool keep = co_await down.answer(why, details, {}, trip.next_hop());
         co_return finished(keep);
     };
 

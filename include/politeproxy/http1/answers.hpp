@@ -16,9 +16,10 @@ namespace politeproxy {
 
 using answer = boost::beast::http::response<boost::beast::http::string_body>;
 
-/// The answer for `why`. `retry_after` is rounded up to whole seconds.
+/// The answer for `why`. `retry_after` is rounded up to whole seconds; `next_hop` names
+/// the parent proxy the request went to (RFC 9209 next-hop), if any.
 answer make_answer(errc why, std::string_view details, bool keep_alive,
-                   std::optional<clock::duration> retry_after = std::nullopt);
+                   std::optional<clock::duration> retry_after = std::nullopt, std::string_view next_hop = {});
 
 /// How one of the proxy's answers goes out.
 struct answer_mode {

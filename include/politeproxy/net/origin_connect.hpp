@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace politeproxy {
 
@@ -29,6 +30,22 @@ using connect_failure = failure;
 task<std::optional<connect_failure>> connect_origin(
     const config& cfg, dns_resolver& resolver, timed_socket& stream, const std::string& key,
     std::uint16_t port, clock::duration timeout, const std::optional<boost::asio::ip::address>& pinned = {});
+
+/// Connects `stream` to a parent proxy at `host` (an address, a `resolve:` entry or a
+/// name) and `port`: trusted configuration, so the deny list is not applied. Bounded by
+/// `timeout`.
+task<std::optional<connect_failure>> connect_parent(const config& cfg, dns_resolver& resolver, timed_socket& stream,
+                                                    const std::string& host, std::uint16_t port,
+                                                    clock::duration timeout);
+
+/// Every address of the destination `key` (its literal, its static entry, or DNS), when
+/// the deny list permits every one: a parent proxy connects to a destination by name and
+/// picks its own address among them, so none may be denied. destination_denied otherwise.
+task<std::variant<std::vector<ip_bytes>, connect_failure>> destination_addresses(const config& cfg,
+                                                                                dns_resolver& resolver,
+                                                                                const std::string& key,
+                                                                                std::uint16_t port,
+                                                                                clock::duration timeout);
 
 /// The address a request will connect to, when it is chosen before admission.
 struct pinned_address {

@@ -22,6 +22,8 @@ std::optional<ip_bytes> parse_host_address(std::string_view host);
 
 /// The canonical text of an address (see host_key).
 std::string address_text(const ip_bytes& address);
+/// A network as written: "10.0.0.0/8" (the IPv4 prefix length for a mapped address), "fd00::/8".
+std::string network_text(const ip_network& network);
 
 /// True for a DNS name a proxy may look up: 1 to 253 characters of dot-separated
 /// labels of 1 to 63 letters, digits, '-' or '_' (an optional trailing dot allowed)

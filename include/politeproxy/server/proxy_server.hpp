@@ -8,6 +8,7 @@
 namespace politeproxy {
 
 class host_gates;
+class parent_set;
 class metrics;
 
 /// The whole proxy process: binds the proxy and admin listeners, runs `workers` threads,
@@ -23,7 +24,7 @@ public:
 
 private:
     /// A reloaded config (read off the workers) replaces the running one, or is refused.
-    void apply_reload(host_gates& gates, metrics& m, loaded<config> loaded);
+    void apply_reload(host_gates& gates, parent_set& parents, metrics& m, loaded<config> loaded);
 
     std::string config_path_;
     std::shared_ptr<const config> cfg_;

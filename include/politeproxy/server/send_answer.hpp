@@ -21,7 +21,7 @@ void count_answer(proxy_context& ctx, errc why, std::string_view details);
 /// returns whether the connection may go on.
 task<bool> send_answer(proxy_context& ctx, timed_socket& client, errc why,
                        std::string_view details, answer_mode mode,
-                       std::optional<clock::duration> retry_after = std::nullopt);
+                       std::optional<clock::duration> retry_after = std::nullopt, std::string_view next_hop = {});
 
 /// make_options_answer(), written.
 task<bool> send_options_answer(proxy_context& ctx, timed_socket& client, bool keep_alive);

@@ -1,0 +1,41 @@
+#pragma once
+// A tunnel through a parent proxy (RFC 9110 section 9.3.6): CONNECT host:port with the
+// parent's credentials, its answer's header read as strictly as an origin's. What the
+// exchange's HTTPS requests (exchange/origin_open) and the server's CONNECT tunnels
+// (server/tunnel) go through when their route names a parent.
+#include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/error.hpp"
+#include "politeproxy/base/executor.hpp"
+#include "politeproxy/net/timed_socket.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace politeproxy {
+
+struct config;
+struct exchange_context;
+struct parent_config;
+class parent_state;
+
+/// Asks the parent connected on `stream` for a tunnel to `authority` ("host:port", IPv6 in
+/// brackets) and reads its answer, until `deadline`. nullopt: the tunnel is open and
+/// nothing behind the answer was read. Otherwise why not:
+///  - parent_credentials_refused: its 407 (the proxy's configuration is wrong);
+///  - origin_refused_by_parent: any other answer but 2xx, its word about the destination
+///    (Squid's 503 when the origin refused it), the destination's to bear;
+///  - origin_closed, origin_response_timeout, origin_bad_response: the parent's own
+///    failure (it closed, was silent, or answered malformed: a header over `header_limit`,
+///    bad syntax, or bytes behind its 2xx before the proxy spoke).
+task<std::optional<failure>> open_parent_tunnel(timed_socket& stream, const parent_config& parent,
+                                                const std::string& authority, std::size_t header_limit,
+                                                clock::time_point deadline);
+
+/// Connects `stream` to `parent` (parent_connect_seconds counts it) and, unless
+/// `authority` is empty, opens a tunnel to it there (open_parent_tunnel), all by `deadline`.
+task<std::optional<failure>> connect_through(exchange_context& ctx, const config& cfg, timed_socket& stream,
+                                             parent_state& parent, const std::string& authority,
+                                             clock::time_point deadline);
+
+}  // namespace politeproxy

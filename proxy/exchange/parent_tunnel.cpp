@@ -1,0 +1,64 @@
+#include "politeproxy/exchange/parent_tunnel.hpp"
+
+#include "politeproxy/config/config.hpp"
+#include "politeproxy/exchange/exchange_context.hpp"
+#include "politeproxy/exchange/parent_set.hpp"
+#include "politeproxy/net/origin_connect.hpp"
+#include "politeproxy/http1/origin_response.hpp"
+#include "politeproxy/http1/read_header.hpp"
+#include "politeproxy/net/send_all.hpp"
+
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <memory_resource>
+
+namespace politeproxy {
+
+task<std::optional<failure>> open_parent_tunnel(timed_socket& stream, const parent_config& parent,
+                                                const std::string& authority, std::size_t header_limit,
+                                                clock::time_point deadline) {
+    namespace beast = boost::beast;
+    std::string request = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n";
+    if (!parent.authorization.empty()) request += "Proxy-Authorization: " + parent.authorization + "\r\n";
+    request += "\r\n";
+    stream.expires_at(deadline);
+    if (auto [ec, n] = co_await send_all(stream, boost::asio::buffer(request)); ec) {
+        stream.expires_never();
+        co_return failure{errc::origin_closed, "parent " + parent.name + " closed before taking the CONNECT"};
+    }
+    std::pmr::monotonic_buffer_resource memory;
+    origin_response_parser response{wire_allocator(&memory)};
+    response.header_limit(header_limit);
+    beast::flat_buffer buffer;
+    const auto ec = co_await read_header(stream, buffer, response);
+    stream.expires_never();
+    const std::string who = "parent " + parent.name;
+    if (ec == beast::error::timeout) co_return failure{errc::origin_response_timeout, who + " did not answer the CONNECT"};
+    if (ec == beast::http::error::end_of_stream || ec == boost::asio::error::connection_reset)
+        co_return failure{errc::origin_closed, who + " closed without answering the CONNECT"};
+    if (ec) co_return failure{errc::origin_bad_response, who + "'s answer to CONNECT is unreadable: " + ec.message()};
+    const unsigned status = response.status();
+    if (status == 407)
+        co_return failure{errc::parent_credentials_refused, who + " refused this proxy's credentials (407)"};
+    if (status < 200 || status > 299)
+        co_return failure{errc::origin_refused_by_parent,
+                          who + " answered " + std::to_string(status) + " to CONNECT " + authority};
+    if (buffer.size() > 0)
+        co_return failure{errc::origin_bad_response, who + " sent bytes behind its " + std::to_string(status) +
+                                                         " to CONNECT before the tunnel carried any"};
+    co_return std::nullopt;
+}
+
+task<std::optional<failure>> connect_through(exchange_context& ctx, const config& cfg, timed_socket& stream,
+                                             parent_state& parent, const std::string& authority,
+                                             clock::time_point deadline) {
+    const parent_config& p = parent.config();
+    const auto started = clock::now();
+    if (auto no = co_await connect_parent(cfg, ctx.resolver, stream, p.host, p.port, deadline - started)) co_return no;
+    parent.connected(clock::now() - started);
+    if (authority.empty()) co_return std::nullopt;
+    co_return co_await open_parent_tunnel(stream, p, authority, cfg.limits.response_header_bytes, deadline);
+}
+
+}  // namespace politeproxy
