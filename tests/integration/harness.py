@@ -50,7 +50,7 @@ from harness_metrics import (  # noqa: E402,F401
 from harness_requests import (  # noqa: E402,F401
     Background, Result, brief, concurrent, https_session, request, summarize)
 from harness_raw import (  # noqa: E402,F401
-    RawClient, RawResponse, RawServer, connect_tunnel, free_port, raw_get, recv_head,
+    RawClient, RawResponse, RawServer, connect_tunnel, connect_tunnel_raw, free_port, raw_get, recv_head,
     recv_to_close, recv_until)
 from harness_bounds import check_peak_across, check_tunnel_holds_slot, overlap_peak  # noqa: E402,F401
 from harness_tools import chromium, promtool_check  # noqa: E402,F401

@@ -240,6 +240,20 @@ def raw_get(port, host, origin_port, path="/", extra_headers="", connection="clo
             ).encode()
 
 
+def connect_tunnel_raw(proxy, host, port, headers=None, timeout=10):
+    """CONNECT host:port with `headers`: (the socket, the answer's head as bytes), whatever it says."""
+    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=timeout)
+    fields = "".join("%s: %s\r\n" % kv for kv in (headers or {}).items())
+    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n%s\r\n" % (host, port, host, port, fields)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        if not chunk:
+            break
+        head += chunk
+    return s, head
+
+
 def connect_tunnel(proxy, host, port, timeout=10):
     """A socket to the proxy on which CONNECT host:port was answered 200 (read to the end
     of the answer, nothing more)."""

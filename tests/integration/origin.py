@@ -68,7 +68,7 @@ def make_cert(directory, cn="tls.test", extra_names=()):
     Returns (certfile, keyfile)."""
     cert = os.path.join(directory, "origin-cert.pem")
     key = os.path.join(directory, "origin-key.pem")
-    san = ",".join("DNS:" + n for n in (cn,) + tuple(extra_names))
+    san = ",".join(n if n.startswith("IP:") else "DNS:" + n for n in (cn,) + tuple(extra_names))
     cmd = ["openssl", "req", "-x509", "-newkey", "ec",
            "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
            "-keyout", key, "-out", cert, "-days", "2",

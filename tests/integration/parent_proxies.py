@@ -71,7 +71,7 @@ class ParentProxy:
                 "dns_nameservers 127.0.0.1",
                 "cache deny all",
                 "cache_mem 8 MB",
-                "visible_hostname squid-parent",
+                "visible_hostname squid-%d" % self.port,
                 "shutdown_lifetime 0 seconds",
                 "forwarded_for delete",
                 "acl CONNECT method CONNECT",
