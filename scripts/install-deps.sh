@@ -14,10 +14,12 @@ packages=(
   wget golang-go  # test_client_recipes.py: the README's client recipes
   python3-h2  # test_h2c.py, test_h2_origin.py, test_h2_abuse.py: an HTTP/2 client and origin
   redis-server python3-redis  # the fleet store: tests start their own on loopback (tests/integration/test_fleet_*.py)
+  # Real parent proxies (tests/integration/test_parent_*.py): squid-openssl is Squid 5.7 with
+  # ssl_bump (it replaces the squid package; plain proxying is the same)
+  squid-openssl tinyproxy
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  # squid-openssl: Squid 5.7 with ssl_bump (it replaces the squid package; plain proxying is the same)
-  packages+=(wrk nginx-light libnginx-mod-http-echo squid-openssl tinyproxy valgrind mitmproxy)
+  packages+=(wrk nginx-light libnginx-mod-http-echo valgrind mitmproxy)
 fi
 
 missing=()

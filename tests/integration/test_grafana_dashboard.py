@@ -8,9 +8,11 @@ scrapes a running proxy (with a fleet store, so the fleet panels have data) ever
     with a non-zero number (the fleet's degraded seconds and lost leases may be 0), while
     traffic runs: several hosts, one answering 429 (throttled share,
     a limit collapse, a pause), one with requests waiting, and one with a full queue
-    (a rejection).
-Without prometheus or redis-server the test says so and is skipped (exit 0):
-scripts/install-deps.sh installs both."""
+    (a rejection); and two origins routed through a parent proxy (tinyproxy, which
+    closes its connection after each answer, so every request through it connects
+    anew), one of them holding a slow request, so the parent panels have data too.
+Without prometheus, redis-server or tinyproxy the test says so and is skipped (exit 0):
+scripts/install-deps.sh installs them."""
 import json
 import math
 import os
@@ -21,6 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+import parent_proxies  # noqa: E402
 from fleet_common import fleet_config  # noqa: E402
 
 DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "conf", "grafana", "politeproxy.json")
@@ -66,6 +69,9 @@ def test(t):
         if not shutil.which(tool):
             print("SKIP grafana dashboard: no %s on PATH (scripts/install-deps.sh installs it)" % tool, flush=True)
             return
+    if not parent_proxies.available("tinyproxy"):
+        print("SKIP grafana dashboard: no tinyproxy (scripts/install-deps.sh installs it)", flush=True)
+        return
     with open(DASHBOARD) as f:
         dash = json.load(f)
     exprs = queries(dash)
@@ -77,6 +83,15 @@ def test(t):
                        defaults={"queue": {"max_waiting": 2, "max_wait": "20s"},
                                  "backoff": {"initial": "1s", "max": "2s", "jitter": 0}})
     cfg["defaults"]["adaptive"] = {"enabled": True}  # limit changes: a 429 collapses the limit
+    # The parent panels: the origins on 127.0.0.2 and 127.0.0.3 go through a parent
+    # (tinyproxy resolves no *.test name, so they are addressed by IP literals; every
+    # *.test name resolves to 127.0.0.1 and stays direct). 127.0.0.3 holds a slow request,
+    # so the parent carries one the whole time.
+    via = t.origin(address="127.0.0.2")
+    held = t.origin(address="127.0.0.3")
+    parent = t.parent("tinyproxy")
+    cfg["parents"] = {"pool-a": {"url": "http://127.0.0.1:%d" % parent.port}}
+    cfg["routes"] = [{"match": ["127.0.0.2", "127.0.0.3"], "via": ["pool-a"]}]
     proxy = t.proxy(cfg)
     prom = t.prometheus(["127.0.0.1:%d" % proxy.admin_port])
 
@@ -90,6 +105,7 @@ def test(t):
             urls.append("http://throttled.test:%d/t?status=429&retry_after=1&i=%d" % (origin.port, i))
             # full.test's queue is full from the start: each of these is refused (a rejection).
             urls.append("http://full.test:%d/refused?i=%d" % (origin.port, i))
+            urls.append("http://127.0.0.2:%d/via?i=%d" % (via.port, i))  # through the parent
             H.concurrent(proxy, urls, timeout=20)
             stop.wait(0.3)
 
@@ -100,6 +116,9 @@ def test(t):
             "full.test never had 2 requests waiting: %s" % proxy.hosts().get("full.test"))
     r = H.request(proxy, "http://full.test:%d/refused" % origin.port)
     H.check(r.status == 503, "a fifth request to full.test (queue of 2 full) should get 503: %r" % r)
+    held_bg = H.Background(proxy, ["http://127.0.0.3:%d/slow?delay=30" % held.port], timeout=40)
+    H.check(H.wait_until(lambda: (proxy.hosts().get("127.0.0.3") or {}).get("in_flight") == 1, 5.0),
+            "the slow request through the parent is not in flight: %s" % proxy.hosts().get("127.0.0.3"))
     loop = threading.Thread(target=traffic, daemon=True)
     loop.start()
 
@@ -119,7 +138,7 @@ def test(t):
         loop.join(30)
     H.check(not empty, "%d dashboard queries return no data against a scraped proxy:\n  %s"
             % (len(empty), "\n  ".join(empty)))
-    del bg  # the slow requests are answered when the proxy stops
+    del bg, held_bg  # the slow requests are answered when the proxy stops
 
 
 if __name__ == "__main__":
