@@ -16,18 +16,4 @@ clock::duration pooled_lifetime(std::string_view hint, clock::duration idle) {
     return std::min(lifetime, idle);
 }
 
-void readdress_to_parent(std::string& head, const origin_target& target, std::string_view authorization) {
-    const std::size_t target_at = head.find(' ') + 1;
-    std::string absolute = target.tls ? "https://" : "http://";
-    target.append_host(absolute);
-    if (head.compare(target_at, 2, "* ") == 0)
-        head.replace(target_at, 1, absolute);
-    else
-        head.insert(target_at, absolute);
-    if (authorization.empty()) return;
-    std::string line = "Proxy-Authorization: ";
-    (line += authorization) += "\r\n";
-    head.insert(head.size() - 2, line);
-}
-
 }  // namespace politeproxy::forwarding

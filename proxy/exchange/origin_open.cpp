@@ -3,7 +3,7 @@
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
-#include "politeproxy/exchange/parent_tunnel.hpp"
+#include "politeproxy/exchange/parent_requests.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/tls/session.hpp"
 

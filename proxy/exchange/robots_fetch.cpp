@@ -6,6 +6,8 @@
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/exchange/origin_open.hpp"
+#include "politeproxy/exchange/parent_requests.hpp"
+#include "politeproxy/exchange/parent_set.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/policy/robots_txt.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
@@ -47,6 +49,7 @@ std::string field_safe(std::string_view v) {
 }  // namespace
 
 task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_target& target, const pinned_address& pinned,
+                        const std::shared_ptr<parent_state>& parent,
                         std::string user_agent, robots_turn& turn) {
     permit slot = std::move(turn.slot);
     if (!slot) {
@@ -62,9 +65,18 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
     const auto within = [&](clock::duration phase) { return std::min(clock::now() + phase, deadline); };
     const std::string agent = field_safe(user_agent);
 
+    parent_turn carried;  // through the request's parent, as the request itself goes
+    if (parent) {
+        trip.through(parent.get());
+        if (!co_await parent->take(deadline)) {
+            trip.parent_busy();
+            co_return;
+        }
+        carried = parent_turn(parent);
+    }
     timed_socket origin_socket(co_await asio::this_coro::executor);
-    const auto opened =
-        co_await open_origin(ctx, cfg, origin_socket, target, pinned, false, policy.timeouts.connect, deadline);
+    const auto opened = co_await open_origin(ctx, cfg, origin_socket, target, pinned, false, policy.timeouts.connect,
+                                             deadline, parent.get());
     if (opened.failure) {
         trip.connect_failed(opened.failure->why);
         co_return;
@@ -75,6 +87,7 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
     request += "\r\nUser-Agent: " + agent + "\r\nAccept: text/plain, */*;q=0.5\r\nConnection: close\r\n";
     request += ctx.via_line;
     request += "\r\n";
+    if (parent && !target.tls) readdress_to_parent(request, target, parent->config().authorization);
     trip.request_sent();
     origin_socket.expires_at(within(policy.timeouts.idle));
     if (auto [ec, n] = co_await asio::async_write(origin_socket, asio::buffer(request), use_tuple); ec) {
@@ -93,6 +106,11 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
         co_return;
     }
     const unsigned status = parser.get().result_int();
+    if (status == 407 && parent && !target.tls) {  // the parent's word on the proxy's credentials: failed
+        trip.parent_refused_credentials();
+        parent->refused_credentials(ctx.log);
+        co_return;
+    }
     trip.response_arrived(status, parser.get()[http::field::retry_after], "GET", false);
     origin_socket.expires_at(within(policy.timeouts.idle));
     auto [ec, n] = co_await http::async_read(origin_socket, buffer, parser, use_tuple);

@@ -97,7 +97,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
     const std::string& key = ctx.gates.gate_key(cfg, target.key, pinned.text, domain_key);
     if (cfg.robots.honor) {  // the origin's robots.txt first, once per cache_ttl
         if (auto turn = ctx.gates.robots_due(robots_origin(target), key, pinned.text))
-            co_await fetch_robots(ctx, cfg, target, pinned, std::string(down.user_agent()), turn);
+            co_await fetch_robots(ctx, cfg, target, pinned, via.parent, std::string(down.user_agent()), turn);
     }
     permit slot = admit_at_once(ctx, key, pinned.text);
     if (!slot) {

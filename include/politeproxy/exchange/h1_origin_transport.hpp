@@ -21,6 +21,7 @@
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
 #include "politeproxy/exchange/origin_transport.hpp"
+#include "politeproxy/exchange/parent_requests.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/framing.hpp"
@@ -58,12 +59,6 @@ inline bool is_interim(unsigned status) { return status == 100 || status == 102 
 /// How long a pooled origin connection is trusted: the origin's Keep-Alive: timeout=N
 /// hint less a margin, else 4 s (common servers close idle connections after 5 s).
 clock::duration pooled_lifetime(std::string_view hint, clock::duration idle);
-
-/// Readdresses a request head written for the origin (origin-form) to a parent proxy
-/// (RFC 9112 section 3.2.2): its target in absolute-form ("GET http://host:port/path
-/// HTTP/1.1"; an OPTIONS "*" becomes the bare "http://host:port"), and the parent's
-/// Proxy-Authorization (`authorization`, when it has credentials) as its last field.
-void readdress_to_parent(std::string& head, const origin_target& target, std::string_view authorization);
 
 }  // namespace forwarding
 
@@ -232,7 +227,7 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
             down.write_head(target, scratch);
         else
             h1_message::write_head(down, target, ctx_.via_line, scratch);
-        if (parent) forwarding::readdress_to_parent(scratch.head, target, parent->config().authorization);
+        if (parent) readdress_to_parent(scratch.head, target, parent->config().authorization);
         head_written_ = true;
     }
     connection_tracker tracked(ctx_.metrics, connection_side::origin, connection_protocol::http1);

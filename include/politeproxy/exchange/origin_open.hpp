@@ -3,7 +3,7 @@
 // an address the deny list permits (net/origin_connect), then TLS when the target is
 // https (the origin's certificate verified before anything is sent; ALPN picks the
 // protocol). Through a parent proxy: TCP to the parent; for https a tunnel through it
-// (exchange/parent_tunnel), then the same TLS to the origin inside; for http the
+// (exchange/parent_requests), then the same TLS to the origin inside; for http the
 // connection is the parent's (the request goes in absolute-form, h1_origin_transport).
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/executor.hpp"

@@ -1,10 +1,11 @@
-#include "politeproxy/exchange/parent_tunnel.hpp"
+#include "politeproxy/exchange/parent_requests.hpp"
 
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/http1/origin_response.hpp"
+#include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/read_header.hpp"
 #include "politeproxy/net/send_all.hpp"
 
@@ -48,6 +49,20 @@ task<std::optional<failure>> open_parent_tunnel(timed_socket& stream, const pare
         co_return failure{errc::origin_bad_response, who + " sent bytes behind its " + std::to_string(status) +
                                                          " to CONNECT before the tunnel carried any"};
     co_return std::nullopt;
+}
+
+void readdress_to_parent(std::string& head, const origin_target& target, std::string_view authorization) {
+    const std::size_t target_at = head.find(' ') + 1;
+    std::string absolute = target.tls ? "https://" : "http://";
+    target.append_host(absolute);
+    if (head.compare(target_at, 2, "* ") == 0)
+        head.replace(target_at, 1, absolute);
+    else
+        head.insert(target_at, absolute);
+    if (authorization.empty()) return;
+    std::string line = "Proxy-Authorization: ";
+    (line += authorization) += "\r\n";
+    head.insert(head.size() - 2, line);
 }
 
 task<std::optional<failure>> connect_through(exchange_context& ctx, const config& cfg, timed_socket& stream,

@@ -1,8 +1,9 @@
 #pragma once
-// A tunnel through a parent proxy (RFC 9110 section 9.3.6): CONNECT host:port with the
-// parent's credentials, its answer's header read as strictly as an origin's. What the
-// exchange's HTTPS requests (exchange/origin_open) and the server's CONNECT tunnels
-// (server/tunnel) go through when their route names a parent.
+// What the proxy sends a parent proxy: a request readdressed in absolute-form with the
+// parent's credentials (plain HTTP: h1_origin_transport, the robots.txt fetch), or CONNECT
+// host:port (RFC 9110 section 9.3.6), whose answer's header is read as strictly as an
+// origin's, for a tunnel (HTTPS requests through exchange/origin_open, the server's
+// CONNECT tunnels through server/tunnel).
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/error.hpp"
 #include "politeproxy/base/executor.hpp"
@@ -11,13 +12,21 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace politeproxy {
 
 struct config;
 struct exchange_context;
+struct origin_target;
 struct parent_config;
 class parent_state;
+
+/// Readdresses a request head written for the origin (origin-form) to a parent proxy
+/// (RFC 9112 section 3.2.2): its target in absolute-form ("GET http://host:port/path
+/// HTTP/1.1"; an OPTIONS "*" becomes the bare "http://host:port"), and the parent's
+/// Proxy-Authorization (`authorization`, when it has credentials) as its last field.
+void readdress_to_parent(std::string& head, const origin_target& target, std::string_view authorization);
 
 /// Asks the parent connected on `stream` for a tunnel to `authority` ("host:port", IPv6 in
 /// brackets) and reads its answer, until `deadline`. nullopt: the tunnel is open and
