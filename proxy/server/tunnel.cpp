@@ -9,7 +9,7 @@
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/exchange/admission.hpp"
 #include "politeproxy/exchange/origin_open.hpp"
-#include "politeproxy/exchange/parent_tunnel.hpp"
+#include "politeproxy/exchange/parent_requests.hpp"
 #include "politeproxy/exchange/route_choice.hpp"
 #include "politeproxy/base/executor.hpp"
 
