@@ -4,6 +4,9 @@
   the host is exactly 2, not 2 per parent, and both parents carried requests;
 - by_host: every request for one host goes through one parent (the Via the origin saw),
   and the hosts spread over both;
+- max_connections 2 on a parent: across six hosts the origin sees at most 2 requests at
+  once through it (the rest wait for a turn after their slot and token), and a request
+  that waits longer than queue.max_wait for a turn is answered 503 naming the parent;
 - a parent killed mid-run: its requests in flight fail once (502 naming it as next-hop),
   every later request goes through the other parent within the same request (200), it is
   marked down (parent_up 0) after fail_after of its own failures; restarted, it carries
@@ -60,6 +63,26 @@ def test(t):
     H.check(all(len(p) == 1 for p in per_host.values()), "by_host: a host went through two parents: %s" % per_host)
     H.check(len(set().union(*per_host.values())) == 2, "by_host: 12 hosts all on one parent: %s" % per_host)
     H.log("by_host: %s" % {h: next(iter(p)) for h, p in per_host.items()})
+    proxy.stop()
+
+    # max_connections: requests and tunnels a parent carries at once, across hosts.
+    cfg = config(first, second, max_connections=2)
+    cfg["routes"] = [{"match": ["*.test"], "via": ["p1"]}]
+    proxy = t.proxy(cfg, name="turns")
+    origin.reset()
+    results = H.concurrent(proxy, ["http://%s:%d/turn?delay=0.3" % (h, origin.port) for h in HOSTS[:6]])
+    H.check(all(r.status == 200 for r in results), "max_connections 2: %s" % H.summarize(results))
+    records = [rec for h in HOSTS[:6] for rec in origin.host(h)["requests"]]
+    H.check(H.overlap_peak(records) == 2, "through a parent with max_connections 2 the origin saw %d at once"
+            % H.overlap_peak(records))
+    proxy.stop()
+    cfg["defaults"]["queue"]["max_wait"] = "200ms"
+    proxy = t.proxy(cfg, name="turns-wait")
+    results = H.concurrent(proxy, ["http://%s:%d/turn?delay=1" % (h, origin.port) for h in HOSTS[:4]])
+    waited_out = [r for r in results if r.status == 503]
+    H.check(len(waited_out) == 2 and all('next-hop="p1"' in (r.header("Proxy-Status") or "") for r in waited_out),
+            "2 of 4 should wait out queue.max_wait for a turn at p1 (503 next-hop): %s" % H.summarize(results))
+    H.log("max_connections 2: origin peak 2 across 6 hosts; past queue.max_wait: 503 next-hop=p1")
     proxy.stop()
 
     # A parent killed mid-run, then restarted.
