@@ -30,6 +30,7 @@ public:
         case errc::client_connections_full: return "limits.max_client_connections client connections are open";
         case errc::origin_refused_by_parent: return "the parent proxy could not reach the origin";
         case errc::parent_credentials_refused: return "the parent proxy refused this proxy's credentials";
+        case errc::parent_refused: return "the parent proxy refused the tunnel";
         case errc::parents_down: return "every parent proxy of the route is down";
         case errc::destination_denied: return "destination address denied";
         case errc::connect_port_denied: return "CONNECT port not allowed";

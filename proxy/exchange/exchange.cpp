@@ -26,9 +26,9 @@ std::string_view exchange::next_hop() const { return parent_ ? std::string_view(
 
 void exchange::connect_failed(errc why) {
     set(outcome_of(why));
-    if (parent_) {  // no tunnel through the parent: its failure, or its answer about the destination
-        if (why == errc::origin_refused_by_parent) slot_.report(health_signal::refused_connection());
-        else if (why != errc::parent_credentials_refused) parent_->failed(log_, make_error_code(why).message());
+    if (parent_) {  // the parent's own failure, its word about the destination, or neither (TLS inside, refusals)
+        if (parents_own_failure(why)) parent_->failed(log_, make_error_code(why).message());
+        else if (why == errc::origin_refused_by_parent) slot_.report(health_signal::refused_connection());
         return;
     }
     if (why == errc::origin_refused) slot_.report(health_signal::refused_connection());
@@ -38,7 +38,7 @@ void exchange::client_failed() { set(outcome::error); }
 
 void exchange::request_refused() {
     set(outcome::refused);
-    if (parent_)
+    if (parent_ && !tunneled_)
         parent_->failed(log_, "closed the connection while receiving a request");
     else
         slot_.report(health_signal::refused_connection());
@@ -53,7 +53,7 @@ void exchange::tunnel_opened() {
 
 void exchange::response_failed(errc why) {
     set(outcome_of(why));
-    if (parent_) {  // no answer from the parent: its failure (it would have said 502/504 for the origin)
+    if (parent_ && !tunneled_) {  // no answer from the parent: its failure (it says 502/504 for the origin)
         parent_->failed(log_, make_error_code(why).message());
         return;
     }
@@ -72,9 +72,14 @@ void exchange::response_arrived(unsigned status, std::string_view retry_after, s
                    std::string(method) + " " + std::string(key_) + " -> " + std::to_string(status) + " in " +
                        std::to_string(whole_ms(latency)) + " ms after " + std::to_string(whole_ms(queue_wait())) +
                        " ms parked" + (pooled ? ", pooled connection" : ""));
+    if (parent_) parent_->answered();
+    if (parent_ && !tunneled_ && (status == 502 || status == 504)) {  // the parent could not reach the origin
+        set(outcome::refused);
+        slot_.report(health_signal::refused_connection());
+        return;
+    }
     const bool throttled = status == 429 || status == 503;
     set(throttled ? outcome::throttled : outcome::ok);
-    if (parent_) parent_->answered();
     if (throttled)
         slot_.report(health_signal::throttled_by(
             latency, parse_retry_after(retry_after, std::chrono::system_clock::now(), policy().retry_after_cap)));

@@ -42,9 +42,11 @@ task<std::optional<failure>> open_parent_tunnel(timed_socket& stream, const pare
     const unsigned status = response.status();
     if (status == 407)
         co_return failure{errc::parent_credentials_refused, who + " refused this proxy's credentials (407)"};
-    if (status < 200 || status > 299)
-        co_return failure{errc::origin_refused_by_parent,
+    if (status < 200 || status > 299) {
+        const bool about_destination = status == 502 || status == 503 || status == 504;
+        co_return failure{about_destination ? errc::origin_refused_by_parent : errc::parent_refused,
                           who + " answered " + std::to_string(status) + " to CONNECT " + authority};
+    }
     if (buffer.size() > 0)
         co_return failure{errc::origin_bad_response, who + " sent bytes behind its " + std::to_string(status) +
                                                          " to CONNECT before the tunnel carried any"};

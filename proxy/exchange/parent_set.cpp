@@ -129,6 +129,19 @@ parent_state::counts parent_state::snapshot() const {
 
 std::span<const double> parent_state::connect_bucket_bounds() { return bucket_bounds; }
 
+bool parents_own_failure(errc why) {
+    switch (why) {
+    case errc::origin_refused:
+    case errc::origin_connect_timeout:
+    case errc::dns_failure:
+    case errc::dns_timeout:
+    case errc::origin_closed:
+    case errc::origin_response_timeout:
+    case errc::origin_bad_response: return true;
+    default: return false;
+    }
+}
+
 void parent_set::update(const config& cfg) {
     auto next = std::make_shared<table>();
     const auto old = current();
@@ -154,29 +167,37 @@ way parent_set::choose(std::string_view key, std::span<const ip_bytes> addresses
     const auto t = current();
     const parent_route* route = route_for(t->routes, key, addresses);
     if (!route) return {};
+    // The pick is among the route's parents; `direct` in the list is where the route goes
+    // when none of them is usable (alone, it is the whole route).
     std::vector<way_state> ways;
+    std::vector<std::size_t> parents;
     ways.reserve(route->via.size());
+    parents.reserve(route->via.size());
+    bool direct = false;
     clock::time_point back = clock::time_point::max();
     for (std::size_t i : route->via) {
         if (i == parent_route::direct) {
-            ways.push_back({true, 0, 1, "direct"});
+            direct = true;
             continue;
         }
         const parent_state& p = *t->parents[i];
         const bool usable = &p != tried && p.usable();
         if (!usable) back = std::min(back, p.down_until());
         ways.push_back({usable, p.busy(), p.config().weight, p.name()});
+        parents.push_back(i);
     }
     const auto turn = t->turns[static_cast<std::size_t>(route - t->routes.data())].fetch_add(1, std::memory_order_relaxed);
     const auto picked = pick_way(route->pick, ways, key, turn);
     way w;
-    if (!picked) {
-        w.all_down = t->parents[route->via.front()]->name();
-        const clock::duration second = std::chrono::seconds(1);
-        w.retry_after = back == clock::time_point::max() ? second : std::max(back - time_.now(), second);
+    if (picked) {
+        w.parent = t->parents[parents[*picked]];
         return w;
     }
-    if (const std::size_t i = route->via[*picked]; i != parent_route::direct) w.parent = t->parents[i];
+    if (!direct) {
+        w.all_down = t->parents[parents.front()]->name();
+        const clock::duration second = std::chrono::seconds(1);
+        w.retry_after = back == clock::time_point::max() ? second : std::max(back - time_.now(), second);
+    }
     return w;
 }
 

@@ -67,7 +67,7 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
 
     parent_turn carried;  // through the request's parent, as the request itself goes
     if (parent) {
-        trip.through(parent.get());
+        trip.through(parent.get(), target.tls);
         if (!co_await parent->take(deadline)) {
             trip.parent_busy();
             co_return;

@@ -23,16 +23,15 @@ task<std::variant<way, failure>> choose_way(exchange_context& ctx, const config&
         looked_up = true;
         co_return std::nullopt;
     };
-    if (!looked_up && routes_need_addresses(cfg.routes) && !route_for(cfg.routes, key, {}))
+    if (!looked_up && route_needs_addresses(cfg.routes, key))
         if (auto no = co_await look_up()) co_return std::move(*no);
     way chosen = ctx.parents.choose(key, addresses, tried);
-    if (chosen.parent && !looked_up)
-        if (auto no = co_await look_up()) co_return std::move(*no);
+    if (chosen.parent) {  // a parent reaches the destination by its name: every address of it is judged
+        if (!looked_up)
+            if (auto no = co_await look_up()) co_return std::move(*no);
+        if (auto no = check_every_address(cfg, addresses, port)) co_return std::move(*no);
+    }
     co_return chosen;
-}
-
-bool parents_own_failure(errc why) {
-    return why != errc::origin_refused_by_parent && why != errc::parent_credentials_refused;
 }
 
 task<bool> next_way(exchange_context& ctx, const config& cfg, const std::string& key,

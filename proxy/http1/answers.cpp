@@ -46,6 +46,7 @@ answer_kind kind_of(errc why) {
     case errc::origin_refused: return {http::status::bad_gateway, "connection_refused"};
     case errc::origin_refused_by_parent: return {http::status::bad_gateway, "destination_unavailable"};
     case errc::parent_credentials_refused: return {http::status::bad_gateway, "proxy_configuration_error"};
+    case errc::parent_refused: return {http::status::bad_gateway, "destination_unavailable"};
     case errc::parents_down: return {http::status::bad_gateway, "connection_refused"};
     case errc::origin_closed: return {http::status::bad_gateway, "connection_terminated"};
     case errc::origin_connect_timeout: return {http::status::gateway_timeout, "connection_timeout"};

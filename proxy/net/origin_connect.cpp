@@ -2,6 +2,7 @@
 
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/net/dns_resolver.hpp"
+#include "politeproxy/policy/host_key.hpp"
 #include "politeproxy/base/executor.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -140,12 +141,16 @@ task<std::variant<std::vector<ip_bytes>, connect_failure>> destination_addresses
     auto found = co_await addresses_of(cfg, resolver, key, port, clock::now() + timeout, std::nullopt);
     if (auto* failure = std::get_if<connect_failure>(&found)) co_return std::move(*failure);
     std::vector<ip_bytes> addresses;
-    for (const auto& e : std::get<0>(found)) {
-        addresses.push_back(bytes_of(e.address()));
-        if (const char* refusal = refusal_of(cfg, addresses.back(), port))
-            co_return connect_failure{errc::destination_denied, "destination " + e.address().to_string() + refusal};
-    }
+    for (const auto& e : std::get<0>(found)) addresses.push_back(bytes_of(e.address()));
     co_return addresses;
+}
+
+std::optional<connect_failure> check_every_address(const config& cfg, const std::vector<ip_bytes>& addresses,
+                                                   std::uint16_t port) {
+    for (const ip_bytes& a : addresses)
+        if (const char* refusal = refusal_of(cfg, a, port))
+            return connect_failure{errc::destination_denied, "destination " + address_text(a) + refusal};
+    return std::nullopt;
 }
 
 }  // namespace politeproxy

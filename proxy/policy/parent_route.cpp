@@ -23,8 +23,12 @@ const parent_route* route_for(std::span<const parent_route> routes, std::string_
     return nullptr;
 }
 
-bool routes_need_addresses(std::span<const parent_route> routes) {
-    return std::any_of(routes.begin(), routes.end(), [](const parent_route& r) { return !r.networks.empty(); });
+bool route_needs_addresses(std::span<const parent_route> routes, std::string_view key) {
+    for (const parent_route& r : routes) {
+        if (!r.networks.empty()) return true;
+        if (r.matches_name(key)) return false;
+    }
+    return false;
 }
 
 namespace {

@@ -133,11 +133,11 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     for (int attempt = 0;; ++attempt) {
         std::optional<failure> failed;
         if (via.parent) {
-            trip.through(via.parent.get());
+            trip.through(via.parent.get(), true);
             if (!co_await via.parent->take(clock::now() + policy.queue.max_wait)) {
                 trip.parent_busy();
                 co_await send_answer(ctx, client, errc::queue_timeout, "no connection to the parent proxy within queue.max_wait",
-                                     {}, {}, trip.next_hop());
+                                     {}, std::chrono::seconds(1), trip.next_hop());
                 co_return std::nullopt;
             }
             turn = parent_turn(via.parent);
@@ -152,7 +152,7 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
         // A parent that failed itself: the route's next usable way, once per parent (as forward_to_origin).
         if (via.parent && parents_own_failure(failed->why) && attempt + 1 < 3 &&
             co_await next_way(ctx, cfg, key, target.address, port, failed->why, via, turn)) {
-            trip.through(nullptr);
+            trip.through(nullptr, false);
             origin = timed_socket(co_await asio::this_coro::executor);
             continue;
         }

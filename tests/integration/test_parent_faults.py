@@ -10,6 +10,9 @@ was sent:
 - a parent cannot carry a request the proxy would refuse: a name whose address the deny
   list refuses (localhost, loopback denied) is answered 403 through a parent route, and
   the parent (itself on loopback: trusted configuration) never hears of it;
+- a parent's 503 to a CONNECT and its 502 to a request are its word about the
+  destination (its limit collapses, the parent stays up); its 403 to a CONNECT counts
+  against nobody;
 - hostile answers, as strict as an origin's (README's hostile-input table): a response
   with conflicting Content-Lengths, a header over limits.response_header_bytes, a 200
   to CONNECT followed by bytes before the proxy spoke: 502 each, the proxy still serves;
@@ -25,6 +28,9 @@ BEHAVIOURS = {
     "lengths": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
     "huge": b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70000 + b"\r\nContent-Length: 0\r\n\r\n",
     "garbage": b"HTTP/1.1 200 Connection established\r\n\r\nNOT TLS AT ALL",
+    "forbid": b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n",
+    "unreachable": b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n",
+    "gateway": b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 3\r\n\r\nbad",
     "silent": None,
     "close": b"",
 }
@@ -61,7 +67,8 @@ def test(t):
     parents = {name: ScriptedParent(name) for name in BEHAVIOURS}
     for p in parents.values():
         t.stores.append(p)
-    cfg = H.base_config(concurrency=4, rate=1000, burst=1000, timeouts={"response_headers": "1s", "connect": "1s"})
+    cfg = H.base_config(concurrency=4, rate=1000, burst=1000, timeouts={"response_headers": "1s", "connect": "1s"},
+                        backoff={"initial": "100ms", "max": "200ms"})
     cfg["parents"] = {name: {"url": "http://pp:parent-secret@127.0.0.1:%d" % p.port, "retry_after": "30s",
                              "fail_after": 2}
                       for name, p in parents.items()}
@@ -97,6 +104,27 @@ def test(t):
     s.close()
     H.check(head.startswith(b"HTTP/1.1 502") and b'next-hop="garbage"' in head, "200 + garbage to CONNECT: %r" % head)
     H.log("hostile parent answers: 502 each")
+
+    # A parent's word about the destination counts against the destination, its own refusal
+    # against nobody; neither marks the parent down (fail_after 2, each asked twice).
+    for i in range(2):
+        s, head = H.connect_tunnel_raw(proxy, "unreachable.test", origin.port)
+        s.close()
+        H.check(head.startswith(b"HTTP/1.1 502") and b"destination_unavailable" in head, "CONNECT, parent 503: %r" % head)
+        s, head = H.connect_tunnel_raw(proxy, "forbid.test", origin.port)
+        s.close()
+        H.check(head.startswith(b"HTTP/1.1 502") and b"destination_unavailable" in head, "CONNECT, parent 403: %r" % head)
+        r = H.request(proxy, "http://gateway.test:%d/g?i=%d" % (origin.port, i))
+        H.check(r.status == 502 and r.body == b"bad", "a parent's own 502 to a request passes through: %s %r" % (r.status, r.body))
+    hosts, m = proxy.hosts(), proxy.metrics()
+    for name in ("unreachable", "forbid", "gateway"):
+        H.check(H.mget(m, "politeproxy_parent_up", parent=name) == 1, "%s's parent was marked down" % name)
+    for name in ("unreachable", "gateway"):
+        H.check(hosts["%s.test" % name]["last_change"] and hosts["%s.test" % name]["last_change"]["reason"] != "grow"
+                and hosts["%s.test" % name]["limit"] == 1,
+                "%s.test: the parent's word about it should collapse its limit: %s" % (name, hosts["%s.test" % name]))
+    H.check(hosts["forbid.test"]["limit"] == 4, "a parent's own 403 said nothing of forbid.test: %s" % hosts["forbid.test"])
+    H.log("a parent's 503 to CONNECT and 502 to a request collapse the destination; its 403 counts against nobody")
 
     # Silent and closing parents: their own failures; then down.
     r = H.request(proxy, "http://silent.test:%d/s" % origin.port)

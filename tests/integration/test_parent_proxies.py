@@ -61,7 +61,7 @@ def test(t):
     tls_origin = t.origin(tls=True)
     origin_cert, _ = t.cert()
     squid = t.parent("squid", user="pp", password="parent-secret",
-                     names={"api.test": "127.0.0.1", "tls.test": "127.0.0.1"})
+                     names={"api.test": "127.0.0.1", "tls.test": "127.0.0.1", "misnamed.test": "127.0.0.1"})
     tiny = t.parent("tinyproxy")
 
     cfg = H.base_config(tls_port=tls_origin.port, concurrency=4, rate=1000, burst=1000)
@@ -69,8 +69,8 @@ def test(t):
     cfg["security"]["allow_destinations"] = ["127.0.0.0/8", "::1/128"]  # localhost is both
     cfg["security"]["connect_ports"].append(origin.port)
     cfg["tls"] = {"mode": "intercept", "ca_cert": ca_cert, "ca_key": ca_key, "upstream_ca_file": origin_cert}
-    cfg["parents"] = {"sq": {"url": squid.url}, "tiny": {"url": tiny.url}}
-    cfg["routes"] = [{"match": ["api.test", "tls.test"], "via": ["sq"]},
+    cfg["parents"] = {"sq": {"url": squid.url, "fail_after": 1}, "tiny": {"url": tiny.url}}
+    cfg["routes"] = [{"match": ["api.test", "tls.test", "misnamed.test"], "via": ["sq"]},
                      {"match": ["localhost"], "via": ["tiny"]},
                      {"match": ["*.test"], "via": ["direct"]}]
     proxy = t.proxy(cfg, name="intercept")
@@ -109,6 +109,19 @@ def test(t):
         H.log("HTTPS intercepted through %s: %s" % (parent, heads[1].splitlines()[0]))
     with open(os.path.join(tiny.dir, "tinyproxy.log")) as f:
         H.check("CONNECT localhost:%d" % tls_origin.port in f.read(), "tinyproxy's log has no CONNECT localhost")
+
+    # Inside the tunnel the TLS is the origin's: a certificate for another name is the
+    # destination's failure (502 tls_certificate_error), never the parent's (fail_after 1).
+    for i in range(2):
+        r = subprocess.run(["curl", "-sS", "--max-time", "15", "--cacert", ca_cert, "-x", "http://127.0.0.1:%d" % proxy.port,
+                            "--proxy-user", "%s:%s" % CLIENT, "-D", "-", "-o", "/dev/null", "--http1.1",
+                            "https://misnamed.test:%d/m?i=%d" % (tls_origin.port, i)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+        H.check("HTTP/1.1 502" in r.stdout and "tls_certificate_error" in r.stdout and 'next-hop="sq"' in r.stdout,
+                "a misnamed origin certificate through Squid: %r" % r.stdout[-400:])
+    H.check(H.mget(proxy.metrics(), "politeproxy_parent_up", parent="sq") == 1,
+            "an origin's certificate failure inside the tunnel marked the parent down")
+    H.log("a misnamed origin certificate through Squid: 502 tls_certificate_error, Squid stays up")
 
     hosts = proxy.hosts()
     H.check(hosts["api.test"]["via"] == ["sq"] and hosts["localhost"]["via"] == ["tiny"]

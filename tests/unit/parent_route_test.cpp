@@ -32,8 +32,10 @@ TEST_CASE("the first route that matches wins, by name or by the destination's ad
     const ip_bytes inside = *parse_ip("203.0.113.7"), outside = *parse_ip("198.51.100.1");
     CHECK(route_for(routes, "shop.test", std::vector{outside, inside}) == &routes[1]);
     CHECK(route_for(routes, "shop.test", std::vector{outside}) == nullptr);
-    CHECK(routes_need_addresses(routes));
-    CHECK_FALSE(routes_need_addresses(std::vector{routes[0], routes[2]}));
+    CHECK_FALSE(route_needs_addresses(routes, "www.example.com"));  // named before any network route
+    CHECK(route_needs_addresses(routes, "api.example.net"));         // the network route may hold it
+    CHECK(route_needs_addresses(std::vector{routes[1], routes[0]}, "www.example.com"));  // a network route first
+    CHECK_FALSE(route_needs_addresses(std::vector{routes[0], routes[2]}, "shop.test"));
 }
 
 TEST_CASE("round_robin: each usable way in turn, as often as its weight") {

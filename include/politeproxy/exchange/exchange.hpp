@@ -35,15 +35,21 @@ public:
         : metrics_(m), log_(log), slot_(std::move(slot)), time_(slot_.time()), key_(key) {}
     exchange(exchange&& o) noexcept
         : metrics_(o.metrics_), log_(o.log_), slot_(std::move(o.slot_)), parent_(std::exchange(o.parent_, nullptr)),
-          outcome_(o.outcome_), time_(o.time_), key_(o.key_), sent_at_(o.sent_at_) {}
+          tunneled_(o.tunneled_), outcome_(o.outcome_), time_(o.time_), key_(o.key_), sent_at_(o.sent_at_) {}
     exchange& operator=(exchange&&) = delete;
     /// Counts the request in its parent's parent_requests_total, if one carried it.
     ~exchange();
 
-    /// The request goes through `parent` (a parent proxy) from now on; null: direct. A
-    /// failure to reach or hear from it is the parent's (parent_health), not the
-    /// destination's; what it answers about the destination is the destination's.
-    void through(parent_state* parent) { parent_ = parent; }
+    /// The request goes through `parent` (a parent proxy) from now on; null: direct.
+    /// `tunneled`: inside a tunnel through it (CONNECT), to the origin itself. A failure to
+    /// reach the parent, or to hear from it when it is the request's HTTP peer (plain
+    /// HTTP), is the parent's (parent_health), not the destination's; what it answers about
+    /// the destination (its 502, 503, 504; a CONNECT it could not open) is the
+    /// destination's, and inside its tunnel everything is as it would be direct.
+    void through(parent_state* parent, bool tunneled) {
+        parent_ = parent;
+        tunneled_ = tunneled;
+    }
     parent_state* parent() const { return parent_; }
     /// RFC 9209 next-hop of its answers: the parent's name, empty when direct.
     std::string_view next_hop() const;
@@ -91,6 +97,7 @@ private:
     const logger& log_;
     permit slot_;
     parent_state* parent_ = nullptr;
+    bool tunneled_ = false;
     outcome outcome_ = outcome::error;
     time_source time_;  ///< the gates' (base/time_source.hpp)
     std::string_view key_;

@@ -116,7 +116,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
     // Then a turn at the parent (max_connections), never held while the slot or token was awaited.
     parent_turn turn;
     const auto take_turn = [&]() -> task<bool> {  // through a parent only: no frame for a direct request
-        trip.through(via.parent.get());
+        trip.through(via.parent.get(), target.tls);
         if (!co_await via.parent->take(clock::now() + policy.queue.max_wait)) {
             trip.parent_busy();
             co_return false;
@@ -126,7 +126,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
     };
     constexpr std::string_view parent_busy = "no connection to the parent proxy within queue.max_wait";
     if (via.parent && !co_await take_turn())
-        co_return co_await down.answer(errc::queue_timeout, parent_busy, {}, trip.next_hop());
+        co_return co_await down.answer(errc::queue_timeout, parent_busy, std::chrono::seconds(1), trip.next_hop());
     const relay_buffers::loan buffers = relay_buffers::lend();
     relay_buffers& scratch = *buffers;
     std::string& pool_key = scratch.pool_key;
@@ -178,9 +178,10 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
                 // next usable way of the route takes the request, once per parent.
                 if (via.parent && parents_own_failure(why) && attempt + 1 < forwarding::max_attempts &&
                     co_await next_way(ctx, cfg, target.key, target.address, target.port, why, via, turn)) {
-                    trip.through(via.parent.get());
+                    trip.through(nullptr, false);
                     if (via.parent && !co_await take_turn())
-                        co_return co_await down.answer(errc::queue_timeout, parent_busy, {}, trip.next_hop());
+                        co_return co_await down.answer(errc::queue_timeout, parent_busy, std::chrono::seconds(1),
+                                                       trip.next_hop());
                     key_pool();
                     head_written = false;  // another way: its own target form and credentials
                     continue;

@@ -32,8 +32,9 @@ void readdress_to_parent(std::string& head, const origin_target& target, std::st
 /// brackets) and reads its answer, until `deadline`. nullopt: the tunnel is open and
 /// nothing behind the answer was read. Otherwise why not:
 ///  - parent_credentials_refused: its 407 (the proxy's configuration is wrong);
-///  - origin_refused_by_parent: any other answer but 2xx, its word about the destination
+///  - origin_refused_by_parent: its 502, 503 or 504, its word about the destination
 ///    (Squid's 503 when the origin refused it), the destination's to bear;
+///  - parent_refused: another answer but 2xx (its own policy: a 403, a 429);
 ///  - origin_closed, origin_response_timeout, origin_bad_response: the parent's own
 ///    failure (it closed, was silent, or answered malformed: a header over `header_limit`,
 ///    bad syntax, or bytes behind its 2xx before the proxy spoke).

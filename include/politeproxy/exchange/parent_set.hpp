@@ -3,9 +3,15 @@
 // one's health (policy/parent_health), the requests and tunnels it carries (bounded by
 // max_connections: a request waits for a turn at most queue.max_wait), its counters for
 // /metrics; and the choice of a way for a destination (policy/parent_route). Shared by
-// every worker; a reload keeps the state of a parent whose name and address stay, and
-// requests in flight finish on the parent they chose (they hold it).
+// every worker; a reload keeps the state of a parent whose entry is unchanged (a changed
+// one starts anew: health, turns, counters), and requests in flight finish on the parent
+// they chose (they hold it).
+//
+// max_connections bounds the turns a parent gives at once: each request it carries (an
+// HTTP/1.1 request holds its connection; each HTTP/2 stream in a tunnel is a request) and
+// each CONNECT tunnel spliced through it. Idle pooled connections hold no turn.
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/error.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/base/time_source.hpp"
 #include "politeproxy/config/config.hpp"
@@ -84,6 +90,14 @@ private:
     std::atomic<std::uint64_t> connects_{0};
     std::atomic<std::uint64_t> connect_micros_{0};
 };
+
+/// Whether a failure to open a connection through a parent is the parent's own: it
+/// refused, dropped or ignored the connection, its name did not resolve, or it answered
+/// the CONNECT malformed. Then it counts against the parent, and another way may carry the
+/// request. Not its word about the destination (origin_refused_by_parent), its refusals
+/// (parent_refused, parent_credentials_refused), nor what happens inside its tunnel (the
+/// TLS handshake with the origin): those are as they would be direct.
+bool parents_own_failure(errc why);
 
 /// A turn at a parent, held for as long as a request or tunnel goes through it; empty: direct.
 class parent_turn {

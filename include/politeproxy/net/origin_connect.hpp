@@ -38,14 +38,19 @@ task<std::optional<connect_failure>> connect_parent(const config& cfg, dns_resol
                                                     const std::string& host, std::uint16_t port,
                                                     clock::duration timeout);
 
-/// Every address of the destination `key` (its literal, its static entry, or DNS), when
-/// the deny list permits every one: a parent proxy connects to a destination by name and
-/// picks its own address among them, so none may be denied. destination_denied otherwise.
+/// Every address of the destination `key`: its literal, its static entry, or what DNS
+/// gives (bounded by `timeout`), none judged yet.
 task<std::variant<std::vector<ip_bytes>, connect_failure>> destination_addresses(const config& cfg,
                                                                                 dns_resolver& resolver,
                                                                                 const std::string& key,
                                                                                 std::uint16_t port,
                                                                                 clock::duration timeout);
+
+/// destination_denied when the deny list refuses any of `addresses` (or one is the proxy's
+/// own listener with `port`): a parent proxy connects to a destination by its name and
+/// picks its own address among them, so none may be denied.
+std::optional<connect_failure> check_every_address(const config& cfg, const std::vector<ip_bytes>& addresses,
+                                                   std::uint16_t port);
 
 /// The address a request will connect to, when it is chosen before admission.
 struct pinned_address {

@@ -3,9 +3,10 @@
 // failures of the parent itself (it refused or dropped the connection, or closed or timed
 // out without an answer) mark it down for `retry_after`; each incident that follows
 // another without a quiet spell doubles the time (up to 64x), jittered by up to 10%; a
-// quiet spell (no failure for 4 times the base time after it came back) forgives the
-// doubling. A down parent whose time is up is tried again: one success and it is up, one
-// failure and it is down again. What a parent answers about the destination (its 502, 503
+// quiet spell (no failure for 4 times the base time since the last one, once it is up
+// again) forgives the doubling. A down parent whose time is up is on trial: usable, but
+// not counted up (parent_up 0) until it answers; one answer and it is up, one failure and
+// it is down again. What a parent answers about the destination (its 502, 503
 // or 504) is no failure of the parent's (Squid PR#1772). Sans-io: time comes in.
 #include "politeproxy/base/clock.hpp"
 

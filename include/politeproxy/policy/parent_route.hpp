@@ -43,9 +43,10 @@ struct parent_route {
 const parent_route* route_for(std::span<const parent_route> routes, std::string_view key,
                               std::span<const ip_bytes> addresses);
 
-/// Whether some route matches by network: a destination named by a host name must then be
-/// resolved before its route is known.
-bool routes_need_addresses(std::span<const parent_route> routes);
+/// Whether the route of `key` (a host name) depends on its addresses: some route that
+/// matches by network comes before the first route that names it. Then its addresses are
+/// looked up before its route is known; otherwise the route is known from the name.
+bool route_needs_addresses(std::span<const parent_route> routes, std::string_view key);
 
 /// What the pick knows of one way of a route at the moment of the choice.
 struct way_state {
