@@ -100,7 +100,8 @@ async function refresh() {
       cell(tr, h.paused_seconds > 0 ? seconds(h.paused_seconds) : '-');
       cell(tr, h.last_change ? h.last_change.reason + ', ' + seconds(h.last_change.seconds_ago) + ' ago' : '-', 'key');
       cell(tr, seconds(h.p95_seconds));
-      cell(tr, h.upstream_protocol + (h.enforce ? '' : ' (observe only)'));
+      cell(tr, h.upstream_protocol + (h.via.length ? ' via ' + h.via.join(', ') : '') +
+               (h.enforce ? '' : ' (observe only)'));
       cell(tr, h.override_reason === null ? '' : h.override_reason, 'text');
     }
     document.getElementById('hosts').replaceWith(body);

@@ -6,6 +6,7 @@ Chromium (Debian's `chromium`) against a running proxy under load:
   - paused.test, paused 30 s by a 429 with Retry-After, is drawn as paused, with its
     last change "throttled";
   - an override reason that looks like markup is shown as text, never as an element;
+  - plain.test, routed through a parent, names it ("via pool-a");
   - the page is served with a Content-Security-Policy that allows only its own script.
 A screenshot of the page is written beside the binary (status-page.png), and its path
 printed. Without chromium the test says so and is skipped (exit 0): scripts/install-deps.sh
@@ -48,10 +49,14 @@ def test(t):
         print("SKIP status page: no chromium on PATH (scripts/install-deps.sh installs Debian's chromium)", flush=True)
         return
     origin = t.origin()
-    proxy = t.proxy(H.base_config(
+    cfg = H.base_config(
         concurrency=2, rate=100, burst=100,
         backoff={"initial": "1s", "max": "60s", "jitter": 0},
-        hosts={ODD: {"concurrency": 1, "reason": ODD_REASON}}))
+        hosts={ODD: {"concurrency": 1, "reason": ODD_REASON}})
+    # PLAIN goes through a parent (this origin, which answers absolute-form requests too).
+    cfg["parents"] = {"pool-a": {"url": "http://127.0.0.1:%d" % origin.port}}
+    cfg["routes"] = [{"match": [PLAIN], "via": ["pool-a"]}]
+    proxy = t.proxy(cfg)
 
     status, headers, body = proxy.admin_get("/")
     hdr = dict((k.lower(), v) for k, v in headers)
@@ -90,6 +95,8 @@ def test(t):
             "%s row: drawn as paused with last change 'throttled' expected: %s (class %r)" % (PAUSED, cells, cls))
     pause_left = float(cells[6].split()[0])
     H.check(15 <= pause_left <= 30.5, "%s row: pause %s, expected up to 30 s" % (PAUSED, cells[6]))
+    cls, cells, _ = by_host[PLAIN]
+    H.check(cells[9] == "http/1.1 via pool-a", "%s row: its protocol cell should name its parent: %s" % (PLAIN, cells))
     cls, cells, inner = by_host[ODD]
     H.check(cells[-1] == ODD_REASON and "<img" not in inner,
             "%s row: the override reason must be text, not markup: %r" % (ODD, inner))
