@@ -257,16 +257,9 @@ def connect_tunnel_raw(proxy, host, port, headers=None, timeout=10):
 def connect_tunnel(proxy, host, port, timeout=10):
     """A socket to the proxy on which CONNECT host:port was answered 200 (read to the end
     of the answer, nothing more)."""
-    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=timeout)
-    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, port, host, port)).encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = s.recv(1)
-        if not chunk:
-            s.close()
-            raise TestFailure("CONNECT %s:%d: closed after %r" % (host, port, head))
-        head += chunk
+    s, head = connect_tunnel_raw(proxy, host, port, timeout=timeout)
     if not head.startswith(b"HTTP/1.1 200"):
         s.close()
         raise TestFailure("CONNECT %s:%d answered %r" % (host, port, head))
     return s
+

@@ -15,16 +15,7 @@ HOST = "tun.test"
 
 
 def open_tunnel(proxy, origin_port, timeout=5):
-    s = socket.create_connection(("127.0.0.1", proxy.port), timeout=timeout)
-    s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n"
-               % (HOST, origin_port, HOST, origin_port)).encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        head += chunk
-    return s, head
+    return H.connect_tunnel_raw(proxy, HOST, origin_port, timeout=timeout)
 
 
 def read_to_eof(s, timeout):

@@ -1,3 +1,4 @@
+#include "config_loading.hpp"
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/tls/config_check.hpp"
 #include "politeproxy/policy/public_suffixes.hpp"
@@ -9,19 +10,8 @@ using namespace std::chrono;
 
 namespace {
 
-config load_ok(const std::string& yaml) {
-    auto c = load_config_text(yaml, "test.yaml");
-    INFO(yaml);
-    REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error()));
-    return *c;
-}
-
-std::string load_error(const std::string& yaml) {
-    auto c = load_config_text(yaml, "test.yaml");
-    INFO(yaml);
-    REQUIRE_FALSE(c.has_value());
-    return c.error();
-}
+using testing::load_error;
+using testing::load_ok;
 
 const sys_days today = sys_days{year{2026} / 12 / 2};
 

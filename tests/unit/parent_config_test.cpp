@@ -1,4 +1,5 @@
 // parents: and routes: as the loader reads them (SPEC.md "Configuration").
+#include "config_loading.hpp"
 #include "politeproxy/config/config_load.hpp"
 
 #include <doctest/doctest.h>
@@ -14,19 +15,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-config load_ok(const std::string& yaml) {
-    auto c = load_config_text(yaml, "test.yaml");
-    INFO(yaml);
-    REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error()));
-    return *c;
-}
-
-std::string load_error(const std::string& yaml) {
-    auto c = load_config_text(yaml, "test.yaml");
-    INFO(yaml);
-    REQUIRE_FALSE(c.has_value());
-    return c.error();
-}
+using testing::load_error;
+using testing::load_ok;
 
 }  // namespace
 
