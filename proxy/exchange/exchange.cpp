@@ -29,6 +29,7 @@ void exchange::connect_failed(errc why) {
     if (parent_) {  // the parent's own failure, its word about the destination, or neither (TLS inside, refusals)
         if (parents_own_failure(why)) parent_->failed(log_, make_error_code(why).message());
         else if (why == errc::origin_refused_by_parent) slot_.report(health_signal::refused_connection());
+        else if (why == errc::parent_credentials_refused) parent_->refused_credentials(log_);
         return;
     }
     if (why == errc::origin_refused) slot_.report(health_signal::refused_connection());
@@ -44,7 +45,10 @@ void exchange::request_refused() {
         slot_.report(health_signal::refused_connection());
 }
 
-void exchange::parent_refused_credentials() { set(outcome::error); }
+void exchange::parent_refused_credentials() {
+    set(outcome::error);
+    if (parent_) parent_->refused_credentials(log_);
+}
 
 void exchange::tunnel_opened() {
     set(outcome::ok);

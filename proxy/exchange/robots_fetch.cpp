@@ -108,7 +108,6 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
     const unsigned status = parser.get().result_int();
     if (status == 407 && parent && !target.tls) {  // the parent's word on the proxy's credentials: failed
         trip.parent_refused_credentials();
-        parent->refused_credentials(ctx.log);
         co_return;
     }
     trip.response_arrived(status, parser.get()[http::field::retry_after], "GET", false);

@@ -7,14 +7,28 @@
 
 namespace politeproxy {
 
+std::optional<std::variant<way, failure>> choose_way_at_once(exchange_context& ctx, const config& cfg,
+                                                            const std::string& key,
+                                                            const std::optional<ip_bytes>& address,
+                                                            std::uint16_t port, const parent_state* tried) {
+    if (cfg.routes.empty()) return way{};
+    std::optional<ip_bytes> known = address;
+    if (const resolve_entry* entry = known ? nullptr : cfg.static_entry(key)) known = entry->bytes;
+    if (!known && route_needs_addresses(cfg.routes, key)) return std::nullopt;
+    const std::span<const ip_bytes> addresses = known ? std::span<const ip_bytes>(&*known, 1) : std::span<const ip_bytes>();
+    way chosen = ctx.parents.choose(key, addresses, tried);
+    if (!chosen.parent) return chosen;
+    if (!known) return std::nullopt;  // a parent, for a name: every address of it is judged, after a look-up
+    if (auto no = check_every_address(cfg, addresses, port)) return std::move(*no);
+    return chosen;
+}
+
 task<std::variant<way, failure>> choose_way(exchange_context& ctx, const config& cfg, const std::string& key,
                                            const std::optional<ip_bytes>& address, std::uint16_t port,
                                            const parent_state* tried) {
-    if (cfg.routes.empty()) co_return way{};
-    std::vector<ip_bytes> addresses;
-    if (address) addresses.push_back(*address);
-    else if (const resolve_entry* entry = cfg.static_entry(key)) addresses.push_back(entry->bytes);
-    bool looked_up = !addresses.empty();
+    if (auto at_once = choose_way_at_once(ctx, cfg, key, address, port, tried)) co_return std::move(*at_once);
+    std::vector<ip_bytes> addresses;  // a name: none known without a look-up
+    bool looked_up = false;
     const auto look_up = [&]() -> task<std::optional<failure>> {
         auto found = co_await destination_addresses(cfg, ctx.resolver, key, port,
                                                     cfg.policy_for(key, utc_today()).timeouts.connect);

@@ -145,7 +145,7 @@ task<std::variant<std::vector<ip_bytes>, connect_failure>> destination_addresses
     co_return addresses;
 }
 
-std::optional<connect_failure> check_every_address(const config& cfg, const std::vector<ip_bytes>& addresses,
+std::optional<connect_failure> check_every_address(const config& cfg, std::span<const ip_bytes> addresses,
                                                    std::uint16_t port) {
     for (const ip_bytes& a : addresses)
         if (const char* refusal = refusal_of(cfg, a, port))

@@ -101,12 +101,13 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     }
     way via;  // routes: direct, or a parent's tunnel spliced to the client's
     if (!cfg.routes.empty()) {
-        auto chosen = co_await choose_way(ctx, cfg, key, target.address, port);
-        if (auto* no = std::get_if<failure>(&chosen)) {
+        auto chosen = choose_way_at_once(ctx, cfg, key, target.address, port);
+        if (!chosen) chosen = co_await choose_way(ctx, cfg, key, target.address, port);
+        if (auto* no = std::get_if<failure>(&*chosen)) {
             co_await send_answer(ctx, client, no->why, no->details, {});
             co_return std::nullopt;
         }
-        via = std::move(std::get<way>(chosen));
+        via = std::move(std::get<way>(*chosen));
         if (!via.all_down.empty()) {
             co_await send_answer(ctx, client, errc::parents_down, "every parent of the route is down", {},
                                  via.retry_after, via.all_down);
@@ -150,13 +151,12 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
         if (!failed) break;
         trip.connect_failed(failed->why);
         // A parent that failed itself: the route's next usable way, once per parent (as forward_to_origin).
-        if (via.parent && parents_own_failure(failed->why) && attempt + 1 < 3 &&
+        if (via.parent && parents_own_failure(failed->why) && attempt + 1 < ways_per_request &&
             co_await next_way(ctx, cfg, key, target.address, port, failed->why, via, turn)) {
             trip.through(nullptr, false);
             origin = timed_socket(co_await asio::this_coro::executor);
             continue;
         }
-        if (failed->why == errc::parent_credentials_refused) via.parent->refused_credentials(ctx.log);
         co_await send_answer(ctx, client, failed->why, failed->details, {}, {}, trip.next_hop());
         co_return std::nullopt;
     }

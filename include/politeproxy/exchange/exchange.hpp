@@ -70,8 +70,8 @@ public:
     /// The response header arrived: its status (429/503: throttled, with `retry_after`,
     /// the field's text) and its latency tell the host's health.
     void response_arrived(unsigned status, std::string_view retry_after, std::string_view method, bool pooled);
-    /// The parent answered 407 to the proxy's own credentials (a configuration error):
-    /// nothing said about the destination.
+    /// The parent answered 407 to the proxy's own credentials (a configuration error,
+    /// logged once per parent): nothing said about the destination.
     void parent_refused_credentials();
     /// No turn at the parent (max_connections) within queue.max_wait: rejected, like a
     /// request that waited too long for its host.

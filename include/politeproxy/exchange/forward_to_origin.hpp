@@ -85,9 +85,10 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
     // without one. Through a parent every key below is still the destination's.
     way via;
     if (!cfg.routes.empty()) {
-        auto chosen = co_await choose_way(ctx, cfg, target.key, target.address, target.port);
-        if (auto* no = std::get_if<failure>(&chosen)) co_return co_await down.answer(no->why, no->details);
-        via = std::move(std::get<way>(chosen));
+        auto chosen = choose_way_at_once(ctx, cfg, target.key, target.address, target.port);
+        if (!chosen) chosen = co_await choose_way(ctx, cfg, target.key, target.address, target.port);
+        if (auto* no = std::get_if<failure>(&*chosen)) co_return co_await down.answer(no->why, no->details);
+        via = std::move(std::get<way>(*chosen));
         if (!via.all_down.empty())
             co_return co_await down.answer(errc::parents_down, "every parent of the route is down", via.retry_after,
                                            via.all_down);
@@ -113,20 +114,7 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
 
     exchange trip(ctx.metrics, ctx.log, std::move(slot), key);
     const host_policy& policy = trip.policy();
-    // Then a turn at the parent (max_connections), never held while the slot or token was awaited.
-    parent_turn turn;
-    const auto take_turn = [&]() -> task<bool> {  // through a parent only: no frame for a direct request
-        trip.through(via.parent.get(), target.tls);
-        if (!co_await via.parent->take(clock::now() + policy.queue.max_wait)) {
-            trip.parent_busy();
-            co_return false;
-        }
-        turn = parent_turn(via.parent);
-        co_return true;
-    };
-    constexpr std::string_view parent_busy = "no connection to the parent proxy within queue.max_wait";
-    if (via.parent && !co_await take_turn())
-        co_return co_await down.answer(errc::queue_timeout, parent_busy, std::chrono::seconds(1), trip.next_hop());
+    parent_turn turn;  // at the parent the attempt goes through (each attempt takes one, below)
     const relay_buffers::loan buffers = relay_buffers::lend();
     relay_buffers& scratch = *buffers;
     std::string& pool_key = scratch.pool_key;
@@ -148,6 +136,17 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
     // A request that may be sent again is then sent once more, on a new connection; one
     // an HTTP/2 origin did not process (GOAWAY, REFUSED_STREAM) goes again on a new session.
     for (int attempt = 0;; ++attempt) {
+        // Through a parent, a turn at it (max_connections), never held while the slot or
+        // token was awaited; one free now costs no wait (and no coroutine frame).
+        if (via.parent && !turn) {
+            trip.through(via.parent.get(), target.tls);
+            if (!via.parent->try_take() && !co_await via.parent->take(clock::now() + policy.queue.max_wait)) {
+                trip.parent_busy();
+                co_return co_await down.answer(errc::queue_timeout, "no connection to the parent proxy within queue.max_wait",
+                                               std::chrono::seconds(1), trip.next_hop());
+            }
+            turn = parent_turn(via.parent);
+        }
         // The transport: a stream on an HTTP/2 session, a pooled HTTP/1.1 connection, or a new one of either.
         std::shared_ptr<origin_session> h2;
         // Not in a conditional expression: GCC 12 destroys temporaries of one inside co_await twice.
@@ -178,15 +177,11 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
                 // next usable way of the route takes the request, once per parent.
                 if (via.parent && parents_own_failure(why) && attempt + 1 < forwarding::max_attempts &&
                     co_await next_way(ctx, cfg, target.key, target.address, target.port, why, via, turn)) {
-                    trip.through(nullptr, false);
-                    if (via.parent && !co_await take_turn())
-                        co_return co_await down.answer(errc::queue_timeout, parent_busy, std::chrono::seconds(1),
-                                                       trip.next_hop());
+                    trip.through(nullptr, false);  // direct, or through the next parent (its turn above)
                     key_pool();
                     head_written = false;  // another way: its own target form and credentials
                     continue;
                 }
-                if (why == errc::parent_credentials_refused) via.parent->refused_credentials(ctx.log);
                 co_return co_await down.answer(why, opened.failure->details, {}, trip.next_hop());
             }
             if (opened.h2) {

@@ -312,7 +312,6 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
     const unsigned status = response->status();
     if (status == 407 && parent) {  // the parent's, about this proxy's credentials: never the client's business
         trip.parent_refused_credentials();
-        parent->refused_credentials(ctx_.log);
         co_return finished(co_await down.answer(errc::parent_credentials_refused,
                                                 "the parent proxy refused this proxy's credentials", {}, trip.next_hop()));
     }

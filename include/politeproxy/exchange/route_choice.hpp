@@ -29,6 +29,18 @@ task<std::variant<way, failure>> choose_way(exchange_context& ctx, const config&
                                            const std::optional<ip_bytes>& address, std::uint16_t port,
                                            const parent_state* tried = nullptr);
 
+/// choose_way without a look-up, when none is needed: the destination is an address or a
+/// `resolve:` entry, or its route is known from its name and its way is direct. nullopt:
+/// choose_way must look the destination up. (No coroutine frame, no allocation: the
+/// common case of every request under `routes:`.)
+std::optional<std::variant<way, failure>> choose_way_at_once(exchange_context& ctx, const config& cfg,
+                                                            const std::string& key,
+                                                            const std::optional<ip_bytes>& address,
+                                                            std::uint16_t port, const parent_state* tried = nullptr);
+
+/// The ways one request or tunnel may try when parents fail themselves (its first included).
+inline constexpr int ways_per_request = 3;
+
 /// After `via`'s parent failed itself (parents_own_failure): the route's next usable way
 /// replaces `via`, the failed parent counted for this request and its turn given back;
 /// false when the route has none.

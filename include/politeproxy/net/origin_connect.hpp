@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -49,7 +50,7 @@ task<std::variant<std::vector<ip_bytes>, connect_failure>> destination_addresses
 /// destination_denied when the deny list refuses any of `addresses` (or one is the proxy's
 /// own listener with `port`): a parent proxy connects to a destination by its name and
 /// picks its own address among them, so none may be denied.
-std::optional<connect_failure> check_every_address(const config& cfg, const std::vector<ip_bytes>& addresses,
+std::optional<connect_failure> check_every_address(const config& cfg, std::span<const ip_bytes> addresses,
                                                    std::uint16_t port);
 
 /// The address a request will connect to, when it is chosen before admission.
