@@ -203,6 +203,13 @@ public:
     task<forwarded> forward(Client& down, exchange& trip, const origin_target& target, relay_buffers& scratch);
 
 private:
+    /// The proxy's own answer to the client, naming the parent that carried the request
+    /// (next-hop), if one did. Not a coroutine: forward()'s frame keeps only its task.
+    template <client_side Client>
+    static task<bool> answer(Client& down, const exchange& trip, errc why, std::string_view details) {
+        return down.answer(why, details, std::nullopt, trip.next_hop());
+    }
+
     exchange_context& ctx_;
     const config& cfg_;
     timed_socket& origin_;
@@ -221,13 +228,13 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
     timed_socket& origin = origin_;
     const bool may_retry = may_retry_;
     const host_policy& policy = trip.policy();
-    parent_state* const parent = target.tls ? nullptr : trip.parent();  // over TLS: a tunnel through it
     if (!head_written_) {
         if constexpr (relays_http1<Client>)
             down.write_head(target, scratch);
         else
             h1_message::write_head(down, target, ctx_.via_line, scratch);
-        if (parent) readdress_to_parent(scratch.head, target, parent->config().authorization);
+        if (!target.tls && trip.parent())  // plain HTTP through a parent (over TLS: a tunnel through it)
+            readdress_to_parent(scratch.head, target, trip.parent()->config().authorization);
         head_written_ = true;
     }
     connection_tracker tracked(ctx_.metrics, connection_side::origin, connection_protocol::http1);
@@ -246,7 +253,7 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
     if (sent.end == relay_end::write_failed || origin.heard_close()) {
         if (may_retry) co_return forwarded::again;
         trip.request_refused();
-        co_return finished(co_await down.answer(errc::origin_closed, forwarding::closed_while_sending, {}, trip.next_hop()));
+        co_return finished(co_await answer(down, trip, errc::origin_closed, forwarding::closed_while_sending));
     }
 
     beast::flat_buffer& origin_buffer = scratch.from_origin;
@@ -284,14 +291,22 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
         const std::string_view details =
             closed ? forwarding::closed_while_sending : "the origin answered before its request was written whole";
         const errc why = closed ? errc::origin_closed : errc::origin_bad_response;
-        co_return finished(co_await down.answer(why, details, {}, trip.next_hop()));
+        co_return finished(co_await answer(down, trip, why, details));
     }
-    if (!ec && response->status() < 200) {
-        trip.response_failed(errc::origin_bad_response);
-        const std::string details = "the origin answered " + std::to_string(response->status()) +
-                                    (response->status() == 101 ? " to a request that asked for no upgrade"
-                                                               : ", an informational status nothing expects");
-        co_return finished(co_await down.answer(errc::origin_bad_response, details, {}, trip.next_hop()));  // and the connection is closed
+    // A parent's 407 (plain HTTP through it) is about this proxy's credentials: never the client's business.
+    const bool parent_refused = !ec && response->status() == 407 && !target.tls && trip.parent();
+    if (!ec && (response->status() < 200 || parent_refused)) {
+        if (parent_refused)
+            trip.parent_refused_credentials();
+        else
+            trip.response_failed(errc::origin_bad_response);
+        const errc why = parent_refused ? errc::parent_credentials_refused : errc::origin_bad_response;
+        const std::string details =
+            parent_refused ? std::string("the parent proxy refused this proxy's credentials")
+                           : "the origin answered " + std::to_string(response->status()) +
+                                 (response->status() == 101 ? " to a request that asked for no upgrade"
+                                                            : ", an informational status nothing expects");
+        co_return finished(co_await answer(down, trip, why, details));  // and the connection is closed
     }
     if (ec) {
         const bool timed_out = ec == beast::error::timeout;
@@ -307,14 +322,9 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
         // conditional expression inside co_await twice.
         const std::string details = timed_out ? std::string("no response headers within timeouts.response_headers")
                                               : "origin response unreadable: " + ec.message();
-        co_return finished(co_await down.answer(why, details, {}, trip.next_hop()));
+        co_return finished(co_await answer(down, trip, why, details));
     }
     const unsigned status = response->status();
-    if (status == 407 && parent) {  // the parent's, about this proxy's credentials: never the client's business
-        trip.parent_refused_credentials();
-        co_return finished(co_await down.answer(errc::parent_credentials_refused,
-                                                "the parent proxy refused this proxy's credentials", {}, trip.next_hop()));
-    }
     trip.response_arrived(status, response->retry_after(), down.method_string(), reused_);
 
     response_plan plan;
