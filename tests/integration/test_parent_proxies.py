@@ -8,7 +8,7 @@ its basic_ncsa_auth helper) and a real tinyproxy 1.11, both on loopback:
 - HTTPS, tls.mode intercept, through each (curl with the proxy's CA): CONNECT through the
   parent (in its log), the proxy's own TLS to the origin inside, verified against the
   origin's name; the answer is gated (queue-wait) and names its next hop;
-- HTTPS, tls.mode tunnel, through Squid: the client's tunnel spliced to Squid's (the
+- HTTPS, tls.mode tunnel, through each: the client's tunnel spliced to the parent's (the
   origin's own certificate reaches the client), the 200 naming the next hop;
 - a route to `direct` next to the parent routes; /hosts shows each host's way;
   parent_up, parent_connections, parent_requests_total, parent_connect_seconds.
@@ -143,7 +143,7 @@ def test(t):
     H.check(any(line[6] == "tls.test:%d" % tls_origin.port and line[7] == "pp" for line in H.wait_until(connected, 10)),
             "Squid's log has no CONNECT tls.test by user pp: %s" % squid.requests())
 
-    # HTTPS, tunneled: the client's tunnel spliced to Squid's.
+    # HTTPS, tunneled: the client's tunnel spliced to the parent's.
     tcfg = dict(cfg, tls={"mode": "tunnel"})
     tunnel = t.proxy(tcfg, name="tunnel")
     s = H.connect_tunnel_raw(tunnel, "tls.test", tls_origin.port, headers=client_auth())
@@ -155,6 +155,12 @@ def test(t):
             "a tunnel through Squid: %r" % out[:400])
     H.check(tls_origin.host("tls.test")["count"] == 2, "the tunneled request did not reach the origin")
     H.log("HTTPS tunneled through Squid: %s" % heads[1].splitlines()[0])
+    out = curl(tunnel, "https://localhost:%d/tunneled" % tls_origin.port, origin_cert, "--http1.1")
+    heads = [h for h in out.split("\n\n") if h.startswith("HTTP/")]
+    H.check(len(heads) == 2 and "next-hop=\"tiny\"" in heads[0] and heads[1].startswith("HTTP/1.1 200"),
+            "a tunnel through tinyproxy: %r" % out[:400])
+    H.check(tls_origin.host("localhost")["count"] == 2, "the request tunneled through tinyproxy did not reach the origin")
+    H.log("HTTPS tunneled through tinyproxy: %s" % heads[1].splitlines()[0])
 
 
 if __name__ == "__main__":
