@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -100,8 +101,11 @@ parent_config load_parent(const config_reader& r, const YAML::Node& name, const 
     parent_config p;
     p.name = r.text(name, "parent name");
     const std::string where = "parent " + p.name;
-    if (p.name.empty() || p.name == "direct" || p.name.find_first_of(" \t\",=;") != std::string::npos)
-        r.fail(name, "parent name '" + p.name + "' is empty, 'direct', or has a space or one of \",=;");
+    const bool word = !p.name.empty() && std::all_of(p.name.begin(), p.name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    });
+    if (!word || p.name == "direct")  // it goes into Proxy-Status (next-hop) and metric labels as it is
+        r.fail(name, "parent name '" + p.name + "' must be letters, digits, '-', '_' or '.', and not 'direct'");
     r.expect_map(body, where);
     r.only_keys(body, where, {"url", "credentials_file", "max_connections", "weight", "retry_after", "fail_after"});
     if (!body["url"]) r.fail(body, where + ": 'url' is required (http://host:port)");

@@ -26,13 +26,17 @@ std::string_view exchange::next_hop() const { return parent_ ? std::string_view(
 
 void exchange::connect_failed(errc why) {
     set(outcome_of(why));
-    if (parent_) {  // the parent's own failure, its word about the destination, or neither (TLS inside, refusals)
-        if (parents_own_failure(why)) parent_->failed(log_, make_error_code(why).message());
-        else if (why == errc::origin_refused_by_parent) slot_.report(health_signal::refused_connection());
+    if (parent_) {  // its word about the destination, or nobody's (its refusals, what failed in its tunnel)
+        if (why == errc::origin_refused_by_parent) slot_.report(health_signal::refused_connection());
         else if (why == errc::parent_credentials_refused) parent_->refused_credentials(log_);
         return;
     }
     if (why == errc::origin_refused) slot_.report(health_signal::refused_connection());
+}
+
+void exchange::parent_failed(errc why, std::string_view what) {
+    set(outcome_of(why));
+    parent_->failed(log_, what);
 }
 
 void exchange::client_failed() { set(outcome::error); }
@@ -57,7 +61,10 @@ void exchange::tunnel_opened() {
 
 void exchange::response_failed(errc why) {
     set(outcome_of(why));
-    if (parent_ && !tunneled_) {  // no answer from the parent: its failure (it says 502/504 for the origin)
+    // Closed or malformed without an answer where the parent is the HTTP peer: its own
+    // failure (it says 502 for an origin that failed it). Silence is the destination's:
+    // a parent waits for a slow origin as long as it may.
+    if (parent_ && !tunneled_ && why != errc::origin_response_timeout) {
         parent_->failed(log_, make_error_code(why).message());
         return;
     }

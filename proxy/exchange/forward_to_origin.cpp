@@ -20,7 +20,7 @@ void pool_key_through(const parent_state& parent, const origin_target& target, s
     }
     pool_key_of(target, out);
     if (!pinned.empty()) (out += '@') += pinned;
-    (out += " via ") += parent.name();
+    (out += " via ") += parent.pool_key();
 }
 
 }  // namespace politeproxy::forwarding

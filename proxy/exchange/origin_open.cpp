@@ -18,8 +18,10 @@ task<origin_opened> open_origin(exchange_context& ctx, const config& cfg, timed_
     if (parent) {  // for http the connection is the parent's (absolute-form); for https a tunnel through it
         const std::string authority =
             target.tls ? authority_of(pinned.address ? pinned.text : target.key, target.port) : std::string();
-        if (auto failure = co_await connect_through(ctx, cfg, origin, *parent, authority, phase_ends()))
-            co_return origin_opened{std::move(failure)};
+        if (auto failure = co_await connect_through(ctx, cfg, origin, *parent, authority, phase_ends())) {
+            const bool parents_fault = failure->parents_own;
+            co_return origin_opened{static_cast<connect_failure&&>(std::move(*failure)), false, parents_fault};
+        }
         if (!target.tls) co_return origin_opened{};
     } else if (auto failure = co_await connect_origin(cfg, ctx.resolver, origin, target.key, target.port,
                                                       phase_ends() - clock::now(), pinned.address))

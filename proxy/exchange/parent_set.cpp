@@ -21,8 +21,17 @@ struct parent_state::waiter {
     bool granted = false;  ///< under the parent's lock
 };
 
+namespace {
+
+// Each parent_state's own: a parent reloaded with another address or credentials under
+// the same name is another state, and none of its predecessor's pooled connections or
+// sessions is taken for it.
+std::atomic<std::uint64_t> parent_serial{0};
+
+}  // namespace
+
 parent_state::parent_state(parent_config cfg, time_source time, std::uint64_t seed)
-    : cfg_(std::move(cfg)), pool_key_("parent " + cfg_.name), time_(time),
+    : cfg_(std::move(cfg)), pool_key_("parent " + cfg_.name + " #" + std::to_string(++parent_serial)), time_(time),
       health_(cfg_.fail_after, cfg_.retry_after, seed) {}
 
 bool parent_state::usable() const {
@@ -84,12 +93,32 @@ task<bool> parent_state::take(clock::time_point deadline) {
         if (try_take()) co_return true;  // one came back meanwhile (release() saw no waiter)
         waiters_.push_back(w);
     }
+    // However the wait ends (the deadline, a hand-over, the coroutine cancelled or its frame
+    // destroyed with its loop), the waiter leaves the queue, and a turn handed over to it
+    // but not claimed goes back: no turn is lost, no timer of a gone loop stays queued.
+    struct leaving {
+        parent_state& p;
+        const std::shared_ptr<waiter>& w;
+        bool claimed = false;
+        ~leaving() {
+            bool hand_back = false;
+            {
+                std::lock_guard lock(p.lock_);
+                if (w->granted)
+                    hand_back = !claimed;
+                else if (auto at = std::find(p.waiters_.begin(), p.waiters_.end(), w); at != p.waiters_.end())
+                    p.waiters_.erase(at);
+            }
+            if (hand_back) p.release();
+        }
+    } guard{*this, w};
     w->timer.expires_at(deadline);
     co_await w->timer.async_wait(use_tuple);
-    std::lock_guard lock(lock_);
-    if (w->granted) co_return true;  // handed over by release(): the turn is ours
-    waiters_.erase(std::find(waiters_.begin(), waiters_.end(), w));
-    co_return false;
+    {
+        std::lock_guard lock(lock_);
+        guard.claimed = w->granted;  // handed over by release(): the turn is ours
+    }
+    co_return guard.claimed;
 }
 
 void parent_state::release() {
@@ -128,19 +157,6 @@ parent_state::counts parent_state::snapshot() const {
 }
 
 std::span<const double> parent_state::connect_bucket_bounds() { return bucket_bounds; }
-
-bool parents_own_failure(errc why) {
-    switch (why) {
-    case errc::origin_refused:
-    case errc::origin_connect_timeout:
-    case errc::dns_failure:
-    case errc::dns_timeout:
-    case errc::origin_closed:
-    case errc::origin_response_timeout:
-    case errc::origin_bad_response: return true;
-    default: return false;
-    }
-}
 
 void parent_set::update(const config& cfg) {
     auto next = std::make_shared<table>();
@@ -181,8 +197,9 @@ way parent_set::choose(std::string_view key, std::span<const ip_bytes> addresses
             continue;
         }
         const parent_state& p = *t->parents[i];
-        const bool usable = &p != tried && p.usable();
-        if (!usable) back = std::min(back, p.down_until());
+        const bool down = !p.usable();
+        if (down) back = std::min(back, p.down_until());
+        const bool usable = !down && &p != tried;
         ways.push_back({usable, p.busy(), p.config().weight, p.name()});
         parents.push_back(i);
     }

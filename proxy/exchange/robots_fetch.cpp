@@ -78,7 +78,10 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
     const auto opened = co_await open_origin(ctx, cfg, origin_socket, target, pinned, false, policy.timeouts.connect,
                                              deadline, parent.get());
     if (opened.failure) {
-        trip.connect_failed(opened.failure->why);
+        if (opened.parents_fault)
+            trip.parent_failed(opened.failure->why, opened.failure->details);
+        else
+            trip.connect_failed(opened.failure->why);
         co_return;
     }
 

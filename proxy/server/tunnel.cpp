@@ -131,8 +131,9 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
 
     timed_socket origin(co_await asio::this_coro::executor);
     parent_turn turn;  // the parent carries the tunnel for as long as it is open
+    std::string early;  // bytes a server-first protocol sent behind the parent's 200
     for (int attempt = 0;; ++attempt) {
-        std::optional<failure> failed;
+        std::optional<parent_failure> failed;
         if (via.parent) {
             trip.through(via.parent.get(), true);
             if (!co_await via.parent->take(clock::now() + policy.queue.max_wait)) {
@@ -144,14 +145,18 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
             turn = parent_turn(via.parent);
             failed = co_await connect_through(ctx, cfg, origin, *via.parent,
                                               authority_of(pinned.address ? pinned.text : key, port),
-                                              clock::now() + policy.timeouts.connect);
-        } else {
-            failed = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect, pinned.address);
+                                              clock::now() + policy.timeouts.connect, &early);
+        } else if (auto no = co_await connect_origin(cfg, ctx.resolver, origin, key, port, policy.timeouts.connect,
+                                                     pinned.address)) {
+            failed = parent_failure{std::move(*no), false};
         }
         if (!failed) break;
-        trip.connect_failed(failed->why);
-        // A parent that failed itself: the route's next usable way, once per parent (as forward_to_origin).
-        if (via.parent && parents_own_failure(failed->why) && attempt + 1 < ways_per_request &&
+        if (failed->parents_own)
+            trip.parent_failed(failed->why, failed->details);
+        else
+            trip.connect_failed(failed->why);
+        // A parent that failed itself: another usable way of the route (as forward_to_origin).
+        if (failed->parents_own && attempt + 1 < ways_per_request &&
             co_await next_way(ctx, cfg, key, target.address, port, failed->why, via, turn)) {
             trip.through(nullptr, false);
             origin = timed_socket(co_await asio::this_coro::executor);
@@ -164,6 +169,7 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     client.expires_after(policy.timeouts.idle);
     std::string established(connect_established);
     if (via.parent) established.insert(established.size() - 4, "; next-hop=\"" + via.parent->name() + "\"");
+    established += early;  // a server-first protocol's first bytes, come with the parent's 200
     if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(established), use_tuple); ec) co_return std::nullopt;
     client.expires_never();
     // Bytes the client sent right behind its CONNECT (an eager TLS ClientHello).

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Politeness stays on the destination through parent proxies (two real Squids):
 - round_robin over two parents, host concurrency 2: the origin's own peak in flight for
-  the host is exactly 2, not 2 per parent, and both parents carried requests;
+  the host is exactly 2, not 2 per parent, and both parents carried requests; a name
+  only DNS resolves takes them in turn too;
 - by_host: every request for one host goes through one parent (the Via the origin saw),
   and the hosts spread over both;
 - max_connections 2 on a parent: across six hosts the origin sees at most 2 requests at
@@ -32,14 +33,14 @@ def parent_of(result):
 def config(first, second, pick="round_robin", **parent):
     cfg = H.base_config(concurrency=2, rate=1000, burst=1000)
     cfg["parents"] = {"p1": dict({"url": first.url}, **parent), "p2": dict({"url": second.url}, **parent)}
-    cfg["routes"] = [{"match": ["*.test"], "via": ["p1", "p2"], "pick": pick}]
+    cfg["routes"] = [{"match": ["*.test", "localhost"], "via": ["p1", "p2"], "pick": pick}]
     return cfg
 
 
 def test(t):
     parent_proxies.require("squid")
     origin = t.origin()
-    names = {h: "127.0.0.1" for h in HOSTS + ["rr.test"]}
+    names = {h: "127.0.0.1" for h in HOSTS + ["rr.test", "localhost"]}
     first, second = t.parent("squid", names=names), t.parent("squid", names=names)
 
     # round_robin: one bound for the host, whichever parent carries each request.
@@ -51,6 +52,11 @@ def test(t):
     H.log("round_robin: origin peak %d of 20, parents %s" % (st["peak"], sorted(carried)))
     H.check(st["peak"] == 2, "the origin saw %d at once for rr.test: the bound is 2 across parents" % st["peak"])
     H.check(carried == {str(first.port), str(second.port)}, "both parents should carry requests: %s" % carried)
+    # A name only DNS resolves (no resolve: entry) is looked up before its parent is
+    # picked; one after another, its requests still take the parents in turn.
+    turns = [parent_of(H.request(proxy, "http://localhost:%d/dns?i=%d" % (origin.port, i))) for i in range(4)]
+    H.check(turns[0] != turns[1] and turns[0] == turns[2] and turns[1] == turns[3],
+            "round_robin for a name looked up in DNS: %s" % turns)
     proxy.stop()
 
     # by_host: one parent per host key.

@@ -3,10 +3,11 @@
 was sent:
 - a parent that answers 407 to the proxy's credentials, to a request and to a CONNECT:
   502 error=proxy_configuration_error naming it (next-hop), logged once;
-- one that accepts and never answers (504 at timeouts.response_headers), one that
-  closes at once (502): each a failure of the parent; after fail_after it is down, and
-  a route [it, direct] goes direct at once, while a route with only it is answered
-  502 next-hop with Retry-After without connecting;
+- one that accepts and never answers: 504 at timeouts.response_headers, the
+  destination's timeout (a parent waits for a slow origin), never the parent's failure;
+  one that closes at once: 502, its own failure; after fail_after it is down, and a
+  route [it, direct] goes direct at once, while a route with only it is answered 502
+  next-hop with Retry-After without connecting;
 - a parent cannot carry a request the proxy would refuse: a name whose address the deny
   list refuses (localhost, loopback denied) is answered 403 through a parent route, and
   the parent (itself on loopback: trusted configuration) never hears of it;
@@ -14,10 +15,13 @@ was sent:
   destination (its limit collapses, the parent stays up); its 403 to a CONNECT counts
   against nobody;
 - hostile answers, as strict as an origin's (README's hostile-input table): a response
-  with conflicting Content-Lengths, a header over limits.response_header_bytes, a 200
-  to CONNECT followed by bytes before the proxy spoke: 502 each, the proxy still serves;
+  with conflicting Content-Lengths, a header over limits.response_header_bytes: 502 each;
+  a 200 to CONNECT followed by bytes before the proxy spoke: 502 where the proxy speaks
+  TLS next (interception), relayed to the client in a spliced tunnel (a server-first
+  protocol's banner); the proxy still serves;
 - what the parent was sent: the absolute-form target and the parent's Proxy-Authorization."""
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -100,10 +104,24 @@ def test(t):
     for name in ("lengths", "huge"):
         r = H.request(proxy, "http://%s.test:%d/h" % (name, origin.port))
         H.check(r.status == 502 and 'next-hop="%s"' % name in status_of(r), "%s: %s %r" % (name, r.status, status_of(r)))
+    # Bytes behind a parent's 200 to CONNECT: in a spliced tunnel they are the origin's first
+    # (a server-first protocol's banner) and reach the client; where the proxy speaks TLS
+    # next (interception) nothing may come first: 502.
     s, head = H.connect_tunnel_raw(proxy, "garbage.test", origin.port)
+    rest = H.recv_to_close(s)
     s.close()
-    H.check(head.startswith(b"HTTP/1.1 502") and b'next-hop="garbage"' in head, "200 + garbage to CONNECT: %r" % head)
-    H.log("hostile parent answers: 502 each")
+    H.check(head.startswith(b"HTTP/1.1 200") and b'next-hop="garbage"' in head and rest.startswith(b"NOT TLS AT ALL"),
+            "a tunnel through a parent that spoke first: %r %r" % (head, rest))
+    ca_cert, ca_key = t.gen_ca()
+    icfg = dict(cfg, tls={"mode": "intercept", "ca_cert": ca_cert, "ca_key": ca_key})
+    intercepting = t.proxy(icfg, name="intercept")
+    r = subprocess.run(["curl", "-sS", "--max-time", "10", "--cacert", ca_cert, "-x",
+                        "http://127.0.0.1:%d" % intercepting.port, "-D", "-", "-o", "/dev/null",
+                        "https://garbage.test:%d/g" % origin.port], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=20)
+    H.check(("HTTP/2 502" in r.stdout or "HTTP/1.1 502" in r.stdout) and "http_protocol_error" in r.stdout
+            and 'next-hop="garbage"' in r.stdout, "intercepted, a parent's 200 to CONNECT with bytes behind: %r" % r.stdout)
+    H.log("hostile parent answers: 502 each; bytes behind a 200 to CONNECT relayed in a tunnel, 502 when intercepting")
 
     # A parent's word about the destination counts against the destination, its own refusal
     # against nobody; neither marks the parent down (fail_after 2, each asked twice).
@@ -126,9 +144,13 @@ def test(t):
     H.check(hosts["forbid.test"]["limit"] == 4, "a parent's own 403 said nothing of forbid.test: %s" % hosts["forbid.test"])
     H.log("a parent's 503 to CONNECT and 502 to a request collapse the destination; its 403 counts against nobody")
 
-    # Silent and closing parents: their own failures; then down.
-    r = H.request(proxy, "http://silent.test:%d/s" % origin.port)
-    H.check(r.status == 504 and 'next-hop="silent"' in status_of(r), "a silent parent: %s %r" % (r.status, status_of(r)))
+    # A silent parent waits, most often, for a slow origin: the destination's timeout, never
+    # the parent's failure (fail_after 2, asked twice); a closing parent fails itself, and is down.
+    for i in range(2):
+        r = H.request(proxy, "http://silent.test:%d/s?i=%d" % (origin.port, i))
+        H.check(r.status == 504 and 'next-hop="silent"' in status_of(r), "a silent parent: %s %r" % (r.status, status_of(r)))
+    H.check(H.mget(proxy.metrics(), "politeproxy_parent_up", parent="silent") == 1,
+            "silence (a slow destination, as far as anyone can tell) marked the parent down")
     r = H.request(proxy, "http://close.test:%d/c" % origin.port)
     H.check(r.status == 502 and 'next-hop="close"' in status_of(r), "a closing parent: %s %r" % (r.status, status_of(r)))
     r = H.request(proxy, "http://fallback.test:%d/f1" % origin.port)  # its second failure: down now
@@ -142,7 +164,7 @@ def test(t):
     H.check(r.status == 502 and 'next-hop="close"' in status_of(r) and r.header("Retry-After"),
             "a route whose parents are all down: %s %r %r" % (r.status, status_of(r), r.header("Retry-After")))
     H.check(parents["close"].accepted == before, "a down parent was connected to")
-    H.log("silent parent 504, closing parent 502, then down: direct takes its fallback route, its own route 502 "
+    H.log("silent parent 504 and up, closing parent 502, then down: direct takes its fallback route, its own route 502 "
           "with Retry-After %s" % r.header("Retry-After"))
 
     # The deny list, through a parent: the name is resolved and every address judged (the

@@ -87,8 +87,9 @@ enum class errc {
     origin_refused_by_parent,
     /// A parent proxy refused the proxy's own credentials (407): a configuration error.
     parent_credentials_refused,
-    /// A parent proxy refused a CONNECT with another 4xx (its own policy: an ACL, a rate
-    /// limit): neither the parent's failure nor the destination's.
+    /// A parent proxy answered a CONNECT with a status other than 2xx, 407, 502, 503 or
+    /// 504 (its own policy: an ACL's 403, a rate limit's 429): neither the parent's
+    /// failure nor the destination's.
     parent_refused,
     /// Every parent of the request's route is down.
     parents_down,

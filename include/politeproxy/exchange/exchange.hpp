@@ -57,8 +57,13 @@ public:
     const host_policy& policy() const { return slot_.policy(); }
     clock::duration queue_wait() const { return slot_.queue_wait(); }
 
-    /// No connection to the origin (`why`: DNS, refused, connect timeout, ...).
+    /// No connection to the origin (`why`: DNS, refused, connect timeout, ...). Through a
+    /// parent: its word about the destination (origin_refused_by_parent) is the
+    /// destination's; its refusals and what failed inside its tunnel are nobody's.
     void connect_failed(errc why);
+    /// The parent itself failed (exchange/parent_requests.hpp: parent_failure): its
+    /// health hears of it (`what` for the log), the destination's does not.
+    void parent_failed(errc why, std::string_view what);
     /// The client's part broke off or was malformed: nothing said about the origin.
     void client_failed();
     /// The request starts going out now: the latency clock starts (again, on a retry).

@@ -172,10 +172,13 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
                                                      clock::time_point::max(), via.parent.get());
             if (opened.failure) {
                 const errc why = opened.failure->why;
-                trip.connect_failed(why);
-                // A parent that failed itself (no connection, no answer to CONNECT): the
-                // next usable way of the route takes the request, once per parent.
-                if (via.parent && parents_own_failure(why) && attempt + 1 < forwarding::max_attempts &&
+                if (opened.parents_fault)
+                    trip.parent_failed(why, opened.failure->details);
+                else
+                    trip.connect_failed(why);
+                // A parent that failed itself (no connection, closed, a malformed answer to
+                // CONNECT): another usable way of the route takes the request.
+                if (opened.parents_fault && attempt + 1 < forwarding::max_attempts &&
                     co_await next_way(ctx, cfg, target.key, target.address, target.port, why, via, turn)) {
                     trip.through(nullptr, false);  // direct, or through the next parent (its turn above)
                     key_pool();

@@ -26,6 +26,9 @@ class parent_state;
 struct origin_opened {
     std::optional<connect_failure> failure;  ///< set: there is no connection
     bool h2 = false;                         ///< the origin speaks HTTP/2 on it
+    /// The failure is the parent's own (exchange/parent_requests.hpp: parent_failure):
+    /// its health hears of it, and another parent of the route may be tried.
+    bool parents_fault = false;
 };
 
 /// Connects `origin` to `target` (to `pinned` when it names an address), through `parent`

@@ -38,7 +38,9 @@ public:
 
     const parent_config& config() const { return cfg_; }
     const std::string& name() const { return cfg_.name; }
-    /// Its pool key for plain-HTTP requests (absolute-form, any destination): "parent NAME".
+    /// Its pool key for plain-HTTP requests (absolute-form, any destination), and part of
+    /// its tunnels' keys: "parent NAME #SERIAL", this state's own (a reload that changes
+    /// the parent's address or credentials makes a new state: no connection is shared).
     const std::string& pool_key() const { return pool_key_; }
     time_source time() const { return time_; }
 
@@ -90,14 +92,6 @@ private:
     std::atomic<std::uint64_t> connects_{0};
     std::atomic<std::uint64_t> connect_micros_{0};
 };
-
-/// Whether a failure to open a connection through a parent is the parent's own: it
-/// refused, dropped or ignored the connection, its name did not resolve, or it answered
-/// the CONNECT malformed. Then it counts against the parent, and another way may carry the
-/// request. Not its word about the destination (origin_refused_by_parent), its refusals
-/// (parent_refused, parent_credentials_refused), nor what happens inside its tunnel (the
-/// TLS handshake with the origin): those are as they would be direct.
-bool parents_own_failure(errc why);
 
 /// A turn at a parent, held for as long as a request or tunnel goes through it; empty: direct.
 class parent_turn {

@@ -41,7 +41,7 @@ std::optional<std::variant<way, failure>> choose_way_at_once(exchange_context& c
 /// The ways one request or tunnel may try when parents fail themselves (its first included).
 inline constexpr int ways_per_request = 3;
 
-/// After `via`'s parent failed itself (parents_own_failure): the route's next usable way
+/// After `via`'s parent failed itself (a parent_failure of its own): the route's next usable way
 /// replaces `via`, the failed parent counted for this request and its turn given back;
 /// false when the route has none.
 task<bool> next_way(exchange_context& ctx, const config& cfg, const std::string& key,
