@@ -51,12 +51,12 @@ clock::time_point parent_state::down_until() const {
 
 void parent_state::failed(const logger& log, std::string_view what) {
     bool marked;
-    clock::duration down_for;
+    clock::duration down_for{};
     {
         std::lock_guard lock(lock_);
         const auto now = time_.now();
         marked = health_.failed(now);
-        down_for = health_.down_until() - now;
+        if (marked) down_for = health_.down_until() - now;  // never down: down_until() is time_point::min()
     }
     if (marked)
         log.write(log_level::warn, "parent",
