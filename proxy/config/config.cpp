@@ -40,15 +40,9 @@ address_filter default_destinations() {
     return f;
 }
 
-std::string listen_address::text() const {
-    return host.find(':') != std::string::npos ? "[" + host + "]:" + std::to_string(port)
-                                                : host + ":" + std::to_string(port);
-}
+std::string listen_address::text() const { return authority_of(host, port); }
 
-std::string parent_config::authority() const {
-    return host.find(':') != std::string::npos ? "[" + host + "]:" + std::to_string(port)
-                                                : host + ":" + std::to_string(port);
-}
+std::string parent_config::authority() const { return authority_of(host, port); }
 
 const host_override* config::override_for(std::string_view key, std::chrono::sys_days today) const {
     return best_match(hosts, key, [today](const host_override& o) { return !o.expired(today); });

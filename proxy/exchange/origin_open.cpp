@@ -4,6 +4,7 @@
 #include "politeproxy/exchange/exchange_context.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
 #include "politeproxy/exchange/parent_requests.hpp"
+#include "politeproxy/policy/host_key.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/tls/session.hpp"
 
@@ -35,13 +36,6 @@ task<origin_opened> open_origin(exchange_context& ctx, const config& cfg, timed_
         co_return origin_opened{connect_failure{failure.why, std::move(failure.details)}};
     }
     co_return origin_opened{std::nullopt, hs.protocol == "h2"};
-}
-
-std::string authority_of(std::string_view host, std::uint16_t port) {
-    std::string out;
-    if (host.find(':') != std::string_view::npos) ((out += '[') += host) += ']';
-    else out += host;
-    return (out += ':') += std::to_string(port);
 }
 
 }  // namespace politeproxy

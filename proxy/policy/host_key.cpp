@@ -108,6 +108,13 @@ std::string address_text(const ip_bytes& address) {
     return text;
 }
 
+std::string authority_of(std::string_view host, std::uint16_t port) {
+    std::string out;
+    if (host.find(':') != std::string_view::npos) ((out += '[') += host) += ']';
+    else out += host;
+    return (out += ':') += std::to_string(port);
+}
+
 std::string network_text(const ip_network& network) {
     static const ip_network mapped = *parse_network("::ffff:0:0/96");
     const bool v4 = mapped.contains(network.base) && network.prefix >= 96;

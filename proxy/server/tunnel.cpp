@@ -11,6 +11,7 @@
 #include "politeproxy/exchange/origin_open.hpp"
 #include "politeproxy/exchange/parent_requests.hpp"
 #include "politeproxy/exchange/route_choice.hpp"
+#include "politeproxy/policy/host_key.hpp"
 #include "politeproxy/base/executor.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>

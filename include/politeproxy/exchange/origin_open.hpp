@@ -41,7 +41,4 @@ task<origin_opened> open_origin(exchange_context& ctx, const config& cfg, timed_
                                 clock::duration phase, clock::time_point not_after = clock::time_point::max(),
                                 parent_state* parent = nullptr);
 
-/// "host:port" for a CONNECT: `host` (a host key or address text) in brackets when IPv6.
-std::string authority_of(std::string_view host, std::uint16_t port);
-
 }  // namespace politeproxy

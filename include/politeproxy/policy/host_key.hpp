@@ -1,6 +1,7 @@
 #pragma once
 #include "politeproxy/policy/address_filter.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,9 @@ std::optional<ip_bytes> parse_host_address(std::string_view host);
 
 /// The canonical text of an address (see host_key).
 std::string address_text(const ip_bytes& address);
+/// "host:port" (a CONNECT's authority, a listener, a parent): `host` (a host key or
+/// address text, without brackets) in brackets when it is IPv6.
+std::string authority_of(std::string_view host, std::uint16_t port);
 /// A network as written: "10.0.0.0/8" (the IPv4 prefix length for a mapped address), "fd00::/8".
 std::string network_text(const ip_network& network);
 
