@@ -32,6 +32,8 @@ public:
         case errc::parent_credentials_refused: return "the parent proxy refused this proxy's credentials";
         case errc::parent_refused: return "the parent proxy refused the tunnel";
         case errc::parents_down: return "every parent proxy of the route is down";
+        case errc::robots_disallowed: return "disallowed by the origin's robots.txt";
+        case errc::robots_unreachable: return "the origin's robots.txt could not be read";
         case errc::destination_denied: return "destination address denied";
         case errc::connect_port_denied: return "CONNECT port not allowed";
         case errc::loop_detected: return "forwarding loop detected";

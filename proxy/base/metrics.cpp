@@ -23,7 +23,8 @@ constexpr errc rejection_reasons[] = {
     errc::bad_request,         errc::header_too_large,   errc::unsupported_scheme,
     errc::origin_form_request, errc::client_denied,      errc::destination_denied,
     errc::connect_port_denied, errc::loop_detected,      errc::fleet_unavailable,  errc::proxy_auth_required,
-    errc::auth_checks_busy,    errc::parked_full,        errc::client_connections_full,
+    errc::auth_checks_busy,    errc::parked_full,        errc::client_connections_full, errc::robots_disallowed,
+    errc::robots_unreachable,
 };
 
 const char* reason_label(errc e) {
@@ -45,6 +46,8 @@ const char* reason_label(errc e) {
     case errc::fleet_unavailable: return "fleet_unavailable";
     case errc::parked_full: return "max_parked";
     case errc::client_connections_full: return "max_client_connections";
+    case errc::robots_disallowed: return "robots_disallowed";
+    case errc::robots_unreachable: return "robots_unreachable";
     default: return "other";
     }
 }

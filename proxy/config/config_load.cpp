@@ -4,6 +4,8 @@
 #include "politeproxy/policy/proxy_users.hpp"
 #include "politeproxy/policy/public_suffixes.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -48,6 +50,8 @@ public:
                     p.backoff.jitter = number(v["jitter"], "backoff.jitter");
                     if (p.backoff.jitter < 0 || p.backoff.jitter > 1) fail(v["jitter"], "backoff.jitter must be within 0..1");
                 }
+            } else if (key == "throttle") {
+                p.throttle = throttle(v, p.throttle);
             } else if (key == "retry_after_cap") p.retry_after_cap = duration(v, "retry_after_cap");
             else if (key == "enforce") p.enforce = boolean(v, "enforce");
             else if (key == "upstream_protocol") {
@@ -68,6 +72,37 @@ public:
             }
         }
         if (p.backoff.initial > p.backoff.max) fail(map, std::string(where) + ": backoff.initial exceeds backoff.max");
+    }
+
+    // throttle: {statuses: [...], headers: {name: regex}}; a key left out keeps `base`'s.
+    throttle_signals throttle(const YAML::Node& v, const throttle_signals& base) const {
+        expect_map(v, "throttle");
+        only_keys(v, "throttle", {"statuses", "headers"});
+        std::vector<unsigned> statuses = base.statuses();
+        if (const auto list = v["statuses"]) {
+            if (!list.IsSequence()) fail(list, "throttle.statuses must be a list of status codes");
+            statuses.clear();
+            for (const auto& item : list) {
+                const std::size_t status = count(item, "throttle.statuses", 100);
+                if (status > 599) fail(item, "throttle.statuses: " + std::to_string(status) + " is not a status code");
+                statuses.push_back(static_cast<unsigned>(status));
+            }
+        }
+        std::vector<throttle_signals::header_rule> headers = base.headers();
+        if (const auto map = v["headers"]) {
+            if (!map.IsNull()) expect_map(map, "throttle.headers");
+            headers.clear();
+            for (const auto& kv : map) {
+                const std::string name = text(kv.first, "throttle.headers");
+                if (name.empty() || name.find_first_of(" \t:") != std::string::npos)
+                    fail(kv.first, "throttle.headers: '" + name + "' is not a field name");
+                throttle_signals::header_rule rule;
+                if (auto bad = throttle_signals::make_rule(name, text(kv.second, "throttle.headers." + name), rule))
+                    fail(kv.second, "throttle.headers." + name + ": " + *bad);
+                headers.push_back(std::move(rule));
+            }
+        }
+        return throttle_signals(std::move(statuses), std::move(headers));
     }
 
     std::chrono::sys_days date(const YAML::Node& n) const {
@@ -218,11 +253,27 @@ public:
     void robots(const YAML::Node& n, robots_config& r) const {
         if (!n || n.IsNull()) return;
         expect_map(n, "robots");
-        only_keys(n, "robots", {"crawl_delay", "max_delay", "cache_ttl"});
+        only_keys(n, "robots", {"crawl_delay", "disallow", "user_agent", "max_delay", "cache_ttl"});
         if (n["crawl_delay"]) {
             const std::string mode = text(n["crawl_delay"], "robots.crawl_delay");
             if (mode != "off" && mode != "honor") fail(n["crawl_delay"], "robots.crawl_delay: '" + mode + "' is not off or honor");
             r.honor = mode == "honor";
+        }
+        if (n["disallow"]) {
+            const std::string mode = text(n["disallow"], "robots.disallow");
+            if (mode != "off" && mode != "enforce") fail(n["disallow"], "robots.disallow: '" + mode + "' is not off or enforce");
+            r.enforce = mode == "enforce";
+        }
+        if (n["user_agent"]) {
+            const std::string agent = text(n["user_agent"], "robots.user_agent");
+            const bool token = !agent.empty() && agent.size() <= 64 &&
+                               std::all_of(agent.begin(), agent.end(), [](char ch) {
+                                   return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_';
+                               });
+            if (!token)
+                fail(n["user_agent"], "robots.user_agent: '" + agent +
+                                          "' is not from_request or a product token (letters, digits, '-', '_')");
+            if (agent != "from_request") r.user_agent = agent;
         }
         for (auto [name, field] : {std::pair{"max_delay", &r.max_delay}, std::pair{"cache_ttl", &r.cache_ttl}}) {
             if (!n[name]) continue;

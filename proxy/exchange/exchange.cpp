@@ -74,8 +74,8 @@ void exchange::response_failed(errc why) {
         slot_.report(health_signal::refused_connection());
 }
 
-void exchange::response_arrived(unsigned status, std::string_view retry_after, std::string_view method,
-                                bool pooled) {
+void exchange::response_heard(unsigned status, bool throttled, std::string_view retry_after, std::string_view method,
+                              bool pooled) {
     const auto latency = time_.now() - sent_at_;
     metrics_.origin_response(latency);
     if (log_.enabled(log_level::debug))
@@ -89,7 +89,6 @@ void exchange::response_arrived(unsigned status, std::string_view retry_after, s
         slot_.report(health_signal::refused_connection());
         return;
     }
-    const bool throttled = status == 429 || status == 503;
     set(throttled ? outcome::throttled : outcome::ok);
     if (throttled)
         slot_.report(health_signal::throttled_by(
@@ -113,6 +112,8 @@ outcome outcome_of(errc why) {
     case errc::parked_full:
     case errc::shutting_down:
     case errc::fleet_unavailable:
+    case errc::robots_disallowed:
+    case errc::robots_unreachable:
     case errc::destination_denied: return outcome::rejected;
     default: return outcome::error;
     }

@@ -1,4 +1,4 @@
-// host_gates: robots.txt turns and their holds (the fetch first, the gate held meanwhile, the Crawl-delay applied).
+// host_gates: robots.txt turns and their holds (the fetch first, the gate held meanwhile, the Crawl-delay applied), and verdicts.
 #include "host_gates_parts.hpp"
 
 namespace politeproxy {
@@ -29,24 +29,24 @@ robots_turn host_gates::robots_due(const std::string& origin, const std::string&
 
 robots_turn::robots_turn(robots_turn&& other) noexcept
     : slot(std::move(other.slot)),
-      delay(other.delay),
-      failed(other.failed),
+      read(std::move(other.read)),
       gates_(std::exchange(other.gates_, nullptr)),
       origin_(std::move(other.origin_)),
       key_(std::move(other.key_)),
       held_(other.held_) {}
 
 robots_turn::~robots_turn() {
-    if (gates_) gates_->robots_done(origin_, key_, delay, failed, held_);
+    if (gates_) gates_->robots_done(origin_, key_, read, held_);
 }
 
-void host_gates::robots_done(const std::string& origin, const std::string& key, std::optional<double> delay,
-                             bool failed, bool held) {
+void host_gates::robots_done(const std::string& origin, const std::string& key, const robots_read& read, bool held) {
     const auto now = time_.now();
+    const auto cfg = current_config();
+    const backoff_config& backoff = cfg->policy_for(key, utc_today()).backoff;
     std::optional<double> cap;
     {
         std::lock_guard lock(robots_mutex_);
-        robots_.fetched(origin, key, delay, failed, now);
+        robots_.fetched(origin, key, read, {backoff.initial, backoff.max}, now);
         cap = robots_.rate_cap(key, now);
     }
     shard& s = table_.of(key);
@@ -56,9 +56,15 @@ void host_gates::robots_done(const std::string& origin, const std::string& key, 
     if (!found) return;
     host_entry& e = *found;
     if (held) e.robots_hold = false;  // only the fetch that set the hold lifts it
-    e.robots_rate = cap;
+    e.robots_rate = cfg->robots.honor ? cap : std::nullopt;  // disallow: enforce alone leaves the rate alone
     apply_health(e, now);
     wake.run_gate(e, now);
+}
+
+robots_verdict host_gates::robots_verdict_for(const std::string& origin, std::string_view path,
+                                              std::string_view user_agent) {
+    std::lock_guard lock(robots_mutex_);
+    return robots_.verdict(origin, path, user_agent, time_.now());
 }
 
 }  // namespace politeproxy

@@ -34,6 +34,8 @@ answer_kind kind_of(errc why) {
     case errc::connect_port_denied: return {http::status::forbidden, "http_request_denied"};
     case errc::proxy_auth_required: return {http::status::proxy_authentication_required, "http_request_denied"};
     case errc::destination_denied: return {http::status::forbidden, "destination_ip_prohibited"};
+    case errc::robots_disallowed: return {http::status::forbidden, "http_request_denied"};
+    case errc::robots_unreachable: return {http::status::service_unavailable, "destination_unavailable"};
     case errc::header_too_large: return {http::status::request_header_fields_too_large, "http_request_error"};
     case errc::request_line_too_long: return {http::status::uri_too_long, "http_request_error"};
     case errc::unsupported_transfer_coding: return {http::status::not_implemented, "http_request_error"};

@@ -216,6 +216,22 @@ std::string_view origin_response_parser::retry_after() const {
     return std::string_view(fields_).substr(retry_after_at_, retry_after_size_);
 }
 
+std::string_view origin_response_parser::field(std::string_view lower_name) const {
+    if (lower_name == "retry-after") return retry_after();
+    for (std::string_view rest = fields_; !rest.empty();) {
+        const std::size_t end = rest.find(crlf);
+        const std::string_view line = rest.substr(0, end);
+        rest.remove_prefix(end + crlf.size());
+        const std::size_t colon = line.find(':');
+        if (!beast::iequals(line.substr(0, colon), lower_name)) continue;
+        std::string_view value = line.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+        return value;
+    }
+    return {};
+}
+
 template <class Pred>
 void origin_response_parser::remove_fields(Pred doomed) {
     std::pmr::string kept(fields_.get_allocator());

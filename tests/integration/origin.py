@@ -15,6 +15,7 @@ Query parameters choose the behaviour of an ordinary request:
   trailers=1           with chunked=1: the trailer section carries X-Checksum: sha256=abc
 A chunked request body's trailer fields are reported as "trailers" in the JSON answer.
   retry_after=<value>  adds a Retry-After header
+  header=<Name:value>  adds that header field
 A GET /robots.txt for a host given one with set_robots() answers it (counted as usual).
 Any method is accepted.  A request body (Content-Length or chunked) is read fully; the
 response to POST/PUT/PATCH (or any request that carried a body) is JSON with the body's
@@ -276,6 +277,9 @@ class _Handler(BaseHTTPRequestHandler):
             extra = []
             if "retry_after" in q:
                 extra.append(("Retry-After", q["retry_after"]))
+            if "header" in q:
+                name, _, value = q["header"].partition(":")
+                extra.append((name, value))
             if had_body or self.command in ("POST", "PUT", "PATCH"):
                 out = json.dumps({"method": self.command, "host": host,
                                   "length": len(body),

@@ -10,9 +10,11 @@ A: polite.test asks `Crawl-delay: 0.5` of everyone (robots.txt answered after 0.
 B: named.test has a group for MyBot (0.2 s) and one for * (0.5 s): MyBot's requests get 5/s.
 C: strict.test is configured at 0.5/s and asks 0.2 s: its rate stays 0.5 (never raised).
 D: capped.test asks an hour: max_delay (2 s) caps it, 0.5/s.
-E: broken.test answers 500, missing.test 404, huge.test 600 KiB (over the 500 KiB read):
-   all keep the configured rate, and robots.txt is not fetched again within the run (a
-   failure retries after 10 minutes).
+E: broken.test answers 500: robots.txt unreachable, a complete disallow for now (RFC 9309
+   2.3.1.4): its requests get 503 with Retry-After and never reach the origin.
+   missing.test answers 404 (no restrictions) and huge.test's Crawl-delay lies past its
+   first 500 KiB (the part read): both keep the configured rate. Neither is fetched
+   again within the run.
 F: with crawl_delay off (the default) no robots.txt is ever asked for.
 G: inside intercepted TLS the proxy reads https://tls.test/robots.txt over TLS itself, and
    the requests after it keep the Crawl-delay (0.25 s: 4/s).
@@ -46,7 +48,7 @@ def test(t):
     origin.set_robots("capped.test", "User-agent: *\nCrawl-delay: 3600\n")
     origin.set_robots("broken.test", "User-agent: *\nCrawl-delay: 5\n", status=500)
     origin.set_robots("missing.test", "User-agent: *\nCrawl-delay: 5\n", status=404)
-    origin.set_robots("huge.test", "User-agent: *\nCrawl-delay: 5\n" + "#" * (600 * 1024))
+    origin.set_robots("huge.test", "User-agent: *\n" + "#" * (600 * 1024) + "\nCrawl-delay: 5\n")
     cfg = H.base_config(concurrency=4, rate=50, burst=1,
                         hosts={"strict.test": {"rate": 0.5}})
     cfg["robots"] = {"crawl_delay": "honor", "max_delay": "2s", "cache_ttl": "1h"}
@@ -82,7 +84,13 @@ def test(t):
                 "%s: expected rate %s from %s: %s" % (host, rate, source, hosts[host]))
 
     # E
-    for host in ("broken.test", "missing.test", "huge.test"):
+    urls = ["http://broken.test:%d/e?i=%d" % (origin.port, i) for i in range(3)]
+    results = H.concurrent(proxy, urls, timeout=30)
+    H.check(all(r.status == 503 and r.header("Retry-After") and "robots.txt" in (r.header("Proxy-Status") or "")
+                for r in results), "broken.test (robots.txt 500): %s" % [(r.status, r.headers) for r in results])
+    H.check(not others(origin, "broken.test") and len(robots_requests(origin, "broken.test")) == 1,
+            "broken.test: the origin saw %s" % origin.host("broken.test")["requests"])
+    for host in ("missing.test", "huge.test"):
         get(proxy, origin, host, 3, "e")
         get(proxy, origin, host, 1, "e2")
         H.check(len(robots_requests(origin, host)) == 1, "%s: robots.txt asked %d times"

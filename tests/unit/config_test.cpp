@@ -261,3 +261,41 @@ TEST_CASE("an open proxy is named: beyond loopback, clients beyond loopback, no 
     CHECK(open_proxy_error(*wide));  // /7 reaches past loopback
     CHECK(load_error("metrics: { per_user: true }\n").find("needs security.users_file") != std::string::npos);
 }
+
+TEST_CASE("throttle: statuses and header patterns, defaults and per host") {
+    const config plain = load_ok("");
+    CHECK(plain.defaults.throttle.statuses() == std::vector<unsigned>{429, 503});
+    CHECK(plain.defaults.throttle.headers().empty());
+
+    const config c = load_ok(R"(
+defaults:
+  throttle: { statuses: [403, 429, 503, 430], headers: { CF-Mitigated: "^challenge$" } }
+hosts:
+  quiet.example: { throttle: { statuses: [429] } }
+)");
+    CHECK(c.defaults.throttle.statuses() == std::vector<unsigned>{403, 429, 503, 430});
+    REQUIRE(c.defaults.throttle.headers().size() == 1);
+    CHECK(c.defaults.throttle.headers()[0].name == "cf-mitigated");
+    const auto& quiet = c.policy_for("quiet.example", today).throttle;
+    CHECK(quiet.statuses() == std::vector<unsigned>{429});
+    CHECK(quiet.headers().size() == 1);  // a key left out keeps the defaults'
+
+    const auto none = [](std::string_view) { return std::string_view(); };
+    CHECK(c.defaults.throttle.heard(430, none));
+    CHECK_FALSE(quiet.heard(503, none));
+    CHECK(quiet.heard(200, [](std::string_view name) { return name == "cf-mitigated" ? "challenge" : ""; }));
+    CHECK_FALSE(quiet.heard(200, [](std::string_view name) { return name == "cf-mitigated" ? "challenges" : ""; }));
+
+    CHECK(load_error("defaults: { throttle: { statuses: [700] } }\n").find("throttle.statuses: 700") != std::string::npos);
+    CHECK(load_error("defaults: { throttle: { statuses: 429 } }\n").find("must be a list") != std::string::npos);
+    CHECK(load_error("defaults: { throttle: { headers: { x: \"(\" } } }\n").find("throttle.headers.x") != std::string::npos);
+    CHECK(load_error("defaults: { throttle: { speed: 1 } }\n").find("unknown key 'speed'") != std::string::npos);
+}
+
+TEST_CASE("throttle: a long hostile value is matched in linear time, its first 1 KiB only") {
+    const config c = load_ok("defaults: { throttle: { headers: { x: \"(a|a)*b\" } } }\n");
+    const std::string value(100000, 'a');
+    CHECK_FALSE(c.defaults.throttle.heard(200, [&](std::string_view) { return std::string_view(value); }));
+    const std::string late = std::string(2000, 'a') + "b";
+    CHECK_FALSE(c.defaults.throttle.heard(200, [&](std::string_view) { return std::string_view(late); }));
+}

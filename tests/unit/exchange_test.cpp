@@ -17,16 +17,29 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A response's fields, as the transports hand them to response_arrived.
+struct fields {
+    std::vector<std::pair<std::string_view, std::string_view>> named;
+    std::string_view operator()(std::string_view name) const {
+        for (const auto& [n, v] : named)
+            if (n == name) return v;
+        return {};
+    }
+};
+const fields no_fields;
+
 struct fixture {
-    std::shared_ptr<const config> cfg = [] {
-        auto c = load_config_text("defaults: { concurrency: 4, rate: 100000, burst: 100000 }\n", "test.yaml");
+    explicit fixture(std::string_view extra = "") : cfg([&] {
+        auto c = load_config_text("defaults: { concurrency: 4, rate: 100000, burst: 100000 }\n" + std::string(extra),
+                                  "test.yaml");
         REQUIRE(c.has_value());
         return std::make_shared<const config>(std::move(*c));
-    }();
+    }()) {}
+    std::shared_ptr<const config> cfg;
     host_gates gates{cfg};
     politeproxy::metrics metrics;
     logger log{log_level::error};
-    const std::string key = "origin.test";
+    std::string key = "origin.test";
 
     exchange start() {
         permit slot = gates.try_acquire(key);
@@ -46,7 +59,7 @@ TEST_CASE("an ordinary response: outcome ok, the slot held until the origin is d
     {
         exchange trip = f.start();
         CHECK(f.host().in_flight == 1);
-        trip.response_arrived(200, "", "GET", false);
+        trip.response_arrived(200, no_fields, "GET", false);
         CHECK(f.host().in_flight == 1);  // the body is still coming
         trip.origin_done();
         CHECK(f.host().in_flight == 0);
@@ -59,7 +72,7 @@ TEST_CASE("a 429 with Retry-After pauses the host at once and counts as throttle
     fixture f;
     {
         exchange trip = f.start();
-        trip.response_arrived(429, "30", "GET", true);
+        trip.response_arrived(429, fields{{{"retry-after", "30"}}}, "GET", true);
         const auto h = f.host();
         CHECK(h.paused_for > 25s);
         CHECK(h.paused_for <= 30s);
@@ -67,6 +80,48 @@ TEST_CASE("a 429 with Retry-After pauses the host at once and counts as throttle
     }
     CHECK(f.count(outcome::throttled) == 1);
     CHECK(f.host().in_flight == 0);
+}
+
+TEST_CASE("throttle signals: the statuses and header patterns configured, per host") {
+    const char* yaml = "hosts:\n"
+                       "  cdn.test:\n"
+                       "    throttle:\n"
+                       "      statuses: [403, 429, 503]\n"
+                       "      headers: {cf-mitigated: \"^challenge$\"}\n";
+    SUBCASE("a 403 is an answer by default") {
+        fixture f;
+        f.start().response_arrived(403, no_fields, "GET", false);
+        CHECK(f.count(outcome::ok) == 1);
+        CHECK(f.host().limit == 4);
+    }
+    SUBCASE("a 403 throttles where statuses name it") {
+        fixture f(yaml);
+        f.key = "cdn.test";
+        f.start().response_arrived(403, no_fields, "GET", false);
+        CHECK(f.count(outcome::throttled) == 1);
+        CHECK(f.host().limit == 1);
+        CHECK(f.host().paused_for > 0s);
+    }
+    SUBCASE("a 503 is an answer where statuses leave it out") {
+        fixture f("hosts: {origin.test: {throttle: {statuses: [429]}}}\n");
+        f.start().response_arrived(503, no_fields, "GET", false);
+        CHECK(f.count(outcome::ok) == 1);
+    }
+    SUBCASE("a 200 with a matching header throttles; another value does not") {
+        fixture f(yaml);
+        f.key = "cdn.test";
+        f.start().response_arrived(200, fields{{{"cf-mitigated", "challenge"}}}, "GET", false);
+        CHECK(f.count(outcome::throttled) == 1);
+        fixture g(yaml);
+        g.key = "cdn.test";
+        g.start().response_arrived(200, fields{{{"cf-mitigated", "challenged"}}}, "GET", false);
+        CHECK(g.count(outcome::ok) == 1);
+    }
+    SUBCASE("another host keeps the defaults") {
+        fixture f(yaml);
+        f.start().response_arrived(200, fields{{{"cf-mitigated", "challenge"}}}, "GET", false);
+        CHECK(f.count(outcome::ok) == 1);
+    }
 }
 
 TEST_CASE("a refused connection collapses the host's limit; a client that broke off does not") {
@@ -103,12 +158,12 @@ TEST_CASE("a body cut short: timeout or error") {
     fixture f;
     {
         exchange trip = f.start();
-        trip.response_arrived(200, "", "GET", false);
+        trip.response_arrived(200, no_fields, "GET", false);
         trip.body_failed(true);
     }
     {
         exchange trip = f.start();
-        trip.response_arrived(200, "", "GET", false);
+        trip.response_arrived(200, no_fields, "GET", false);
         trip.body_failed(false);
     }
     CHECK(f.count(outcome::timeout) == 1);

@@ -200,11 +200,44 @@ TEST_CASE("robots.txt: the request told to fetch it holds the gate from that mom
     CHECK(gates.try_acquire("other.test"));  // one host's hold is its own
     first->slot.reset();
     CHECK_FALSE(gates.try_acquire("polite.test"));  // the turn's end, not its slot, lifts the hold
-    first->failed = false;
-    first->delay = 0.001;
+    first->read = {robots_read::kind::rules,
+                   std::make_shared<const robots_rules>(robots_rules::parse("User-agent: *\nDisallow: /x\n")), 0.001};
     first.reset();
     CHECK(gates.try_acquire("polite.test"));
     CHECK_FALSE(gates.robots_due(origin, "polite.test", {}));  // read once per cache_ttl
+    CHECK(gates.robots_verdict_for(origin, "/x/1", "bot").what == robots_verdict::kind::disallowed);
+    CHECK(gates.robots_verdict_for(origin, "/y", "bot").what == robots_verdict::kind::allowed);
+}
+
+TEST_CASE("robots.txt: disallow: enforce alone reads the rules and leaves the rate alone") {
+    auto cfg = make_config("defaults: { concurrency: 4, rate: 1000, burst: 10 }\nrobots: { disallow: enforce }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    const std::string origin = "http://rules.test:80";
+    {
+        auto turn = gates.robots_due(origin, "rules.test", {});
+        REQUIRE(turn);
+        turn.read = {robots_read::kind::rules,
+                     std::make_shared<const robots_rules>(robots_rules::parse("User-agent: *\nCrawl-delay: 10\n")),
+                     10.0};
+    }
+    CHECK(gates.snapshot(time.now()).at(0).rate == 1000);
+    CHECK(gates.robots_verdict_for(origin, "/", "bot").what == robots_verdict::kind::allowed);
+}
+
+TEST_CASE("robots.txt: an unreachable read holds every request until the host's backoff has passed") {
+    auto cfg = make_config("defaults: { concurrency: 4, rate: 1000, burst: 10, backoff: { initial: 2s, max: 8s } }\n"
+                           "robots: { disallow: enforce }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    const std::string origin = "http://down.test:80";
+    { auto turn = gates.robots_due(origin, "down.test", {}); }  // ended without a read: unreachable
+    const auto said = gates.robots_verdict_for(origin, "/", "bot");
+    CHECK(said.what == robots_verdict::kind::unreachable);
+    CHECK(said.retry_after == 2s);
+    CHECK_FALSE(gates.robots_due(origin, "down.test", {}));
+    time.advance(2s);
+    CHECK(gates.robots_due(origin, "down.test", {}));
 }
 
 TEST_CASE("robots.txt: a turn that ends unused (its fetch never ran) lifts its hold and gives its slot back") {

@@ -93,6 +93,11 @@ enum class errc {
     parent_refused,
     /// Every parent of the request's route is down.
     parents_down,
+    /// robots.disallow: enforce, and the origin's robots.txt disallows the path.
+    robots_disallowed,
+    /// robots.txt could not be read (5xx, 429, a timeout, unreachable): a complete
+    /// disallow for now (RFC 9309 2.3.1.4), until a later fetch reads it.
+    robots_unreachable,
 };
 
 const boost::system::error_category& politeproxy_category() noexcept;

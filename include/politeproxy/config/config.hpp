@@ -108,12 +108,16 @@ struct fleet_config {
     bool operator==(const fleet_config&) const = default;
 };
 
-/// robots: robots.txt Crawl-delay for every client (SPEC.md).
+/// robots: robots.txt (RFC 9309) for every client (SPEC.md).
 struct robots_config {
     bool honor = false;               ///< crawl_delay: honor (lowers a host's rate to 1/delay); off by default
+    bool enforce = false;             ///< disallow: enforce (a disallowed path is answered 403); off by default
+    std::string user_agent;           ///< the product token groups are chosen by; empty: the request's User-Agent
     clock::duration max_delay = 30s;  ///< longer delays are capped
     clock::duration cache_ttl = 24h;  ///< robots.txt is fetched once per origin per ttl
 
+    /// Whether robots.txt is read at all (either mode).
+    bool read() const { return honor || enforce; }
     bool operator==(const robots_config&) const = default;
 };
 

@@ -4,6 +4,7 @@
 #include "politeproxy/base/error.hpp"
 #include "politeproxy/policy/outcome.hpp"
 #include "politeproxy/exchange/permit.hpp"
+#include "politeproxy/policy/host_policy.hpp"
 
 #include <string>
 #include <string_view>
@@ -14,7 +15,6 @@ namespace politeproxy {
 class metrics;
 class logger;
 class parent_state;
-struct host_policy;
 
 /// One request's trip from its admission at its host's gate to the end of the origin's
 /// answer, in the terms every protocol shares: how it ended (requests_total), what the
@@ -72,9 +72,16 @@ public:
     void request_refused();
     /// No response header (`why`: origin_response_timeout, origin_closed, origin_bad_response).
     void response_failed(errc why);
-    /// The response header arrived: its status (429/503: throttled, with `retry_after`,
-    /// the field's text) and its latency tell the host's health.
-    void response_arrived(unsigned status, std::string_view retry_after, std::string_view method, bool pooled);
+    /// The response header arrived: its status and fields (`field_value(name)`: the first
+    /// value of the field `name`, given in lower case; empty when absent) and its latency
+    /// tell the host's health: throttled when policy().throttle hears "slow down" in them
+    /// (with the Retry-After field's text), answered otherwise.
+    template <class FieldValue>
+    void response_arrived(unsigned status, FieldValue&& field_value, std::string_view method, bool pooled) {
+        const bool throttled = policy().throttle.heard(status, field_value);
+        response_heard(status, throttled, throttled ? std::string_view(field_value("retry-after")) : std::string_view(),
+                       method, pooled);
+    }
     /// The parent answered 407 to the proxy's own credentials (a configuration error,
     /// logged once per parent): nothing said about the destination.
     void parent_refused_credentials();
@@ -93,6 +100,9 @@ public:
     void append_proxy_status(std::string& out) const;
 
 private:
+    void response_heard(unsigned status, bool throttled, std::string_view retry_after, std::string_view method,
+                        bool pooled);
+
     void set(outcome o) {
         slot_.set_outcome(o);
         outcome_ = o;

@@ -22,7 +22,7 @@
 #include "politeproxy/exchange/h2_origin_stream.hpp"
 #include "politeproxy/http1/origin_target.hpp"
 #include "politeproxy/http1/relay.hpp"
-#include "politeproxy/exchange/robots_fetch.hpp"
+#include "politeproxy/exchange/robots_check.hpp"
 #include "politeproxy/exchange/h2_origin_session.hpp"
 #include "politeproxy/exchange/origin_open.hpp"
 #include "politeproxy/net/origin_connect.hpp"
@@ -96,9 +96,9 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
     // The gate's key (the host, its registrable domain or its address); the origin is still target.key.
     std::string domain_key;
     const std::string& key = ctx.gates.gate_key(cfg, target.key, pinned.text, domain_key);
-    if (cfg.robots.honor) {  // the origin's robots.txt first, once per cache_ttl
-        if (auto turn = ctx.gates.robots_due(robots_origin(target), key, pinned.text))
-            co_await fetch_robots(ctx, cfg, target, pinned, via.parent, std::string(down.user_agent()), turn);
+    if (cfg.robots.read()) {  // the origin's robots.txt first (read once per cache_ttl), then its word
+        auto refused = co_await check_robots(ctx, cfg, target, pinned, via.parent, key, down.user_agent());
+        if (refused) co_return co_await down.answer(refused->why, refused->details, refused->retry_after);
     }
     permit slot = admit_at_once(ctx, key, pinned.text);
     if (!slot) {

@@ -325,7 +325,8 @@ task<forwarded> h1_origin_transport::forward(Client& down, exchange& trip, const
         co_return finished(co_await answer(down, trip, why, details));
     }
     const unsigned status = response->status();
-    trip.response_arrived(status, response->retry_after(), down.method_string(), reused_);
+    trip.response_arrived(status, [&](std::string_view name) { return response->field(name); }, down.method_string(),
+                          reused_);
 
     response_plan plan;
     bool keep;

@@ -135,10 +135,12 @@ task<forwarded> h2_origin_stream::forward(Client& down, exchange& trip, const or
                                   std::string("the origin reset the stream: ") + nghttp2_http2_strerror(stream->error));
     }
     const response_head& head = *stream->head;
-    std::string_view retry_after;
-    for (const auto& f : head.fields)
-        if (f.name == "retry-after") retry_after = f.value;
-    trip.response_arrived(head.status, retry_after, down.method_string(), reused_);
+    const auto field_value = [&](std::string_view name) {
+        for (const auto& f : head.fields)
+            if (f.name == name) return std::string_view(f.value);
+        return std::string_view();
+    };
+    trip.response_arrived(head.status, field_value, down.method_string(), reused_);
     if (!co_await down.respond_message(trip, head)) co_return forwarded::close;
 
     // The response body, as the client takes it: the origin's window opens as it does.

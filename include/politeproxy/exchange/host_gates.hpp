@@ -114,13 +114,15 @@ public:
     const std::string& gate_key(const config& cfg, const std::string& host_key, const std::string& address,
                                 std::string& storage) const;
 
-    /// robots.crawl_delay: honor. A turn when this request for `origin` ("http://host:port")
+    /// robots.crawl_delay: honor or robots.disallow: enforce. A turn when this request for `origin` ("http://host:port")
     /// must fetch its robots.txt first, with the fetch's slot and token when the gate of
     /// `key` is free: the gate then holds its other requests until the turn ends. Decided
     /// under the gate's lock, so none of the host's requests departs between the two. A
     /// turn without a slot parks like any request (acquire), without a hold (also with a
     /// fleet: its slot needs a lease). Empty (false): not due.
     robots_turn robots_due(const std::string& origin, const std::string& key, const std::string& address);
+    /// What `origin`'s robots.txt says of `path` for `user_agent` now (policy/robots_book).
+    robots_verdict robots_verdict_for(const std::string& origin, std::string_view path, std::string_view user_agent);
 
     /// Shutdown: parked requests leave with errc::shutting_down, new ones are refused.
     void close();
@@ -164,8 +166,7 @@ private:
 
     std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
     /// A robots_turn ended: see robots_turn. `held`: it held the gate.
-    void robots_done(const std::string& origin, const std::string& key, std::optional<double> delay, bool failed,
-                     bool held);
+    void robots_done(const std::string& origin, const std::string& key, const robots_read& read, bool held);
     /// Under s's lock: a permit when the key's gate lets a request leave now, with no
     /// request ahead of it (in the local queue or the fleet line); else an empty one.
     permit depart_at_once_locked(shard& s, const std::string& key, const std::string& address, clock::time_point now);

@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/exchange/permit.hpp"
+#include "politeproxy/policy/robots_book.hpp"
 
 #include <optional>
 #include <string>
@@ -12,9 +13,8 @@ class host_gates;
 /// hold it puts on its host's gate when it took the gate's slot at once: until the turn
 /// ends, the gate lets none of the host's other requests depart. Move-only; when it
 /// is destroyed, however the fetch ended (or if it never started), the gates hear what
-/// it learnt: `delay`, the Crawl-delay read, if any; `failed` (unless the fetch clears
-/// it), no robots.txt could be read and the rate stays as it was. A hold it took ends
-/// then, and the book's next read is due after cache_ttl (or the retry after failure).
+/// it learnt: `read` (unreachable unless the fetch says otherwise). A hold it took ends
+/// then, and the book's next read is due after cache_ttl (or the host's backoff).
 class robots_turn {
 public:
     robots_turn() = default;
@@ -25,8 +25,7 @@ public:
     const std::string& key() const { return key_; }               ///< the gate it goes through
 
     permit slot;  ///< taken at once when the gate was free: the gate then holds the host's other requests
-    std::optional<double> delay;
-    bool failed = true;
+    robots_read read;
 
 private:
     friend class host_gates;

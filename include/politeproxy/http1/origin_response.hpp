@@ -58,6 +58,9 @@ public:
     std::string_view keep_alive_hint() const { return keep_alive_hint_; }
     /// The Retry-After field's value, or empty.
     std::string_view retry_after() const;
+    /// The first forwarded field named `lower_name` (in lower case): its value without
+    /// surrounding whitespace, or empty. A scan of the fields: for the rare lookup.
+    std::string_view field(std::string_view lower_name) const;
 
     /// The body's framing as the origin declared it (before bodiless statuses count).
     const body_framing& framing() const { return framing_; }

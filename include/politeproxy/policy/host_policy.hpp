@@ -3,6 +3,7 @@
 // read it: `defaults`, or defaults with a `hosts:` override on top. Plain values; the
 // config (config/config.hpp) holds one per override and parses them (SPEC.md).
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/policy/throttle_signals.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -59,6 +60,7 @@ struct host_policy {
     adaptive_config adaptive;
     backoff_config backoff;
     clock::duration retry_after_cap = 1h;
+    throttle_signals throttle;  ///< what in an answer says "slow down"
     bool enforce = true;
     upstream_protocol upstream = upstream_protocol::automatic;
     timeouts_config timeouts;

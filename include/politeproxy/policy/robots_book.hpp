@@ -1,32 +1,69 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/policy/robots_txt.hpp"
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace politeproxy {
 
-/// What the proxy knows of robots.txt (robots.crawl_delay: honor): for each origin, when
-/// it was read and whether a fetch is under way; for each gate key, the rate its
-/// origins' Crawl-delay allows (1/delay, the delay capped by max_delay).
+/// What one fetch of an origin's robots.txt learnt (RFC 9309 2.3.1).
+struct robots_read {
+    enum class kind : std::uint8_t {
+        rules,        ///< 2xx: `rules` as parsed
+        none,         ///< 4xx but 429 ("unavailable"): no restrictions
+        unreachable,  ///< 5xx, 429, a timeout, no connection: a complete disallow for now
+    };
+    kind what = kind::unreachable;
+    std::shared_ptr<const robots_rules> rules;  ///< with kind::rules
+    std::optional<double> delay;                ///< the Crawl-delay asked of the fetching client
+};
+
+/// What robots.txt says of one request now.
+struct robots_verdict {
+    enum class kind : std::uint8_t {
+        allowed,
+        disallowed,   ///< the rules disallow the path
+        unreachable,  ///< no robots.txt could be read: nothing goes until `retry_after` (the next fetch)
+        unknown,      ///< another request's fetch is under way
+    };
+    kind what = kind::allowed;
+    clock::duration retry_after{};
+};
+
+/// What the proxy knows of robots.txt (robots.crawl_delay: honor, robots.disallow:
+/// enforce): for each origin, its rules as last read, when to read them again and whether
+/// a fetch is under way; for each gate key, the rate its origins' Crawl-delay allows
+/// (1/delay, the delay capped by max_delay).
 ///
 /// Algorithm: the first request for an origin, or the first after its robots.txt grew
 /// older than cache_ttl, is told to fetch it (`on_request`); requests while a fetch is
-/// under way go on (the gate holds them: host_gates). A failed fetch is tried again after
-/// `retry_after_failure` (or cache_ttl, if shorter), the rate staying as configured
-/// meanwhile; a fetch that never reports back counts as failed after `fetch_timeout`.
-/// A gate's cap lasts as long as the robots.txt that set it; a fresher one from the
+/// under way wait for it (their verdict is `unknown`). A read (2xx) or a 4xx is good for
+/// cache_ttl. An unreachable robots.txt (RFC 9309 2.3.1.4) disallows everything until
+/// the next fetch, which is due after `backoff` doubling per consecutive failure (the
+/// caller passes the host's backoff.initial and backoff.max); a copy read earlier keeps
+/// serving meanwhile, up to cache_ttl past the time it was due again. A fetch that never
+/// reports back counts as unreachable after `fetch_timeout`.
+/// A gate's rate cap lasts as long as the robots.txt that set it; a fresher one from the
 /// same origin replaces it, one from another origin of the gate only lowers it.
-/// Memory is bounded: past `max_origins`, expired entries go, then the oldest half.
+/// Memory is bounded: past `max_origins` origins or `max_rule_bytes` of rules, expired
+/// entries go, then the oldest half (they are fetched again when asked for).
 ///
 /// Sans-io; time comes in as `now`. Locking: none; the owner serialises every call.
 class robots_book {
 public:
-    static constexpr auto retry_after_failure = std::chrono::minutes(10);
     static constexpr auto fetch_timeout = std::chrono::minutes(5);
     static constexpr std::size_t max_origins = 100000;
+    static constexpr std::size_t max_rule_bytes = 64 * 1024 * 1024;
+
+    struct backoff {
+        clock::duration initial = std::chrono::seconds(5);
+        clock::duration max = std::chrono::minutes(10);
+    };
 
     robots_book(clock::duration cache_ttl, clock::duration max_delay) : cache_ttl_(cache_ttl), max_delay_(max_delay) {}
     void configure(clock::duration cache_ttl, clock::duration max_delay);
@@ -35,33 +72,46 @@ public:
     /// fetch and must report it with fetched()).
     bool on_request(const std::string& origin, clock::time_point now);
 
-    /// The fetch for `origin` (whose requests use gate `gate_key`) ended. `delay`: the
-    /// Crawl-delay read (nullopt: none asked); `failed`: no robots.txt could be read.
-    void fetched(const std::string& origin, const std::string& gate_key, std::optional<double> delay, bool failed,
+    /// The fetch for `origin` (whose requests use gate `gate_key`, whose host backs off
+    /// by `retry`) ended with `read`.
+    void fetched(const std::string& origin, const std::string& gate_key, const robots_read& read, backoff retry,
                  clock::time_point now);
+
+    /// Whether a client with `user_agent` may fetch `path` of `origin` now.
+    robots_verdict verdict(const std::string& origin, std::string_view path, std::string_view user_agent,
+                           clock::time_point now) const;
 
     /// The rate (tokens per second) robots.txt allows `gate_key`, while it is fresh.
     std::optional<double> rate_cap(const std::string& gate_key, clock::time_point now) const;
 
     std::size_t origins() const { return origins_.size(); }
+    std::size_t rule_bytes() const { return rule_bytes_; }
 
 private:
     struct origin_state {
-        clock::time_point refetch_at{};  ///< when the next request fetches it again
-        bool fetching = false;
+        std::shared_ptr<const robots_rules> rules;  ///< the copy that serves; null: none read
+        clock::time_point serves_until{};           ///< the copy's end, past any refetch
+        clock::time_point refetch_at{};             ///< when the next request fetches it again
         clock::time_point fetch_started{};
+        unsigned failures = 0;  ///< consecutive unreachable fetches
+        bool fetching = false;
     };
     struct gate_cap {
         double rate = 0;
         clock::time_point until{};
         std::string origin;  ///< whose robots.txt set it
     };
+    void update_cap(const std::string& origin, const std::string& gate_key, std::optional<double> delay,
+                    clock::time_point now);
+    void keep(origin_state& state, std::shared_ptr<const robots_rules> rules, clock::time_point until);
     void make_room(clock::time_point now);
+    void forget(std::unordered_map<std::string, origin_state>::iterator it);
 
     clock::duration cache_ttl_;
     clock::duration max_delay_;
     std::unordered_map<std::string, origin_state> origins_;
     std::unordered_map<std::string, gate_cap> caps_;
+    std::size_t rule_bytes_ = 0;
 };
 
 }  // namespace politeproxy
