@@ -189,6 +189,7 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
     }
     std::pmr::monotonic_buffer_resource arena;
     std::optional<origin_target> at = redirect_target(target, "/robots.txt", arena);
+    const host_policy policy = trip.policy();  // a copy: the slot (and its policy) goes back after the first hop
     const pinned_address anywhere;  // another host's: any of its addresses (judged when connecting)
     for (int hop = 0; hop <= max_redirects; ++hop) {
         const bool same_origin = at->key == target.key && at->port == target.port && at->tls == target.tls;
@@ -197,7 +198,7 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
         const pinned_address& to = same_origin ? pinned : anywhere;
         exchange* reported = hop == 0 ? &trip : nullptr;
         const robots_answer got =
-            co_await get_once(ctx, cfg, *at, to, parent.get(), agent, deadline, trip.policy(), reported);
+            co_await get_once(ctx, cfg, *at, to, parent.get(), agent, deadline, policy, reported);
         if (got.status >= 200 && got.status < 300) {
             auto rules = std::make_shared<const robots_rules>(robots_rules::parse(got.body));
             turn.read = {robots_read::kind::rules, rules, rules->crawl_delay(agent)};

@@ -101,7 +101,7 @@ class OriginState:
     def __init__(self):
         self.lock = threading.Lock()
         self.hosts = {}
-        self.robots = {}  # host -> (status, body, delay)
+        self.robots = {}  # host -> (status, body, delay, headers)
 
     def begin(self, host, method, target):
         now = time.monotonic()
@@ -266,9 +266,10 @@ class _Handler(BaseHTTPRequestHandler):
             rec["body_length"] = len(body) if had_body else None
             robots = state.robots.get(host) if path == "/robots.txt" and self.command == "GET" else None
             if robots:
-                status, out, delay = robots
+                status, out, delay, headers = robots
                 time.sleep(delay)
-                self._send(status, out.encode(), "text/plain", [], before_write=lambda: state.end(hs, rec, status, None))
+                self._send(status, out.encode(), "text/plain", list(headers),
+                           before_write=lambda: state.end(hs, rec, status, None))
                 return
             delay = float(q.get("delay", "0") or 0)
             if delay > 0:
@@ -413,9 +414,10 @@ class Origin:
     def stats(self):
         return self.server.state.snapshot()
 
-    def set_robots(self, host, body, status=200, delay=0.0):
-        """GET /robots.txt for `host` answers `status` with `body` after `delay` seconds."""
-        self.server.state.robots[host] = (status, body, delay)
+    def set_robots(self, host, body, status=200, delay=0.0, headers=()):
+        """GET /robots.txt for `host` answers `status` with `body` and `headers` ((name, value)
+        pairs) after `delay` seconds."""
+        self.server.state.robots[host] = (status, body, delay, tuple(headers))
 
     def host(self, name):
         """Stats of one host, with zeros when the origin never saw it."""
