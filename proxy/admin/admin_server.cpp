@@ -1,7 +1,9 @@
 #include "politeproxy/admin/admin_server.hpp"
 #include "politeproxy/base/executor.hpp"
 
+#include "politeproxy/admin/admin_api.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/exchange/live_overrides.hpp"
 #include "politeproxy/admin/hosts_view.hpp"
 #include "politeproxy/admin/metrics_renderer.hpp"
 #include "politeproxy/admin/status_page.hpp"
@@ -32,13 +34,16 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
     res.set(http::field::cache_control, "no-store");
     res.set(http::field::content_type, "text/plain; charset=utf-8");
     const std::string_view path = req.target().substr(0, req.target().find('?'));
-    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+    if (path.starts_with("/api/")) {
+        answer_api(view, req, res);
+    } else if (req.method() != http::verb::get && req.method() != http::verb::head) {
         res.result(http::status::method_not_allowed);
         res.set(http::field::allow, "GET, HEAD");
-        res.body() = "405 Method Not Allowed: the admin listener is read-only\n";
+        res.body() = "405 Method Not Allowed: only the API (/api/...) takes writes\n";
     } else if (path == "/metrics") {
         res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-        res.body() = view.renderer.render(view.metrics, view.gates, view.parents, view.idle_origin_connections());
+        res.body() = view.renderer.render(view.metrics, view.gates, view.parents, view.idle_origin_connections(),
+                                          view.overrides.list());
     } else if (path == "/hosts") {
         res.set(http::field::content_type, "application/json");
         res.body() = render_hosts_json(view.gates, view.parents, view.gates.time().now(), std::chrono::system_clock::now());
@@ -59,7 +64,7 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
         res.body() = ready ? "ready\n" : "not ready\n";
     } else {
         res.result(http::status::not_found);
-        res.body() = "404 Not Found: try /, /metrics, /hosts, /healthz or /readyz\n";
+        res.body() = "404 Not Found: try /, /metrics, /hosts, /api/hosts, /api/overrides, /healthz or /readyz\n";
     }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();

@@ -2,12 +2,12 @@
 
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
+#include "politeproxy/policy/wall_time.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
 namespace politeproxy {
-namespace {
 
 void append_json_string(std::string& out, std::string_view s) {
     out += '"';
@@ -27,6 +27,8 @@ void append_json_string(std::string& out, std::string_view s) {
     out += '"';
 }
 
+namespace {
+
 void append_number(std::string& out, double v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -42,32 +44,12 @@ void append_seconds(std::string& out, const char* name, std::optional<clock::dur
     else out += "null";
 }
 
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t);  // never before the pause ends
-    const auto day = std::chrono::floor<std::chrono::days>(ms);
-    const std::chrono::year_month_day ymd{day};
-    const std::chrono::hh_mm_ss hms{ms - day};
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld.%03lldZ", static_cast<int>(ymd.year()),
-                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                  static_cast<long long>(hms.hours().count()), static_cast<long long>(hms.minutes().count()),
-                  static_cast<long long>(hms.seconds().count()), static_cast<long long>(hms.subseconds().count()));
-    return buf;
-}
-
 }  // namespace
 
-std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,
-                              std::chrono::system_clock::time_point wall_now) {
-    auto hosts = gates.snapshot(now);
-    std::sort(hosts.begin(), hosts.end(), [](const host_snapshot& a, const host_snapshot& b) {
-        return a.in_flight + a.waiting != b.in_flight + b.waiting ? a.in_flight + a.waiting > b.in_flight + b.waiting
-                                                                  : a.key < b.key;
-    });
-    std::string out = "[";
-    for (const auto& h : hosts) {
-        if (out.size() > 1) out += ",";
-        out += "\n  {\"key\": ";
+void append_host_json(std::string& out, const host_snapshot& h, const parent_set& parents,
+                      std::chrono::system_clock::time_point wall_now) {
+    {
+        out += "{\"key\": ";
         append_json_string(out, h.key);
         out += ", \"limit\": " + std::to_string(h.limit);
         out += ", \"configured_limit\": " + std::to_string(h.configured_limit);
@@ -85,7 +67,9 @@ std::string render_hosts_json(const host_gates& gates, const parent_set& parents
         out += '"';
         out += ", \"paused_until\": ";
         if (h.paused_for > clock::duration::zero()) {
-            out += '"' + rfc3339(wall_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(h.paused_for)) + '"';
+            // Rounded up: never before the pause ends.
+            const auto until = wall_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(h.paused_for);
+            out += '"' + format_timestamp(std::chrono::ceil<std::chrono::milliseconds>(until)) + '"';
         } else {
             out += "null";
         }
@@ -94,6 +78,11 @@ std::string render_hosts_json(const host_gates& gates, const parent_set& parents
         out += ", \"override_reason\": ";
         if (h.override_reason.empty()) out += "null";
         else append_json_string(out, h.override_reason);
+        out += ", \"override_source\": ";
+        if (h.override_source.empty()) out += "null";
+        else append_json_string(out, h.override_source);
+        out += ", \"override\": ";
+        out += h.live ? to_json(*h.live) : std::string("null");
         append_seconds(out, "p95_seconds", h.p95);
         append_seconds(out, "baseline_seconds", h.baseline);
         append_seconds(out, "latency_at_limit_seconds", h.epoch_latency);
@@ -125,6 +114,20 @@ std::string render_hosts_json(const host_gates& gates, const parent_set& parents
             append_json_string(out, name);
         }
         out += "]}";
+    }
+}
+
+std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,
+                              std::chrono::system_clock::time_point wall_now) {
+    auto hosts = gates.snapshot(now);
+    std::sort(hosts.begin(), hosts.end(), [](const host_snapshot& a, const host_snapshot& b) {
+        return a.in_flight + a.waiting != b.in_flight + b.waiting ? a.in_flight + a.waiting > b.in_flight + b.waiting
+                                                                  : a.key < b.key;
+    });
+    std::string out = "[";
+    for (const auto& h : hosts) {
+        out += out.size() > 1 ? ",\n  " : "\n  ";
+        append_host_json(out, h, parents, wall_now);
     }
     out += hosts.empty() ? "]\n" : "\n]\n";
     return out;

@@ -1,5 +1,7 @@
 #include "politeproxy/admin/metrics_renderer.hpp"
 
+#include "politeproxy/policy/live_override.hpp"
+
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
@@ -63,7 +65,8 @@ void add_parent_families(const parent_set& parents, std::vector<prometheus::Metr
 }  // namespace
 
 std::string metrics_renderer::render(const metrics& counted, const host_gates& gates, const parent_set& parents,
-                                     std::size_t idle_origin_connections) {
+                                     std::size_t idle_origin_connections,
+                                     const std::vector<std::shared_ptr<const live_override>>& api_overrides) {
     using prometheus::MetricType;
     auto families = counted.collect();
     for (auto& f : families)
@@ -127,10 +130,12 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
     auto tracked = host_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
     add_sample(tracked, {}, static_cast<double>(hosts.size()));
 
-    auto overrides = host_family("host_override_info", "Active registry overrides and their reasons", MetricType::Gauge);
+    auto overrides = host_family("host_override_info", "Active overrides (registry and control API) and their reasons",
+                                 MetricType::Gauge);
     const auto today = utc_today();
     for (const auto& o : cfg->hosts)
-        if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}}, 1);
+        if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}, {"source", "registry"}}, 1);
+    for (const auto& o : api_overrides) add_sample(overrides, {{"host", o->key}, {"reason", o->reason}, {"source", "api"}}, 1);
 
     add_parent_families(parents, families);
     for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &rate_from, &fleet_in_flight, &paused, &requests, &changes, &would_wait, &tracked,

@@ -1,6 +1,7 @@
 #include "politeproxy/config/config.hpp"
 
 #include "politeproxy/base/duration.hpp"
+#include "politeproxy/policy/admin_tokens.hpp"
 #include "politeproxy/policy/host_key.hpp"
 
 #include <algorithm>
@@ -119,6 +120,10 @@ std::string describe(const config& c, std::chrono::sys_days today) {
             << " expected_workers=" << c.fleet->expected_workers << " on_store_failure="
             << (c.fleet->on_store_failure == fleet_config::failure_mode::fail_closed ? "fail_closed" : "local_share")
             << " timeout=" << format_duration(c.fleet->timeout) << "\n";
+    // The number of tokens, never a token or its digest.
+    if (c.admin.tokens)
+        out << "# admin: token_file " << c.admin.token_file << " (" << c.admin.tokens->size() << " tokens)\n";
+    if (!c.admin.state_file.empty()) out << "# admin: state_file " << c.admin.state_file << "\n";
     for (const auto& p : c.parents)
         out << "# parent " << p.name << ": http://" << p.authority() << (p.authorization.empty() ? "" : " (with credentials)")
             << " max_connections=" << p.max_connections << " weight=" << p.weight

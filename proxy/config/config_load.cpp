@@ -1,8 +1,11 @@
 #include "config_reader.hpp"
 
+#include "politeproxy/policy/admin_tokens.hpp"
 #include "politeproxy/policy/host_key.hpp"
 #include "politeproxy/policy/proxy_users.hpp"
 #include "politeproxy/policy/public_suffixes.hpp"
+
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -153,7 +156,7 @@ public:
         expect_map(root, "the configuration");
         only_keys(root, "the top level", {"listen", "admin_listen", "workers", "drain_timeout", "defaults",
                                           "groups", "hosts", "fleet", "robots", "resolve", "metrics", "limits",
-                                          "security", "tls", "parents", "routes"});
+                                          "security", "admin", "tls", "parents", "routes"});
         if (root["listen"]) c.listen = address(root["listen"], "listen");
         if (root["admin_listen"]) c.admin_listen = address(root["admin_listen"], "admin_listen");
         if (root["workers"]) c.workers = static_cast<unsigned>(count(root["workers"], "workers", 0));
@@ -235,6 +238,7 @@ public:
                 c.limits.max_client_connections = count(l["max_client_connections"], "limits.max_client_connections", 1);
         }
         security(root["security"], c);
+        admin(root["admin"], c.admin);
         tls(root["tls"], c);
         config_detail::load_parents(*this, root["parents"], root["routes"], c);
         if (c.per_user_metrics && !c.security.users)
@@ -333,6 +337,38 @@ public:
                 if (v > 65535) fail(port, "security.connect_ports: port out of range");
                 c.security.connect_ports.push_back(static_cast<std::uint16_t>(v));
             }
+        }
+    }
+
+    void admin(const YAML::Node& a, admin_config& out) const {
+        if (!a || a.IsNull()) return;
+        expect_map(a, "admin");
+        only_keys(a, "admin", {"token_file", "state_file"});
+        if (const auto f = a["token_file"]; f && !f.IsNull()) {
+            out.token_file = text(f, "admin.token_file");
+            const std::string& path = out.token_file;
+            struct stat st {};
+            if (::stat(path.c_str(), &st) != 0) fail(f, "admin.token_file: cannot open " + path);
+            if (!S_ISREG(st.st_mode)) fail(f, "admin.token_file: " + path + " is not a file");
+            if (st.st_mode & 077) fail(f, "admin.token_file: " + path + " is readable by others (chmod 600)");
+            std::ifstream in(path);
+            if (!in) fail(f, "admin.token_file: cannot open " + path);
+            std::ostringstream file;
+            file << in.rdbuf();
+            auto tokens = admin_tokens::parse(file.str());
+            if (auto* e = std::get_if<std::string>(&tokens)) fail(f, "admin.token_file " + path + ": " + *e);
+            out.tokens = std::make_shared<const admin_tokens>(std::get<admin_tokens>(std::move(tokens)));
+        }
+        if (const auto f = a["state_file"]; f && !f.IsNull()) {
+            out.state_file = text(f, "admin.state_file");
+            if (out.state_file.empty() || out.state_file.back() == '/')
+                fail(f, "admin.state_file must name a file, got '" + out.state_file + "'");
+            // The file itself may not exist yet (it is written at the first override), its directory must.
+            const auto slash = out.state_file.rfind('/');
+            const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : out.state_file.substr(0, slash);
+            struct stat st {};
+            if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+                fail(f, "admin.state_file: the directory " + dir + " does not exist");
         }
     }
 

@@ -35,8 +35,12 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     if (auto found = table_.find(s, key)) return found;
     const auto cfg = current_config();
     const host_override* o = cfg->override_for(key, utc_today());
-    std::shared_ptr<const host_policy> policy(cfg, o ? &o->policy : &cfg->defaults);
-    auto entry = std::make_shared<host_entry>(key, std::move(policy), o, now);
+    auto live = live_for(key);
+    auto entry = std::make_shared<host_entry>(key, policy_with(cfg, o, live.get()), o, now);
+    if (live) {
+        take_live_locked(*entry, std::move(live), now);
+        apply_health(*entry, now);
+    }
     join_domain_group(*cfg, *entry);
     // Made while the fleet store is unreachable (or before it was ever reached): the
     // local share from the start, as every host that lived through the outage has.
@@ -69,7 +73,7 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
     const auto today = utc_today();
     for_each_entry_reapplying([&](host_entry& e, clock::time_point now, wakeups&) {
         const host_override* o = cfg->override_for(e.key, today);
-        e.policy = std::shared_ptr<const host_policy>(cfg, o ? &o->policy : &cfg->defaults);
+        e.policy = policy_with(cfg, o, e.live.get());
         e.override_entry = o;
         if (!cfg->robots.honor) e.robots_rate.reset();
         join_domain_group(*cfg, e);  // requests parked already keep the groups they chose

@@ -73,6 +73,7 @@ std::size_t host_table::size() const {
 
 std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const group_gates& groups) const {
     std::vector<host_snapshot> out;
+    const auto wall_now = std::chrono::system_clock::now();
     for (const auto& s : shards_) {
         std::lock_guard lock(s.mutex);
         for (const auto& [key, e] : s.entries) {
@@ -91,14 +92,22 @@ std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const gro
             h.rate_from = e->robots_rate && *e->robots_rate < e->health.rate() ? rate_source::robots
                           : h.rate < h.configured_rate                       ? rate_source::adaptive
                                                                              : rate_source::config;
-            const auto paused_until = e->health.paused_until();  // a robots.txt hold is not a pause
+            // A robots.txt hold is not a pause; an operator's is.
+            const auto paused_until = std::max(e->health.paused_until(), e->live_pause_until);
             h.paused_for = paused_until > now ? paused_until - now : clock::duration::zero();
             h.p95 = e->health.p95();
             h.baseline = e->health.baseline();
             h.epoch_latency = e->health.epoch_latency();
             h.last_reason = e->health.last_reason();
             h.since_last_change = now - e->health.last_change();
-            if (e->override_entry) h.override_reason = e->override_entry->reason;
+            if (e->live && !e->live->expired(wall_now)) {  // one that expired goes with the next tick
+                h.override_reason = e->live->reason;
+                h.override_source = "api";
+                h.live = e->live;
+            } else if (e->override_entry) {
+                h.override_reason = e->override_entry->reason;
+                h.override_source = "registry";
+            }
             if (e->domain_group) {
                 std::lock_guard group_lock(groups.mutex());
                 const group_gate& g = *e->domain_group;

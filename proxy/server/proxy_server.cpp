@@ -13,7 +13,9 @@
 #include "politeproxy/server/password_checks.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
+#include "politeproxy/exchange/live_overrides.hpp"
 #include "politeproxy/fleet/fleet_client.hpp"
+#include "politeproxy/fleet/override_sync.hpp"
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/exchange/h2_origin_session.hpp"
 #include "politeproxy/net/origin_connect.hpp"
@@ -182,6 +184,24 @@ int proxy_server::run() {
                                                                                                      : "local_share") +
                            ") applies until it does");
     }
+    // The control API's overrides: shared through the fleet store (on the first worker's
+    // loop, like its lane), else kept in admin.state_file.
+    live_overrides overrides(gates, log_, cfg_->admin.state_file);
+    std::unique_ptr<fleet::override_sync> shared_overrides;
+    if (cfg_->fleet) {
+        using wall = std::chrono::system_clock;
+        shared_overrides = std::make_unique<fleet::override_sync>(
+            workers.front()->ioc, *cfg_->fleet, log_,
+            fleet::override_sync::callbacks{
+                [&overrides](const std::string& key, std::optional<std::string> value) {
+                    overrides.heard(key, value, wall::now());
+                },
+                [&overrides] { return overrides.known(wall::now()); }});
+        overrides.share_through(*shared_overrides);
+        shared_overrides->start();
+    } else {
+        overrides.load_state(std::chrono::system_clock::now());
+    }
     const auto stop_all = [&] {
         for (auto& w : workers) w->ioc.stop();
     };
@@ -245,7 +265,7 @@ int proxy_server::run() {
 
     asio::co_spawn(control,
                    run_admin_listener(admin_acceptor,
-                                      admin_view{gates, parents, m, rendered, idle_origin_connections, [&] { return !draining.load(); },
+                                      admin_view{gates, overrides, parents, m, rendered, idle_origin_connections, [&] { return !draining.load(); },
                                                  [&]() -> const char* {
                                                      if (!fleet) return nullptr;
                                                      return fleet->store_up() ? "up" : "down";
@@ -263,7 +283,10 @@ int proxy_server::run() {
                 if (auto [ec] = co_await timer.async_wait(use_tuple); ec) co_return;
                 pool->sweep(clock::now());  // connection lifetimes are network time
                 const auto now = gates.time().now();
-                if (evicts) gates.tick(now);
+                if (evicts) {
+                    gates.tick(now);
+                    overrides.tick(std::chrono::system_clock::now());
+                }
                 // Give freed gate memory back to the system, not only to the heap.
                 if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl,
                                               [&rendered](const std::string& key, const host_counts& final) {
@@ -329,6 +352,8 @@ int proxy_server::run() {
         w->h2_origins.close_all();
     }
     housekeeping.clear();
+    if (shared_overrides) shared_overrides->stop();
+    overrides.flush();
     if (fleet) {  // what still waits for the store fails now, on the workers' (stopped) loops
         gates.detach_fleet();
         fleet->stop();
@@ -359,6 +384,9 @@ void proxy_server::apply_reload(host_gates& gates, parent_set& parents, metrics&
     if (loaded->fleet != running->fleet)
         log_.write(log_level::warn, "config", "fleet changed: that applies at restart, the running fleet settings stay until then");
     loaded->fleet = running->fleet;
+    if (loaded->admin.state_file != running->admin.state_file)
+        log_.write(log_level::warn, "config", "admin.state_file changed: that applies at restart");
+    loaded->admin.state_file = running->admin.state_file;
     tls_config tls = running->tls;
     tls.intercept_exclude = loaded->tls.intercept_exclude;
     const bool tls_waits = tls != loaded->tls;

@@ -299,3 +299,53 @@ TEST_CASE("throttle: a long hostile value is matched in linear time, its first 1
     const std::string late = std::string(2000, 'a') + "b";
     CHECK_FALSE(c.defaults.throttle.heard(200, [&](std::string_view) { return std::string_view(late); }));
 }
+
+// admin: the token file (mode 0600, parsed at load) and the state file's directory.
+#include "politeproxy/policy/admin_tokens.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+TEST_CASE("admin: token_file of mode 0600 loaded, others and missing ones refused; state_file's directory") {
+    char path[] = "/tmp/admin-tokens-XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    const std::string token = "0123456789abcdef0123";
+    { std::ofstream(path) << "# operators\nalice:" << token << "\n"; }
+    ::chmod(path, 0600);
+    const std::string yaml = std::string("admin:\n  token_file: ") + path + "\n  state_file: /tmp/politeproxy-state.json\n";
+    const config c = load_ok(yaml);
+    CHECK(c.admin.token_file == path);
+    REQUIRE(c.admin.tokens);
+    CHECK(c.admin.tokens->size() == 1);
+    CHECK(c.admin.tokens->name_for("Bearer " + token) == "alice");
+    CHECK(c.admin.state_file == "/tmp/politeproxy-state.json");
+    const std::string described = describe(c, today);
+    CHECK(described.find(std::string("# admin: token_file ") + path + " (1 tokens)") != std::string::npos);
+    CHECK(described.find(token) == std::string::npos);
+
+    ::chmod(path, 0644);
+    CHECK(load_error(yaml).find("test.yaml:2: admin.token_file: " + std::string(path) + " is readable by others") == 0);
+    ::chmod(path, 0640);
+    CHECK(load_error(yaml).find("readable by others") != std::string::npos);
+    ::chmod(path, 0400);
+    CHECK(load_ok(yaml).admin.tokens->size() == 1);
+
+    { std::ofstream(path) << "alice:" << token << "\nbob:short\n"; }
+    CHECK(load_error(yaml).find("test.yaml:2: admin.token_file " + std::string(path) + ": line 2: the token of bob") == 0);
+    std::remove(path);
+    CHECK(load_error(yaml).find("test.yaml:2: admin.token_file: cannot open " + std::string(path)) == 0);
+
+    CHECK(load_error("admin:\n  state_file: /nonexistent-dir/state.json\n").find(
+              "test.yaml:2: admin.state_file: the directory /nonexistent-dir does not exist") == 0);
+    CHECK(load_error("admin:\n  state_file: /tmp/\n").find("must name a file") != std::string::npos);
+    CHECK(load_error("admin:\n  colour: red\n").find("unknown key 'colour' in admin") != std::string::npos);
+    const config none = load_ok("admin:\n  token_file: null\n  state_file: null\n");
+    CHECK_FALSE(none.admin.tokens);
+    CHECK(none.admin.state_file.empty());
+    CHECK(load_ok("").admin.token_file.empty());
+}

@@ -8,6 +8,7 @@
 namespace politeproxy {
 
 class host_gates;
+class live_overrides;
 class parent_set;
 class metrics;
 class metrics_renderer;
@@ -15,6 +16,7 @@ class metrics_renderer;
 /// The admin listener's view of the proxy.
 struct admin_view {
     const host_gates& gates;
+    live_overrides& overrides;  ///< the control API's (admin_api.hpp)
     const parent_set& parents;  ///< /hosts (each host's route), /metrics (parent_*)
     const politeproxy::metrics& metrics;
     metrics_renderer& renderer;  ///< GET /metrics
@@ -24,8 +26,8 @@ struct admin_view {
 };
 
 /// Serves GET /metrics (Prometheus text format), /hosts (JSON, see hosts_view.hpp),
-/// /healthz, /readyz and the status page (/ and /status.js, see status_page.hpp) until
-/// the acceptor is closed.
+/// /healthz, /readyz, the status page (/ and /status.js, see status_page.hpp) and the
+/// control API (/api/..., admin_api.hpp) until the acceptor is closed.
 task<void> run_admin_listener(tcp_acceptor& acceptor, admin_view view);
 
 }  // namespace politeproxy

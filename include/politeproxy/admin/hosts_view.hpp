@@ -3,16 +3,26 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 namespace politeproxy {
 
 class host_gates;
 class parent_set;
+struct host_snapshot;
+
+/// `s` as a JSON string (quoted, escaped).
+void append_json_string(std::string& out, std::string_view s);
+
+/// One host's object of the documents below.
+void append_host_json(std::string& out, const host_snapshot& h, const parent_set& parents,
+                      std::chrono::system_clock::time_point wall_now);
 
 /// The admin listener's /hosts document: a JSON array, one object per tracked host,
 /// busiest first: key, limit, configured_limit, in_flight, waiting, rate,
 /// configured_rate, rate_source (config, adaptive or robots), paused_until (RFC 3339 UTC, or null), paused_seconds,
-/// override_reason (or null), p95_seconds (or null), domain_group (groups.domain: the
+/// override_reason (or null), override_source ("api", "registry" or null), override (the
+/// API's: policy/live_override's JSON, or null), p95_seconds (or null), domain_group (groups.domain: the
 /// group's key, in_flight, waiting and limit across its hosts; or null), enforce, via
 /// (the parents of its route by name, "direct" among them; empty: direct).
 std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,

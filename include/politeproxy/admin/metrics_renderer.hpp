@@ -4,13 +4,16 @@
 #include "politeproxy/admin/host_series.hpp"
 
 #include <cstddef>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace politeproxy {
 
 class host_gates;
 class metrics;
 class parent_set;
+struct live_override;
 
 class metrics_renderer {
 public:
@@ -19,9 +22,11 @@ public:
     void host_evicted(const std::string& key, const host_counts& final) { series_.evicted(key, final); }
 
     /// Everything `counted` holds, per-host series from `gates`, per-parent series from
-    /// `parents`; `idle_origin_connections` (pooled) count as open upstream connections.
+    /// `parents`; `idle_origin_connections` (pooled) count as open upstream connections;
+    /// `api_overrides` (the control API's) beside the registry's in host_override_info.
     std::string render(const metrics& counted, const host_gates& gates, const parent_set& parents,
-                       std::size_t idle_origin_connections);
+                       std::size_t idle_origin_connections,
+                       const std::vector<std::shared_ptr<const live_override>>& api_overrides = {});
 
 private:
     host_series series_;  ///< who has per-host series of their own

@@ -20,6 +20,8 @@ class public_suffixes;
 
 class proxy_users;
 
+class admin_tokens;
+
 using namespace std::chrono_literals;
 
 struct listen_address {
@@ -72,6 +74,13 @@ struct security_config {
     address_filter destinations = default_destinations();
     /// Not from the file: the server fills it in once its listeners are bound (a reload keeps it).
     own_listeners own;
+};
+
+/// admin: who may change things through the admin API, and where its overrides persist.
+struct admin_config {
+    std::string token_file;                      ///< empty: the API is read-only
+    std::shared_ptr<const admin_tokens> tokens;  ///< loaded from token_file (checked at load)
+    std::string state_file;                      ///< empty: API overrides last until a restart (alone, no fleet)
 };
 
 /// tls: how CONNECT is served. In `intercept` mode the proxy completes TLS with the
@@ -166,6 +175,7 @@ struct config {
     bool per_user_metrics = false;  ///< metrics.per_user: user_requests_total{user} (with security.users_file)
     limits_config limits;
     security_config security;
+    admin_config admin;
     tls_config tls;
     std::optional<fleet_config> fleet;  ///< absent: this process alone
     robots_config robots;

@@ -8,6 +8,7 @@
 #include "politeproxy/exchange/permit.hpp"
 #include "politeproxy/exchange/robots_turn.hpp"
 #include "politeproxy/policy/gate.hpp"
+#include "politeproxy/policy/live_override.hpp"
 #include "politeproxy/policy/outcome.hpp"
 #include "politeproxy/policy/robots_book.hpp"
 
@@ -20,6 +21,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace politeproxy {
@@ -124,6 +126,12 @@ public:
     /// What `origin`'s robots.txt says of `path` for `user_agent` now (policy/robots_book).
     robots_verdict robots_verdict_for(const std::string& origin, std::string_view path, std::string_view user_agent);
 
+    /// `key`'s live override (exchange/live_overrides), or none (null): its policy with the
+    /// override on top (concurrency, rate) and its pause, at once if it is tracked (requests
+    /// in flight finish; a lower limit admits nothing new until in flight falls under it),
+    /// else when it is next tracked; kept through reloads.
+    void set_live_override(const std::string& key, std::shared_ptr<const live_override> live);
+
     /// Shutdown: parked requests leave with errc::shutting_down, new ones are refused.
     void close();
 
@@ -165,6 +173,13 @@ private:
     using shard = host_table::shard;
 
     std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
+    /// The policy a host runs under: its registry policy (`o`, else the defaults) with
+    /// `live` on top; the pointer keeps `cfg` alive.
+    static std::shared_ptr<const host_policy> policy_with(const std::shared_ptr<const config>& cfg,
+                                                          const host_override* o, const live_override* live);
+    std::shared_ptr<const live_override> live_for(const std::string& key) const;
+    /// Under e's shard lock: `live` becomes e's override, its pause e's.
+    static void take_live_locked(host_entry& e, std::shared_ptr<const live_override> live, clock::time_point now);
     /// A robots_turn ended: see robots_turn. `held`: it held the gate.
     void robots_done(const std::string& origin, const std::string& key, const robots_read& read, bool held);
     /// Under s's lock: a permit when the key's gate lets a request leave now, with no
@@ -209,6 +224,8 @@ private:
     bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)
     host_table table_;
     group_gates groups_;
+    mutable std::mutex live_mutex_;  ///< after a shard's mutex, never before it
+    std::unordered_map<std::string, std::shared_ptr<const live_override>> live_;  ///< by gate key
     std::mutex robots_mutex_;  ///< after a shard's mutex, never before it
     robots_book robots_;
     fleet::fleet_client* fleet_ = nullptr;  ///< set once, before any request

@@ -9,6 +9,7 @@
 #include "politeproxy/policy/fleet_line.hpp"
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/policy/group_gate.hpp"
+#include "politeproxy/policy/live_override.hpp"
 #include "politeproxy/policy/outcome.hpp"
 
 #include <array>
@@ -54,6 +55,9 @@ struct host_entry {
     std::string domain_group_key;  ///< that domain
     std::optional<double> robots_rate;  ///< robots.txt's Crawl-delay allows at most this rate
     bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
+    /// Its live override (the admin API's; its policy has it on top), and the pause it sets.
+    std::shared_ptr<const live_override> live;
+    clock::time_point live_pause_until{};
 
     /// With a fleet store: its requests waiting for a lease, and what the store last said.
     fleet_line fleet;
@@ -89,6 +93,8 @@ struct host_snapshot {
     change_reason last_reason = change_reason::none;
     clock::duration since_last_change{};
     std::string override_reason;
+    std::string_view override_source;  ///< "api", "registry", or empty: none
+    std::shared_ptr<const live_override> live;  ///< the admin API's override, if any
     bool enforce = true;
     std::uint64_t would_have_waited = 0;
     std::array<std::uint64_t, outcome_count> outcomes{};

@@ -1,0 +1,229 @@
+#include "politeproxy/admin/admin_api.hpp"
+
+#include "politeproxy/admin/admin_server.hpp"
+#include "politeproxy/admin/hosts_view.hpp"
+#include "politeproxy/config/config.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/exchange/live_overrides.hpp"
+#include "politeproxy/policy/admin_tokens.hpp"
+#include "politeproxy/policy/host_key.hpp"
+
+#include <boost/beast/http/field.hpp>
+#include <boost/url/parse.hpp>
+
+#include <algorithm>
+#include <charconv>
+
+namespace politeproxy {
+namespace http = boost::beast::http;
+
+namespace {
+
+constexpr std::size_t default_page = 100;
+constexpr std::size_t max_page = 1000;
+
+void json(admin_response& res, http::status status, std::string body) {
+    res.result(status);
+    res.set(http::field::content_type, "application/json");
+    res.body() = std::move(body);
+}
+
+void error(admin_response& res, http::status status, std::string_view field, std::string_view message) {
+    std::string body = "{\"error\": ";
+    append_json_string(body, message);
+    if (!field.empty()) {
+        body += ", \"field\": ";
+        append_json_string(body, field);
+    }
+    json(res, status, body + "}\n");
+}
+
+struct page_query {
+    std::string sort = "key", filter, after;
+    std::size_t limit = default_page;
+};
+
+// The query's parameters; false (answered 400) for one that is not understood.
+bool read_query(std::string_view target, page_query& q, admin_response& res) {
+    const auto url = boost::urls::parse_origin_form(target);
+    if (!url) {
+        error(res, http::status::bad_request, "", "the target is not a valid URL");
+        return false;
+    }
+    for (const auto& param : url->params()) {
+        if (param.key == "sort") q.sort = param.value;
+        else if (param.key == "filter") q.filter = param.value;
+        else if (param.key == "after") q.after = param.value;
+        else if (param.key == "limit") {
+            const auto [end, ec] = std::from_chars(param.value.data(), param.value.data() + param.value.size(), q.limit);
+            if (ec != std::errc() || end != param.value.data() + param.value.size() || q.limit == 0) {
+                error(res, http::status::bad_request, "limit", "limit must be a whole number >= 1");
+                return false;
+            }
+            q.limit = std::min(q.limit, max_page);
+        } else {
+            error(res, http::status::bad_request, param.key, "unknown parameter '" + param.key + "'");
+            return false;
+        }
+    }
+    if (q.sort != "key" && q.sort != "waiting" && q.sort != "in_flight" && q.sort != "throttled") {
+        error(res, http::status::bad_request, "sort", "sort must be key, waiting, in_flight or throttled");
+        return false;
+    }
+    return true;
+}
+
+// One page of `items` (already in order) after the key `after`; `key_of(item)`.
+template <class Item, class KeyOf, class Write>
+std::string page_of(const std::vector<Item>& items, const page_query& q, const char* name, KeyOf key_of, Write write) {
+    std::size_t from = 0;
+    if (!q.after.empty()) {
+        const auto at = std::find_if(items.begin(), items.end(), [&](const Item& i) { return key_of(i) == q.after; });
+        from = at == items.end() ? 0 : static_cast<std::size_t>(at - items.begin()) + 1;
+    }
+    const std::size_t to = std::min(items.size(), from + q.limit);
+    std::string out = std::string("{\"") + name + "\": [";
+    for (std::size_t i = from; i < to; ++i) {
+        out += i == from ? "\n  " : ",\n  ";
+        write(out, items[i]);
+    }
+    out += "],\n \"next\": ";
+    if (to < items.size() && to > from) append_json_string(out, key_of(items[to - 1]));
+    else out += "null";
+    return out + "}\n";
+}
+
+std::uint64_t throttled(const host_snapshot& h) { return h.outcomes[static_cast<std::size_t>(outcome::throttled)]; }
+
+void list_hosts(const admin_view& view, const page_query& q, admin_response& res) {
+    auto hosts = view.gates.snapshot(view.gates.time().now());
+    std::erase_if(hosts, [&](const host_snapshot& h) { return h.key.find(q.filter) == std::string::npos; });
+    const auto measure = [&](const host_snapshot& h) -> std::uint64_t {
+        if (q.sort == "waiting") return h.waiting;
+        if (q.sort == "in_flight") return h.in_flight;
+        if (q.sort == "throttled") return throttled(h);
+        return 0;
+    };
+    std::sort(hosts.begin(), hosts.end(), [&](const host_snapshot& a, const host_snapshot& b) {
+        const auto ma = measure(a), mb = measure(b);
+        return ma != mb ? ma > mb : a.key < b.key;
+    });
+    const auto wall_now = std::chrono::system_clock::now();
+    json(res, http::status::ok,
+         page_of(hosts, q, "hosts", [](const host_snapshot& h) -> const std::string& { return h.key; },
+                 [&](std::string& out, const host_snapshot& h) { append_host_json(out, h, view.parents, wall_now); }));
+}
+
+void one_host(const admin_view& view, const std::string& key, admin_response& res) {
+    for (const auto& h : view.gates.snapshot(view.gates.time().now())) {
+        if (h.key != key) continue;
+        std::string out;
+        append_host_json(out, h, view.parents, std::chrono::system_clock::now());
+        return json(res, http::status::ok, out + "\n");
+    }
+    if (auto live = view.overrides.find(key)) {  // overridden, not tracked (yet, or any more)
+        std::string out = "{\"key\": ";
+        append_json_string(out, key);
+        return json(res, http::status::ok, out + ", \"tracked\": false, \"override_source\": \"api\", \"override\": " +
+                                                to_json(*live) + "}\n");
+    }
+    error(res, http::status::not_found, "", "no such host: " + key + " is neither tracked nor overridden");
+}
+
+void list_overrides(const admin_view& view, const page_query& q, admin_response& res) {
+    struct row {
+        std::string key;
+        std::string json;
+    };
+    std::vector<row> rows;
+    for (const auto& o : view.overrides.list()) {
+        std::string j = to_json(*o);
+        j.insert(j.size() - 1, ", \"source\": \"api\"");
+        rows.push_back({o->key, std::move(j)});
+    }
+    const auto cfg = view.gates.current_config();
+    const auto today = utc_today();
+    for (const auto& o : cfg->hosts) {
+        std::string j = "{\"key\": ";
+        append_json_string(j, o.pattern);
+        j += ", \"source\": \"registry\", \"concurrency\": " + std::to_string(o.policy.concurrency) + ", \"reason\": ";
+        append_json_string(j, o.reason);
+        j += o.expired(today) ? ", \"expired\": true}" : ", \"expired\": false}";
+        rows.push_back({o.pattern, std::move(j)});
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) { return a.key < b.key; });
+    json(res, http::status::ok, page_of(rows, q, "overrides", [](const row& r) -> const std::string& { return r.key; },
+                                        [](std::string& out, const row& r) { out += r.json; }));
+}
+
+// The token's name, or the answer why there is none (401, or 403 when the API is read-only).
+std::optional<std::string> writer(const admin_view& view, const admin_request& req, admin_response& res) {
+    const auto cfg = view.gates.current_config();
+    if (!cfg->admin.tokens) {
+        error(res, http::status::forbidden, "", "the API is read-only: no admin.token_file is configured");
+        return std::nullopt;
+    }
+    auto name = cfg->admin.tokens->name_for(req[http::field::authorization]);
+    if (!name) {
+        res.set(http::field::www_authenticate, "Bearer realm=\"politeproxy\"");
+        error(res, http::status::unauthorized, "", "a write needs Authorization: Bearer with a token of admin.token_file");
+    }
+    return name;
+}
+
+void put_override(const admin_view& view, const std::string& key, const admin_request& req, admin_response& res) {
+    const auto name = writer(view, req, res);
+    if (!name) return;
+    const auto cfg = view.gates.current_config();
+    auto parsed = parse_override_body(req.body(), key, cfg->policy_for(key, utc_today()), *name,
+                                      std::chrono::system_clock::now());
+    if (auto* bad = std::get_if<body_error>(&parsed)) return error(res, http::status::bad_request, bad->field, bad->message);
+    const std::string out = to_json(std::get<live_override>(parsed));
+    view.overrides.put(std::move(std::get<live_override>(parsed)));
+    json(res, http::status::ok, out + "\n");
+}
+
+void delete_override(const admin_view& view, const std::string& key, const admin_request& req, admin_response& res) {
+    const auto name = writer(view, req, res);
+    if (!name) return;
+    if (!view.overrides.remove(key, *name))
+        return error(res, http::status::not_found, "", "no override of " + key + " (the registry's stay in the file)");
+    json(res, http::status::ok, "{\"deleted\": true}\n");
+}
+
+}  // namespace
+
+void answer_api(const admin_view& view, const admin_request& req, admin_response& res) {
+    const std::string_view target = req.target();
+    const std::string_view path = target.substr(0, target.find('?'));
+    const bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+    page_query q;
+    if (path == "/api/hosts" || path == "/api/overrides") {
+        if (!get) return error(res, http::status::method_not_allowed, "", "only GET here");
+        if (!read_query(target, q, res)) return;
+        return path == "/api/hosts" ? list_hosts(view, q, res) : list_overrides(view, q, res);
+    }
+    constexpr std::string_view prefix = "/api/hosts/";
+    if (!path.starts_with(prefix)) return error(res, http::status::not_found, "", "no such API: see SPEC.md's Admin API");
+    std::string_view rest = path.substr(prefix.size());
+    constexpr std::string_view suffix = "/override";
+    const bool override_path = rest.ends_with(suffix);
+    if (override_path) rest.remove_suffix(suffix.size());
+    const std::string key = host_key(rest);
+    if (key.empty() || rest.find('/') != std::string_view::npos)
+        return error(res, http::status::bad_request, "key", "the path names no host key");
+    if (!override_path) {
+        if (!get) return error(res, http::status::method_not_allowed, "", "only GET here");
+        return one_host(view, key, res);
+    }
+    if (req.method() == http::verb::put) return put_override(view, key, req, res);
+    if (req.method() == http::verb::delete_) return delete_override(view, key, req, res);
+    if (get) {
+        if (auto live = view.overrides.find(key)) return json(res, http::status::ok, to_json(*live) + "\n");
+        return error(res, http::status::not_found, "", "no override of " + key);
+    }
+    res.set(http::field::allow, "GET, PUT, DELETE");
+    error(res, http::status::method_not_allowed, "", "GET, PUT or DELETE here");
+}
+
+}  // namespace politeproxy

@@ -1,0 +1,62 @@
+// host_gates: live overrides (the admin API's, exchange/live_overrides): a host's policy
+// and pause with its override on top, at once for a tracked host, from creation for one
+// tracked later, through reloads.
+#include "host_gates_parts.hpp"
+
+namespace politeproxy {
+using namespace gates_detail;
+
+std::shared_ptr<const host_policy> host_gates::policy_with(const std::shared_ptr<const config>& cfg,
+                                                           const host_override* o, const live_override* live) {
+    const host_policy& registry = o ? o->policy : cfg->defaults;
+    if (!live) return {cfg, &registry};
+    // The entry's override_entry points into cfg: the overridden policy keeps it alive too.
+    struct overridden {
+        std::shared_ptr<const config> cfg;
+        host_policy policy;
+    };
+    auto held = std::make_shared<const overridden>(overridden{cfg, with_override(registry, *live)});
+    return {held, &held->policy};
+}
+
+std::shared_ptr<const live_override> host_gates::live_for(const std::string& key) const {
+    std::lock_guard lock(live_mutex_);
+    const auto it = live_.find(key);
+    return it == live_.end() ? nullptr : it->second;
+}
+
+void host_gates::take_live_locked(host_entry& e, std::shared_ptr<const live_override> live, clock::time_point now) {
+    e.live = std::move(live);
+    e.live_pause_until = {};
+    if (e.live && e.live->pause_until) {
+        const auto left = *e.live->pause_until - std::chrono::system_clock::now();
+        if (left > std::chrono::system_clock::duration::zero())
+            e.live_pause_until = now + std::chrono::duration_cast<clock::duration>(left);
+    }
+}
+
+void host_gates::set_live_override(const std::string& key, std::shared_ptr<const live_override> live) {
+    {
+        std::lock_guard lock(live_mutex_);
+        if (live) live_[key] = live;
+        else live_.erase(key);
+    }
+    const auto cfg = current_config();
+    shard& s = table_.of(key);
+    wakeups wake;
+    std::lock_guard lock(s.mutex);
+    const auto found = table_.find(s, key);
+    if (!found) return;  // applies when the host is next tracked (find_or_create)
+    host_entry& e = *found;
+    const auto now = time_.now();
+    e.policy = policy_with(cfg, e.override_entry, live.get());
+    take_live_locked(e, std::move(live), now);
+    const auto limit = e.health.limit();
+    const auto rate = e.health.rate();
+    e.health.reconfigure(*e.policy, now);  // a lower limit admits nothing new until in flight falls under it
+    if (e.health.limit() != limit || e.health.rate() != rate) publish_locked(e, now);
+    apply_health(e, now);
+    wake.run_gate(e, now);
+}
+
+}  // namespace politeproxy
