@@ -14,7 +14,7 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DPOLITEPROXY_FUZZ=ON -DC
 cmake --build build-fuzz -j 2
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(request_head chunked_decoder origin_response origin_exchange target retry_after config http2_session http2_client redis_reply proxy_users robots_txt)
+  targets=(request_head chunked_decoder origin_response origin_exchange target retry_after config http2_session http2_client redis_reply proxy_users robots_txt control_api)
 fi
 mkdir -p build-fuzz/crashes
 # Two targets at a time, one per core; each writes its own log and corpus.

@@ -10,7 +10,8 @@ scrapes a running proxy (with a fleet store, so the fleet panels have data) ever
     a limit collapse, a pause), one with requests waiting, and one with a full queue
     (a rejection); and two origins routed through a parent proxy (tinyproxy, which
     closes its connection after each answer, so every request through it connects
-    anew), one of them holding a slow request, so the parent panels have data too.
+    anew), one of them holding a slow request, so the parent panels have data too; and
+    overrides from the registry (h0.test) and from the control API (h1.test).
 Without prometheus, redis-server or tinyproxy the test says so and is skipped (exit 0):
 scripts/install-deps.sh installs them."""
 import json
@@ -24,6 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 import parent_proxies  # noqa: E402
+from control_api import api, token_file  # noqa: E402
 from fleet_common import fleet_config  # noqa: E402
 
 DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "conf", "grafana", "politeproxy.json")
@@ -92,7 +94,11 @@ def test(t):
     parent = t.parent("tinyproxy")
     cfg["parents"] = {"pool-a": {"url": "http://127.0.0.1:%d" % parent.port}}
     cfg["routes"] = [{"match": ["127.0.0.2", "127.0.0.3"], "via": ["pool-a"]}]
+    cfg["hosts"] = {"h0.test": {"concurrency": 1, "reason": "registry entry"}}
+    cfg["admin"] = {"token_file": token_file(t.workdir)}
     proxy = t.proxy(cfg)
+    status, _, body = api(proxy, "PUT", "/api/hosts/h1.test/override", {"rate": 5, "reason": "operator"})
+    H.check(status == 200, "the API override for the overrides panels: %s %s" % (status, body))
     prom = t.prometheus(["127.0.0.1:%d" % proxy.admin_port])
 
     stop = threading.Event()

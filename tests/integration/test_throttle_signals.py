@@ -9,6 +9,8 @@ B: plain.test keeps the defaults (429, 503): a 403 is an answer like any other.
 C: `defaults.throttle.headers: {cf-mitigated: "^challenge$"}`: a 200 carrying
    `cf-mitigated: challenge` throttles challenge.test; `cf-mitigated: other` does not.
 D: quiet.test drops 503 from its statuses: its 503 is an answer.
+E: inside intercepted TLS each request is judged the same way: tls.test (403 listed)
+   collapses on an HTTPS 403.
 """
 import os
 import sys
@@ -93,6 +95,18 @@ def test(t):
     r = get(proxy, origin, "quiet.test", "status=503")
     H.check(r.status == 503, "quiet.test: %r" % r)
     check_answered(proxy, "quiet.test", "a 503 its statuses leave out")
+
+    # E
+    ca_cert, ca_key = t.gen_ca()
+    tls_origin = t.origin(tls=True)  # its certificate names tls.test
+    origin_cert, _ = t.cert()
+    cfg = dict(cfg, hosts={"tls.test": {"throttle": {"statuses": [403]}}})
+    cfg["security"] = dict(cfg["security"], connect_ports=[443, tls_origin.port])
+    cfg["tls"] = {"mode": "intercept", "ca_cert": ca_cert, "ca_key": ca_key, "upstream_ca_file": origin_cert}
+    intercepting = t.proxy(cfg, name="intercept")
+    r = H.https_session(intercepting, ca_cert).get("https://tls.test:%d/x?status=403" % tls_origin.port, timeout=20)
+    H.check(r.status_code == 403, "https://tls.test/x?status=403: %d" % r.status_code)
+    check_throttled(intercepting, "tls.test", "an intercepted 403 listed in throttle.statuses")
 
 
 if __name__ == "__main__":
