@@ -124,8 +124,9 @@ std::variant<live_override, body_error> parse_override_body(std::string_view bod
 
     for (const auto& field : fields)
         if (std::find(std::begin(known_fields), std::end(known_fields), field.key()) == std::end(known_fields))
-            return body_error{std::string(field.key()),
-                              "unknown field (known: concurrency, rate, pause_for, pause_until, reason, expires_in)"};
+            return body_error{field.key().empty() ? std::string("body") : std::string(field.key()),
+                              "unknown field '" + std::string(field.key()) +
+                                  "' (known: concurrency, rate, pause_for, pause_until, reason, expires_in)"};
     // null is absent: the API's own form writes absent values as null.
     auto given = [&fields](std::string_view name) -> const json::value* {
         const json::value* v = fields.if_contains(name);
