@@ -8,7 +8,7 @@ JSON text ended by a NUL byte. No websocket, no port: the standard library is en
         b.js("document.title")          # Runtime.evaluate, by value, promises awaited
 
 Events are kept (b.events): b.problems() lists uncaught exceptions and console errors
-(a Content-Security-Policy violation is one). Chromium runs in a session of its own,
+(a Content-Security-Policy violation is one; a failed load is not). Chromium runs in a session of its own,
 killed whole by close(), and dies with the test process (PR_SET_PDEATHSIG)."""
 import base64
 import fcntl
@@ -123,13 +123,15 @@ class Browser:
         return data
 
     def problems(self):
-        """Uncaught exceptions and console errors the page reported so far, as text."""
+        """Uncaught exceptions and console errors the page reported so far, as text; not
+        failed loads (source "network": an API's 401 the page expects is one)."""
         out = []
         for e in self.events:
             if e["method"] == "Runtime.exceptionThrown":
                 details = e["params"]["exceptionDetails"]
                 out.append("exception: %s" % details.get("exception", {}).get("description", details.get("text")))
-            elif e["method"] == "Log.entryAdded" and e["params"]["entry"]["level"] == "error":
+            elif (e["method"] == "Log.entryAdded" and e["params"]["entry"]["level"] == "error"
+                  and e["params"]["entry"]["source"] != "network"):
                 out.append("%s: %s" % (e["params"]["entry"]["source"], e["params"]["entry"]["text"]))
             elif e["method"] == "Runtime.consoleAPICalled" and e["params"]["type"] == "error":
                 out.append("console.error: %s" % [a.get("value") for a in e["params"]["args"]])

@@ -38,7 +38,7 @@ def test(t):
         H.check(any(x == n or x.startswith(n + "_") for x in names), "metric %s missing from /metrics" % n)
     H.check(H.mget(m, "politeproxy_host_concurrency_limit", host="api.test") == 4,
             "api.test's limit should be its override's 4")
-    H.check(H.mget(m, "politeproxy_host_override_info", host="api.test",
+    H.check(H.mget(m, "politeproxy_host_override_info", host="api.test", source="registry",
                    reason="test \"quoted\" reason") == 1, "host_override_info for api.test missing")
     H.check(not any(dict(ls).get("host") == "old.test" for (n, ls) in m
                     if n == "politeproxy_host_override_info"),

@@ -5,7 +5,10 @@ Chromium (Debian's `chromium`) against a running proxy under load:
     with those counts; plain.test (one request, done) is listed after it;
   - paused.test, paused 30 s by a 429 with Retry-After, is drawn as paused, with its
     last change "throttled";
-  - an override reason that looks like markup is shown as text, never as an element;
+  - an override reason that looks like markup is shown as text, never as an element, in
+    the hosts table and in the overrides table (odd.test, source "registry");
+  - every host row has the operator's buttons; the page works read-only (no
+    admin.token_file: test_status_controls.py drives the buttons);
   - plain.test, routed through a parent, names it ("via pool-a");
   - the page is served with a Content-Security-Policy that allows only its own script.
 A screenshot of the page is written beside the binary (status-page.png), and its path
@@ -30,10 +33,10 @@ def page(t, *args):
     return H.chromium(t.workdir, "--no-proxy-server", "--virtual-time-budget=4000", "--window-size=1280,720", *args)
 
 
-def rows(dom):
-    """The table rows the script drew: [(host, class, [cell texts])]."""
-    body = re.search(r'<tbody id="hosts">(.*?)</tbody>', dom, re.S)
-    H.check(body is not None, "the page has no hosts table body: %r" % dom[:2000])
+def rows(dom, table="hosts"):
+    """The table rows the script drew: [(host, class, [cell texts], inner HTML)]."""
+    body = re.search(r'<tbody id="%s">(.*?)</tbody>' % table, dom, re.S)
+    H.check(body is not None, "the page has no %s table body: %r" % (table, dom[:2000]))
     out = []
     for m in re.finditer(r'<tr([^>]*)>(.*?)</tr>', body.group(1), re.S):
         attrs, inner = m.group(1), m.group(2)
@@ -98,8 +101,16 @@ def test(t):
     cls, cells, _ = by_host[PLAIN]
     H.check(cells[9] == "http/1.1 via pool-a", "%s row: its protocol cell should name its parent: %s" % (PLAIN, cells))
     cls, cells, inner = by_host[ODD]
-    H.check(cells[-1] == ODD_REASON and "<img" not in inner,
+    H.check(cells[10] == ODD_REASON and "<img" not in inner,
             "%s row: the override reason must be text, not markup: %r" % (ODD, inner))
+    H.check(cells[11] == "pauseresumeset limit" and 'data-action="pause"' in inner,
+            "%s row: the operator's buttons expected in its last cell: %s" % (ODD, cells))
+    overrides = {h: (cells, inner) for h, _, cells, inner in rows(dom, "overrides")}
+    H.check(ODD in overrides, "the overrides table shows no row for %s: %s" % (ODD, sorted(overrides)))
+    cells, inner = overrides[ODD]
+    H.check(cells[1:3] == ["registry", "1"] and cells[6] == ODD_REASON and "<img" not in inner,
+            "the overrides table's %s row: registry, concurrency 1 and its reason as text expected: %s %r"
+            % (ODD, cells, inner))
     H.check("fleet store" in dom and ">off<" in dom, "the summary should say the fleet store is off")
 
     shot = os.path.join(os.path.dirname(os.path.abspath(t.binary)), "status-page.png")

@@ -35,20 +35,22 @@ namespace fleet {
 /// the one it read, puts again what callbacks.known() returns and reads everything from
 /// the start. Every process does so: the same values put several times, harmless.
 /// A change the store did not take (unreachable, or refused) waits here, the latest per
-/// host key with its TTL kept as a deadline, and is sent when the connection is up again
-/// (a removal could not be re-published from known(), which holds no removals).
+/// host key with its TTL kept as a deadline, and is sent again when the connection next
+/// comes up (a removal could not be re-published from known(), which holds no removals).
 ///
 /// Limits: a host removed while the store was down may come back when the store also
 /// lost its data and a process that still held it re-publishes it after the removal.
 /// The sorted set keeps one member per host ever changed (removed ones too), read once by
-/// each process that starts. The keys are not hash-tagged: not for Redis Cluster yet.
+/// each process that starts. A store that evicts keys (maxmemory) loses overrides
+/// silently. The keys are not hash-tagged: not for Redis Cluster yet.
 ///
 /// Locking: none. The poll, the replies and the waiting changes live on the io_context's
 /// thread; put() and remove() only hand a command to the connection, which posts it there.
 ///
 /// Thread safety: put() and remove() from any thread, also before start() (the change
 /// waits for the connection); on_change and known() are called on the io_context's
-/// thread; start() and stop() as fleet_client's. stop() closes the connection: changes
+/// thread; start() before the io_context runs or on its thread; stop() only once it no
+/// longer runs. Cancellation: stop() closes the connection and ends the polling; changes
 /// the store has not taken are dropped.
 class override_sync {
 public:
