@@ -17,9 +17,11 @@ std::string_view status_page_html() {
   .down { color: #b3261e; font-weight: 600; }
   table { border-collapse: collapse; width: 100%; }
   th, td { padding: .25em .45em; border-bottom: 1px solid #e2e6ea; text-align: right; white-space: nowrap; }
-  th { background: #f3f5f7; position: sticky; top: 0; white-space: normal; vertical-align: bottom; }
+  th { background: #f3f5f7; position: sticky; top: 0; }
   td.key, th.key, td.text { text-align: left; }
-  td.text { white-space: normal; max-width: 22em; }
+  td.text { white-space: normal; max-width: 28em; }
+  td.text, td.host { white-space: normal; overflow-wrap: anywhere; }  /* these give way on a narrow screen */
+  td.host { min-width: 10em; }
   tr.waiting td { background: #fff8e1; }
   tr.paused td { background: #fdecea; }
   .muted { color: #8a949e; }

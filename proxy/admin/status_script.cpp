@@ -64,7 +64,8 @@ function buttons(tr, apiOverride) {
 function swap(id, body) {
   const old = $(id);
   const f = document.activeElement;
-  const at = f && f.dataset && f.dataset.action && old.contains(f) ? [f.closest('tr').dataset.host, f.dataset.action] : null;
+  const at = f && f.dataset && f.dataset.action && old.contains(f)
+    ? [f.closest('tr').dataset.host, f.dataset.action] : null;
   body.id = id;
   old.replaceWith(body);
   if (!at) return;
@@ -101,7 +102,7 @@ async function drawHosts() {
       tr.dataset.host = h.key;
       if (h.paused_seconds > 0) tr.className = 'paused';
       else if (h.waiting > 0) tr.className = 'waiting';
-      cell(tr, h.key, 'key');
+      cell(tr, h.key, 'key host');
       cell(tr, String(h.waiting));
       cell(tr, String(h.in_flight));
       cell(tr, h.fleet_in_flight === null ? '-' : String(h.fleet_in_flight));
@@ -135,8 +136,8 @@ async function drawOverrides() {
     const all = [];
     let after = null;
     do {
-      const res = await fetch('/api/overrides?limit=' + overridesPage + (after === null ? '' : '&after=' + encodeURIComponent(after)),
-                              { cache: 'no-store' });
+      const query = '?limit=' + overridesPage + (after === null ? '' : '&after=' + encodeURIComponent(after));
+      const res = await fetch('/api/overrides' + query, { cache: 'no-store' });
       if (!res.ok) throw new Error('/api/overrides answered ' + res.status);
       const page = await res.json();
       all.push(...page.overrides);
@@ -150,12 +151,13 @@ async function drawOverrides() {
       tr.dataset.source = o.source;
       if (o.pause_until && Date.parse(o.pause_until) > Date.now()) tr.className = 'paused';
       const api = o.source === 'api';
-      cell(tr, o.key, 'key');
+      cell(tr, o.key, 'key host');
       cell(tr, o.source, 'key');
       cell(tr, o.concurrency === null || o.concurrency === undefined ? '-' : String(o.concurrency));
       cell(tr, num(o.rate, 3));
       cell(tr, until(o.pause_until), '', o.pause_until);
-      cell(tr, api ? (o.expires_at ? until(o.expires_at) : 'when deleted') : (o.expired ? 'expired' : '-'), '', o.expires_at);
+      cell(tr, api ? (o.expires_at ? until(o.expires_at) : 'when deleted') : (o.expired ? 'expired' : '-'),
+           '', o.expires_at);
       cell(tr, o.reason || '', 'text');
       cell(tr, o.set_by || '-', 'key', o.set_at ? 'at ' + o.set_at : '');
       if (api) buttons(tr, true);

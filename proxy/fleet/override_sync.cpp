@@ -96,14 +96,15 @@ struct override_sync::impl {
         std::vector<std::string_view> args{"EVAL", change_script, "4", version_key, changes_key, vkey, epoch_key, host};
         if (value) args.insert(args.end(), {*value, ttl});
         conn.send(redis_command(args), [this, host, value, expires](boost::system::error_code ec, redis_reply r) mutable {
-            if (!ec && !r.is_error()) return;
+            // Replies come in the order sent: a change taken supersedes an earlier one kept.
+            if (!ec && !r.is_error()) return void(unsent_changes.erase(host));
             if (!ec) log.write(log_level::error, "overrides", "the store refused a change of " + host + ": " + r.text);
             keep(host, {std::move(value), expires});
         });
     }
 
     // Failures come back in the order the changes were sent (the connection fails them in
-    // order), so the one kept for a host is its latest.
+    // order), so the one kept for a host is its latest not taken.
     void keep(const std::string& host, unsent change) {
         if (unsent_changes.size() >= most_unsent && !unsent_changes.contains(host)) {
             log.write(log_level::error, "overrides", "too many changes wait for the store: " + host + "'s is dropped");

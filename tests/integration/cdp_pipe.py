@@ -19,7 +19,7 @@ import signal
 import subprocess
 import time
 
-from harness_checks import SLOW, TestFailure, check, log
+from harness_checks import SLOW, TestFailure, check
 from harness_proxy import _pdeathsig
 
 CHILD_IN, CHILD_OUT = 3, 4  # the fds Chromium's pipe transport uses

@@ -44,8 +44,10 @@ def rows(b, table):
 
 
 def fill(b, field, value):
+    """Types `value` into the page's field `field` (as a person would: an input event follows)."""
     b.js("""(() => { const f = document.getElementById(%s); f.value = %s;
-                     f.dispatchEvent(new Event('input', { bubbles: true })); })()""" % (json.dumps(field), json.dumps(value)))
+                     f.dispatchEvent(new Event('input', { bubbles: true })); })()"""
+         % (json.dumps(field), json.dumps(value)))
 
 
 def click(b, table, host, action):
@@ -87,8 +89,8 @@ def test(t):
 
     with Browser(t.workdir) as b:
         b.navigate(proxy.admin_url + "/")
-        b.wait_for("!!(document.querySelector('#hosts tr[data-host]') && document.querySelector('#overrides tr[data-host]'))",
-                   what="both tables drawn")
+        b.wait_for("!!(document.querySelector('#hosts tr[data-host]') &&"
+                   " document.querySelector('#overrides tr[data-host]'))", what="both tables drawn")
 
         # A
         overrides = rows(b, "overrides")
@@ -116,7 +118,8 @@ def test(t):
         H.check(cls == "error" and "401" in text and "not accepted" in text, "pause with a wrong token: %s %r" % (cls, text))
         h = proxy.hosts()[TARGET]
         H.check(h["override_source"] is None and h["paused_seconds"] == 0, "a refused pause changed %s: %s" % (TARGET, h))
-        H.check(sorted(api_overrides(proxy)) == [API_HOST], "a refused pause changed /api/overrides: %s" % api_overrides(proxy))
+        listed = api_overrides(proxy)
+        H.check(sorted(listed) == [API_HOST], "a refused pause changed /api/overrides: %s" % listed)
 
         fill(b, "token", TOKEN)
         stored = b.js("[sessionStorage.getItem('politeproxy.token'), localStorage.length, document.cookie]")
