@@ -49,7 +49,8 @@ void host_gates::set_live_override(const std::string& key, std::shared_ptr<const
     if (!found) return;  // applies when the host is next tracked (find_or_create)
     host_entry& e = *found;
     const auto now = time_.now();
-    e.policy = policy_with(cfg, e.override_entry, live.get());
+    // The health controller reads the old policy while it takes the new one: kept until then.
+    const auto previous = std::exchange(e.policy, policy_with(cfg, e.override_entry, live.get()));
     take_live_locked(e, std::move(live), now);
     const auto limit = e.health.limit();
     const auto rate = e.health.rate();

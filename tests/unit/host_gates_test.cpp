@@ -414,3 +414,45 @@ TEST_CASE("groups: a request parked at its group when its host turns observe-onl
     CHECK(group_of("c.site.test").in_flight == 0);
     CHECK(group_of("c.site.test").waiting == 0);
 }
+
+TEST_CASE("a live override caps a tracked host at once, applies to one tracked later, lasts through a reload") {
+    auto cfg = make_config("defaults: { concurrency: 4, rate: 1000, burst: 10 }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    std::vector<permit> held;
+    for (int i = 0; i < 3; ++i) held.push_back(gates.try_acquire("busy.test"));
+    live_override cap;
+    cap.key = "busy.test";
+    cap.concurrency = 1;
+    cap.rate = 2;
+    gates.set_live_override("busy.test", std::make_shared<const live_override>(cap));
+    const auto busy = [&] {
+        for (const auto& h : gates.snapshot(time.now()))
+            if (h.key == "busy.test") return h;
+        FAIL("busy.test is not tracked");
+        return host_snapshot{};
+    };
+    CHECK(busy().in_flight == 3);  // those in flight finish
+    CHECK(busy().limit == 1);
+    CHECK(busy().override_source == "api");
+    CHECK_FALSE(gates.try_acquire("busy.test"));
+    held.clear();
+    permit one = gates.try_acquire("busy.test");
+    CHECK(one);
+    CHECK_FALSE(gates.try_acquire("busy.test"));  // a hard cap: never above 1
+
+    gates.set_config(make_config("defaults: { concurrency: 3, rate: 1000, burst: 10 }\n"));  // a reload keeps it
+    CHECK(busy().limit == 1);
+    CHECK(busy().configured_limit == 1);
+
+    live_override pause;
+    pause.key = "later.test";
+    pause.pause_until = std::chrono::system_clock::now() + std::chrono::seconds(30);
+    gates.set_live_override("later.test", std::make_shared<const live_override>(pause));
+    CHECK_FALSE(gates.try_acquire("later.test"));  // tracked now, paused from the start
+
+    gates.set_live_override("busy.test", nullptr);
+    one.reset();
+    CHECK(busy().limit == 3);
+    CHECK(busy().override_source.empty());
+}
