@@ -55,7 +55,8 @@ inline clock::duration retry_after_hint(const host_entry& e, clock::time_point n
         per_second = std::min(per_second, static_cast<double>(e.g.limit()) / std::chrono::duration<double>(*p95).count());
     const double seconds = std::ceil(static_cast<double>(e.g.waiting() + 1) / per_second);
     const auto drain = std::chrono::seconds(static_cast<long>(std::clamp(seconds, 1.0, 3600.0)));
-    const auto paused_until = e.health.paused_until();  // not the gate's: a robots.txt hold is not a pause
+    // Not the gate's: a robots.txt hold is not a pause; an operator's (live override) is.
+    const auto paused_until = std::max(e.health.paused_until(), e.live_pause_until);
     const auto pause = paused_until > now ? paused_until - now : clock::duration::zero();
     return std::max<clock::duration>(drain, pause);
 }

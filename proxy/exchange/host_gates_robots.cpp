@@ -61,10 +61,9 @@ void host_gates::robots_done(const std::string& origin, const std::string& key, 
     wake.run_gate(e, now);
 }
 
-robots_verdict host_gates::robots_verdict_for(const std::string& origin, std::string_view path,
-                                              std::string_view user_agent) {
+robots_verdict host_gates::robots_verdict_for(const std::string& origin) {
     std::lock_guard lock(robots_mutex_);
-    return robots_.verdict(origin, path, user_agent, time_.now());
+    return robots_.verdict(origin, time_.now());
 }
 
 }  // namespace politeproxy

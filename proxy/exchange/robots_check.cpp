@@ -32,11 +32,10 @@ task<std::optional<refusal>> check_robots(exchange_context& ctx, const config& c
     for (auto step = std::chrono::milliseconds(10);; step = std::min(step * 2, std::chrono::milliseconds(200))) {
         if (auto turn = ctx.gates.robots_due(origin, key, pinned.text))
             co_await fetch_robots(ctx, cfg, target, pinned, parent, std::string(agent), turn);
-        const robots_verdict said = ctx.gates.robots_verdict_for(origin, path, agent);
+        const robots_verdict said = ctx.gates.robots_verdict_for(origin);
         switch (said.what) {
-        case robots_verdict::kind::allowed: co_return std::nullopt;
-        case robots_verdict::kind::disallowed:
-            if (!cfg.robots.enforce) co_return std::nullopt;
+        case robots_verdict::kind::read:
+            if (!cfg.robots.enforce || said.rules->allowed(path, agent)) co_return std::nullopt;
             co_return refusal{{errc::robots_disallowed, "robots.txt"}, std::nullopt};
         case robots_verdict::kind::unreachable:
             co_return refusal{{errc::robots_unreachable, "robots.txt unreachable: a complete disallow until it is read"},

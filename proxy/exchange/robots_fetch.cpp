@@ -92,6 +92,7 @@ std::string field_safe(std::string_view v) {
 // that host's health).
 struct robots_answer {
     unsigned status = 0;  ///< 0: no answer
+    bool throttled = false;  ///< the answer says "slow down" (the host's throttle signals)
     std::string body;     ///< its first robots_txt_max_bytes
     std::string location;
 };
@@ -146,6 +147,7 @@ task<robots_answer> get_once(exchange_context& ctx, const config& cfg, const ori
         return found == parser.get().end() ? std::string_view() : std::string_view(found->value());
     };
     if (trip) trip->response_arrived(status, field_value, "GET", false);
+    out.throttled = policy.throttle.heard(status, field_value);
     // RFC 9309 2.5: a longer file is read up to the limit (its rules there apply).
     while (!parser.is_done() && parser.get().body().size() < robots_txt_max_bytes) {
         origin_socket.expires_at(within(policy.timeouts.idle));
@@ -187,6 +189,8 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
         }
         carried = parent_turn(parent);
     }
+    // From here on the proxy asks: no answer, or one that is not the file, leaves it unreachable.
+    turn.read.what = robots_read::kind::unreachable;
     std::pmr::monotonic_buffer_resource arena;
     std::optional<origin_target> at = redirect_target(target, "/robots.txt", arena);
     const host_policy policy = trip.policy();  // a copy: the slot (and its policy) goes back after the first hop
@@ -199,6 +203,7 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
         exchange* reported = hop == 0 ? &trip : nullptr;
         const robots_answer got =
             co_await get_once(ctx, cfg, *at, to, parent.get(), agent, deadline, policy, reported);
+        if (got.throttled) co_return;  // a challenge page, a CDN's 403: not the file, unreachable for now
         if (got.status >= 200 && got.status < 300) {
             auto rules = std::make_shared<const robots_rules>(robots_rules::parse(got.body));
             turn.read = {robots_read::kind::rules, rules, rules->crawl_delay(agent)};
@@ -212,7 +217,7 @@ task<void> fetch_robots(exchange_context& ctx, const config& cfg, const origin_t
         if (got.status >= 400 && got.status < 500 && got.status != 429) break;  // "unavailable": no restrictions
         co_return;  // 5xx, 429, no answer: unreachable (turn.read's default)
     }
-    turn.read = {robots_read::kind::none, nullptr, std::nullopt};  // a 4xx, or redirects beyond max_redirects
+    turn.read = {robots_read::kind::no_restrictions, nullptr, std::nullopt};  // a 4xx, or redirects beyond max_redirects
 }
 
 }  // namespace politeproxy

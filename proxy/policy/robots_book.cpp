@@ -45,6 +45,7 @@ void robots_book::fetched(const std::string& origin, const std::string& gate_key
                           backoff retry, clock::time_point now) {
     auto& state = origins_[origin];  // made again if it was forgotten meanwhile
     state.fetching = false;
+    if (read.what == robots_read::kind::not_read) return;  // nothing learnt: the next request fetches
     if (read.what == robots_read::kind::unreachable) {
         ++state.failures;
         state.refetch_at = now + backoff_after(state.failures, retry);
@@ -59,16 +60,14 @@ void robots_book::fetched(const std::string& origin, const std::string& gate_key
     if (rule_bytes_ > max_rule_bytes) make_room(now);
 }
 
-robots_verdict robots_book::verdict(const std::string& origin, std::string_view path, std::string_view user_agent,
-                                    clock::time_point now) const {
+robots_verdict robots_book::verdict(const std::string& origin, clock::time_point now) const {
     using kind = robots_verdict::kind;
     const auto it = origins_.find(origin);
     if (it == origins_.end()) return {kind::unknown};
     const origin_state& state = it->second;
-    if (state.rules && now < state.serves_until)  // also while a fresher copy is fetched
-        return {state.rules->allowed(path, user_agent) ? kind::allowed : kind::disallowed};
+    if (state.rules && now < state.serves_until) return {kind::read, state.rules};  // also while a fresher copy is fetched
     if (state.fetching || state.failures == 0) return {kind::unknown};
-    return {kind::unreachable, std::max<clock::duration>(state.refetch_at - now, std::chrono::seconds(1))};
+    return {kind::unreachable, nullptr, std::max<clock::duration>(state.refetch_at - now, std::chrono::seconds(1))};
 }
 
 std::optional<double> robots_book::rate_cap(const std::string& gate_key, clock::time_point now) const {

@@ -15,6 +15,8 @@ D: moved.test's robots.txt redirects (301) to rules-home.test's: its rules apply
    (no restrictions).
 E: robots.user_agent fixed ("PoliteBot"): the group for PoliteBot applies whatever the
    request's User-Agent.
+F: challenge.test answers its robots.txt with a challenge page (200, `cf-mitigated:
+   challenge`, a throttle signal): that is not the file; requests get 503 with Retry-After.
 """
 import os
 import sys
@@ -59,8 +61,10 @@ def test(t):
                       headers=[("Location", "http://rules-home.test:%d/robots.txt" % port)])
     origin.set_robots("rules-home.test", "User-agent: *\nDisallow: /moved-secret\n")
     origin.set_robots("loop.test", "", status=302, headers=[("Location", "/robots.txt")])
+    origin.set_robots("challenge.test", "<html>checking your browser</html>", headers=[("cf-mitigated", "challenge")])
     cfg = H.base_config(concurrency=4, rate=100, burst=100,
-                        backoff={"initial": "1s", "max": "4s", "jitter": 0})
+                        backoff={"initial": "1s", "max": "4s", "jitter": 0},
+                        throttle={"headers": {"cf-mitigated": "^challenge$"}})
     cfg["robots"] = {"disallow": "enforce", "cache_ttl": "1h"}
     proxy = t.proxy(cfg)
     base = "http://rules.test:%d" % port
@@ -119,6 +123,11 @@ def test(t):
     H.check(r.status == 200, "loop.test (endless redirects: no restrictions): %s" % r)
     hops = len(robots_requests(origin, "loop.test"))
     H.check(hops == 6, "loop.test: %d robots.txt requests; the first and 5 redirects expected" % hops)
+
+    # F
+    r = H.request(proxy, "http://challenge.test:%d/x" % port)
+    H.check(r.status == 503 and r.header("Retry-After") and not others(origin, "challenge.test"),
+            "challenge.test (robots.txt behind a challenge page): %s %s" % (r.status, r.headers))
 
     # E
     origin.set_robots("fixed.test", "User-agent: *\nAllow: /\n\nUser-agent: PoliteBot\nDisallow: /\n")

@@ -205,8 +205,10 @@ TEST_CASE("robots.txt: the request told to fetch it holds the gate from that mom
     first.reset();
     CHECK(gates.try_acquire("polite.test"));
     CHECK_FALSE(gates.robots_due(origin, "polite.test", {}));  // read once per cache_ttl
-    CHECK(gates.robots_verdict_for(origin, "/x/1", "bot").what == robots_verdict::kind::disallowed);
-    CHECK(gates.robots_verdict_for(origin, "/y", "bot").what == robots_verdict::kind::allowed);
+    const auto said = gates.robots_verdict_for(origin);
+    REQUIRE(said.what == robots_verdict::kind::read);
+    CHECK_FALSE(said.rules->allowed("/x/1", "bot"));
+    CHECK(said.rules->allowed("/y", "bot"));
 }
 
 TEST_CASE("robots.txt: disallow: enforce alone reads the rules and leaves the rate alone") {
@@ -222,7 +224,7 @@ TEST_CASE("robots.txt: disallow: enforce alone reads the rules and leaves the ra
                      10.0};
     }
     CHECK(gates.snapshot(time.now()).at(0).rate == 1000);
-    CHECK(gates.robots_verdict_for(origin, "/", "bot").what == robots_verdict::kind::allowed);
+    CHECK(gates.robots_verdict_for(origin).what == robots_verdict::kind::read);
 }
 
 TEST_CASE("robots.txt: an unreachable read holds every request until the host's backoff has passed") {
@@ -231,13 +233,26 @@ TEST_CASE("robots.txt: an unreachable read holds every request until the host's 
     manual_time time;
     host_gates gates(cfg, time_source(time));
     const std::string origin = "http://down.test:80";
-    { auto turn = gates.robots_due(origin, "down.test", {}); }  // ended without a read: unreachable
-    const auto said = gates.robots_verdict_for(origin, "/", "bot");
+    {
+        auto turn = gates.robots_due(origin, "down.test", {});
+        turn.read.what = robots_read::kind::unreachable;  // a 5xx, say
+    }
+    const auto said = gates.robots_verdict_for(origin);
     CHECK(said.what == robots_verdict::kind::unreachable);
     CHECK(said.retry_after == 2s);
     CHECK_FALSE(gates.robots_due(origin, "down.test", {}));
     time.advance(2s);
     CHECK(gates.robots_due(origin, "down.test", {}));
+}
+
+TEST_CASE("robots.txt: a turn that never asked (the proxy's own refusal) blocks nobody and counts no failure") {
+    auto cfg = make_config("defaults: { concurrency: 4, rate: 1000, burst: 10 }\nrobots: { disallow: enforce }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    const std::string origin = "http://refused.test:80";
+    { auto turn = gates.robots_due(origin, "refused.test", {}); }  // ended without asking: not_read
+    CHECK(gates.robots_verdict_for(origin).what == robots_verdict::kind::unknown);
+    CHECK(gates.robots_due(origin, "refused.test", {}));  // the next request fetches at once
 }
 
 TEST_CASE("robots.txt: a turn that ends unused (its fetch never ran) lifts its hold and gives its slot back") {

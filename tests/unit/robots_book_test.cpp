@@ -16,7 +16,19 @@ robots_read read_of(std::string_view text, std::optional<double> delay = std::nu
     return {robots_read::kind::rules, std::make_shared<const robots_rules>(robots_rules::parse(text)), delay};
 }
 robots_read delay_of(double seconds) { return read_of("", seconds); }
-const robots_read none{robots_read::kind::none, nullptr, std::nullopt};
+const robots_read none{robots_read::kind::no_restrictions, nullptr, std::nullopt};
+
+// What the book says of `path` for `agent`: "allowed", "disallowed", "unreachable", "unknown".
+std::string says(const robots_book& book, const std::string& origin, std::string_view path, std::string_view agent,
+                 clock::time_point now) {
+    const robots_verdict v = book.verdict(origin, now);
+    switch (v.what) {
+    case kind::read: return v.rules->allowed(path, agent) ? "allowed" : "disallowed";
+    case kind::unreachable: return "unreachable";
+    case kind::unknown: break;
+    }
+    return "unknown";
+}
 const robots_read unreachable{robots_read::kind::unreachable, nullptr, std::nullopt};
 
 }  // namespace
@@ -40,18 +52,18 @@ TEST_CASE("robots book: verdicts from the rules read, for each client's agent") 
     robots_book book(24h, 30s);
     clock::time_point t{};
     const std::string origin = "http://r.test:80";
-    CHECK(book.verdict(origin, "/", "bot", t).what == kind::unknown);
+    CHECK(says(book, origin, "/", "bot", t) == "unknown");
     REQUIRE(book.on_request(origin, t));
-    CHECK(book.verdict(origin, "/", "bot", t).what == kind::unknown);  // being read: wait
+    CHECK(says(book, origin, "/", "bot", t) == "unknown");  // being read: wait
     book.fetched(origin, "r.test", read_of("User-agent: *\nDisallow: /private\n\nUser-agent: goodbot\nAllow: /\n"),
                  retry, t);
-    CHECK(book.verdict(origin, "/public", "bot", t).what == kind::allowed);
-    CHECK(book.verdict(origin, "/private/x", "bot", t).what == kind::disallowed);
-    CHECK(book.verdict(origin, "/private/x", "GoodBot/2.0", t).what == kind::allowed);
+    CHECK(says(book, origin, "/public", "bot", t) == "allowed");
+    CHECK(says(book, origin, "/private/x", "bot", t) == "disallowed");
+    CHECK(says(book, origin, "/private/x", "GoodBot/2.0", t) == "allowed");
     // A 4xx: no restrictions.
     REQUIRE(book.on_request("http://n.test:80", t));
     book.fetched("http://n.test:80", "n.test", none, retry, t);
-    CHECK(book.verdict("http://n.test:80", "/anything", "bot", t).what == kind::allowed);
+    CHECK(says(book, "http://n.test:80", "/anything", "bot", t) == "allowed");
 }
 
 TEST_CASE("robots book: unreachable disallows all until a later fetch reads it, backing off") {
@@ -60,12 +72,12 @@ TEST_CASE("robots book: unreachable disallows all until a later fetch reads it, 
     const std::string origin = "http://down.test:80";
     REQUIRE(book.on_request(origin, t));
     book.fetched(origin, "down.test", unreachable, retry, t);
-    auto v = book.verdict(origin, "/", "bot", t + 1s);
+    auto v = book.verdict(origin, t + 1s);
     CHECK(v.what == kind::unreachable);
     CHECK(v.retry_after == 4s);
     CHECK_FALSE(book.on_request(origin, t + 4s));
     REQUIRE(book.on_request(origin, t + 5s));  // backoff.initial
-    CHECK(book.verdict(origin, "/", "bot", t + 5s).what == kind::unknown);  // being read again: wait
+    CHECK(says(book, origin, "/", "bot", t + 5s) == "unknown");  // being read again: wait
     book.fetched(origin, "down.test", unreachable, retry, t + 5s);
     CHECK_FALSE(book.on_request(origin, t + 5s + 9s));
     REQUIRE(book.on_request(origin, t + 5s + 10s));  // doubled
@@ -74,11 +86,11 @@ TEST_CASE("robots book: unreachable disallows all until a later fetch reads it, 
     book.fetched(origin, "down.test", unreachable, retry, t + 35s);
     book.on_request(origin, t + 75s);
     book.fetched(origin, "down.test", unreachable, retry, t + 75s);
-    CHECK(book.verdict(origin, "/", "bot", t + 75s).retry_after == 40s);  // backoff.max
+    CHECK(book.verdict(origin, t + 75s).retry_after == 40s);  // backoff.max
     REQUIRE(book.on_request(origin, t + 115s));
     book.fetched(origin, "down.test", read_of("User-agent: *\nDisallow: /x\n"), retry, t + 116s);
-    CHECK(book.verdict(origin, "/", "bot", t + 116s).what == kind::allowed);
-    CHECK(book.verdict(origin, "/x", "bot", t + 116s).what == kind::disallowed);
+    CHECK(says(book, origin, "/", "bot", t + 116s) == "allowed");
+    CHECK(says(book, origin, "/x", "bot", t + 116s) == "disallowed");
     // Fine again: a later failure starts from backoff.initial.
     REQUIRE(book.on_request(origin, t + 116s + 24h));
     book.fetched(origin, "down.test", unreachable, retry, t + 116s + 24h);
@@ -92,13 +104,13 @@ TEST_CASE("robots book: a copy read earlier serves while a refetch fails, up to 
     REQUIRE(book.on_request(origin, t));
     book.fetched(origin, "flaky.test", read_of("User-agent: *\nDisallow: /x\n"), retry, t);
     REQUIRE(book.on_request(origin, t + 1h));
-    CHECK(book.verdict(origin, "/x", "bot", t + 1h).what == kind::disallowed);  // the copy, while it is read again
+    CHECK(says(book, origin, "/x", "bot", t + 1h) == "disallowed");  // the copy, while it is read again
     book.fetched(origin, "flaky.test", unreachable, retry, t + 1h);
-    CHECK(book.verdict(origin, "/", "bot", t + 1h + 10min).what == kind::allowed);
-    CHECK(book.verdict(origin, "/x", "bot", t + 1h + 10min).what == kind::disallowed);
+    CHECK(says(book, origin, "/", "bot", t + 1h + 10min) == "allowed");
+    CHECK(says(book, origin, "/x", "bot", t + 1h + 10min) == "disallowed");
     REQUIRE(book.on_request(origin, t + 2h));
     book.fetched(origin, "flaky.test", unreachable, retry, t + 2h);
-    CHECK(book.verdict(origin, "/", "bot", t + 2h).what == kind::unreachable);  // the copy is too old now
+    CHECK(says(book, origin, "/", "bot", t + 2h) == "unreachable");  // the copy is too old now
 }
 
 TEST_CASE("robots book: delays are capped by max_delay; a lost fetch does not block the origin") {

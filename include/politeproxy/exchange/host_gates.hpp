@@ -123,8 +123,8 @@ public:
     /// turn without a slot parks like any request (acquire), without a hold (also with a
     /// fleet: its slot needs a lease). Empty (false): not due.
     robots_turn robots_due(const std::string& origin, const std::string& key, const std::string& address);
-    /// What `origin`'s robots.txt says of `path` for `user_agent` now (policy/robots_book).
-    robots_verdict robots_verdict_for(const std::string& origin, std::string_view path, std::string_view user_agent);
+    /// What `origin`'s robots.txt says now (policy/robots_book): its rules, or why none.
+    robots_verdict robots_verdict_for(const std::string& origin);
 
     /// `key`'s live override (exchange/live_overrides), or none (null): its policy with the
     /// override on top (concurrency, rate) and its pause, at once if it is tracked (requests

@@ -32,8 +32,9 @@ std::optional<origin_target> redirect_target(const origin_target& from, std::str
 /// https origin, as an HTTP/1.1 GET with the client's User-Agent (its first 512 bytes),
 /// within the host's timeouts and 10 s in all. RFC 9309 2.3.1: a 2xx body is parsed (its
 /// first robots_txt_max_bytes); 3xx redirects are followed, up to 5 (more, or one without
-/// a usable Location, count as a 4xx); a 4xx but 429 means no restrictions; 429, 5xx or
-/// no answer leave the read `unreachable`. The fetch writes what it learnt into `turn`,
+/// a usable Location, count as a 4xx); a 4xx but 429 means no restrictions; 429, 5xx, an
+/// answer the host's throttle signals call "slow down" (a challenge page) or no answer
+/// leave the read `unreachable`; refused before it asked (admission, a busy parent), `not_read`. The fetch writes what it learnt into `turn`,
 /// whose owner (the request) ends it, also when the fetch never ran. Through `parent`
 /// when the request's route names one (null: direct), as the request goes; the hops of
 /// a redirect too (only the first hop is reported to the host's health).

@@ -13,7 +13,7 @@ class host_gates;
 /// hold it puts on its host's gate when it took the gate's slot at once: until the turn
 /// ends, the gate lets none of the host's other requests depart. Move-only; when it
 /// is destroyed, however the fetch ended (or if it never started), the gates hear what
-/// it learnt: `read` (unreachable unless the fetch says otherwise). A hold it took ends
+/// it learnt: `read` (not_read unless the fetch says otherwise). A hold it took ends
 /// then, and the book's next read is due after cache_ttl (or the host's backoff).
 class robots_turn {
 public:

@@ -14,24 +14,26 @@ namespace politeproxy {
 /// What one fetch of an origin's robots.txt learnt (RFC 9309 2.3.1).
 struct robots_read {
     enum class kind : std::uint8_t {
-        rules,        ///< 2xx: `rules` as parsed
-        none,         ///< 4xx but 429 ("unavailable"): no restrictions
-        unreachable,  ///< 5xx, 429, a timeout, no connection: a complete disallow for now
+        rules,            ///< 2xx: `rules` as parsed
+        no_restrictions,  ///< 4xx but 429 ("unavailable")
+        unreachable,      ///< 5xx, 429, a throttle signal, a timeout, no connection: a complete disallow for now
+        not_read,         ///< the proxy did not get to ask (its own refusal: a full queue, a busy parent, shutdown)
     };
-    kind what = kind::unreachable;
+    kind what = kind::not_read;
     std::shared_ptr<const robots_rules> rules;  ///< with kind::rules
     std::optional<double> delay;                ///< the Crawl-delay asked of the fetching client
 };
 
-/// What robots.txt says of one request now.
+/// What robots.txt says of one request now: `rules` to match the request's path against
+/// (outside the book's lock: matching costs up to path x pattern per rule), or why not.
 struct robots_verdict {
     enum class kind : std::uint8_t {
-        allowed,
-        disallowed,   ///< the rules disallow the path
+        read,         ///< `rules` say
         unreachable,  ///< no robots.txt could be read: nothing goes until `retry_after` (the next fetch)
-        unknown,      ///< another request's fetch is under way
+        unknown,      ///< a fetch is under way, or due
     };
-    kind what = kind::allowed;
+    kind what = kind::unknown;
+    std::shared_ptr<const robots_rules> rules;  ///< with kind::read
     clock::duration retry_after{};
 };
 
@@ -47,7 +49,8 @@ struct robots_verdict {
 /// the next fetch, which is due after `backoff` doubling per consecutive failure (the
 /// caller passes the host's backoff.initial and backoff.max); a copy read earlier keeps
 /// serving meanwhile, up to cache_ttl past the time it was due again. A fetch that never
-/// reports back counts as unreachable after `fetch_timeout`.
+/// reports back counts as unreachable after `fetch_timeout`. A fetch the proxy did not
+/// get to make (not_read) changes nothing but that the next request fetches again.
 /// A gate's rate cap lasts as long as the robots.txt that set it; a fresher one from the
 /// same origin replaces it, one from another origin of the gate only lowers it.
 /// Memory is bounded: past `max_origins` origins or `max_rule_bytes` of rules, expired
@@ -77,9 +80,8 @@ public:
     void fetched(const std::string& origin, const std::string& gate_key, const robots_read& read, backoff retry,
                  clock::time_point now);
 
-    /// Whether a client with `user_agent` may fetch `path` of `origin` now.
-    robots_verdict verdict(const std::string& origin, std::string_view path, std::string_view user_agent,
-                           clock::time_point now) const;
+    /// What `origin`'s robots.txt says now (the rules to match, or why there are none).
+    robots_verdict verdict(const std::string& origin, clock::time_point now) const;
 
     /// The rate (tokens per second) robots.txt allows `gate_key`, while it is fresh.
     std::optional<double> rate_cap(const std::string& gate_key, clock::time_point now) const;
