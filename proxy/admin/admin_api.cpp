@@ -7,6 +7,7 @@
 #include "politeproxy/exchange/live_overrides.hpp"
 #include "politeproxy/policy/admin_tokens.hpp"
 #include "politeproxy/policy/host_key.hpp"
+#include "politeproxy/policy/public_suffixes.hpp"
 
 #include <boost/beast/http/field.hpp>
 #include <boost/url/parse.hpp>
@@ -73,15 +74,23 @@ bool read_query(std::string_view target, page_query& q, admin_response& res) {
     return true;
 }
 
-// One page of `items` (already in order) after the key `after`; `key_of(item)`.
+// One page of `items` (in order) after the key `after`: after its last row when it is
+// there, else (sorted by key: it went away meanwhile) after where it would be. Rows of
+// one key stay on one page (the page grows past `limit` for them), so `next`, the last
+// key of the page, never splits them. `key_of(item)`.
 template <class Item, class KeyOf, class Write>
-std::string page_of(const std::vector<Item>& items, const page_query& q, const char* name, KeyOf key_of, Write write) {
+std::string page_of(const std::vector<Item>& items, const page_query& q, const char* name, KeyOf key_of, Write write,
+                    bool by_key) {
     std::size_t from = 0;
     if (!q.after.empty()) {
-        const auto at = std::find_if(items.begin(), items.end(), [&](const Item& i) { return key_of(i) == q.after; });
-        from = at == items.end() ? 0 : static_cast<std::size_t>(at - items.begin()) + 1;
+        const auto last = std::find_if(items.rbegin(), items.rend(), [&](const Item& i) { return key_of(i) == q.after; });
+        if (last != items.rend()) from = static_cast<std::size_t>(items.rend() - last);
+        else if (by_key)
+            from = static_cast<std::size_t>(
+                std::find_if(items.begin(), items.end(), [&](const Item& i) { return key_of(i) > q.after; }) - items.begin());
     }
-    const std::size_t to = std::min(items.size(), from + q.limit);
+    std::size_t to = std::min(items.size(), from + q.limit);
+    while (to > from && to < items.size() && key_of(items[to]) == key_of(items[to - 1])) ++to;
     std::string out = std::string("{\"") + name + "\": [";
     for (std::size_t i = from; i < to; ++i) {
         out += i == from ? "\n  " : ",\n  ";
@@ -111,7 +120,8 @@ void list_hosts(const admin_view& view, const page_query& q, admin_response& res
     const auto wall_now = std::chrono::system_clock::now();
     json(res, http::status::ok,
          page_of(hosts, q, "hosts", [](const host_snapshot& h) -> const std::string& { return h.key; },
-                 [&](std::string& out, const host_snapshot& h) { append_host_json(out, h, view.parents, wall_now); }));
+                 [&](std::string& out, const host_snapshot& h) { append_host_json(out, h, view.parents, wall_now); },
+                 q.sort == "key"));
 }
 
 void one_host(const admin_view& view, const std::string& key, admin_response& res) {
@@ -152,8 +162,28 @@ void list_overrides(const admin_view& view, const page_query& q, admin_response&
         rows.push_back({o.pattern, std::move(j)});
     }
     std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) { return a.key < b.key; });
+    std::erase_if(rows, [&](const row& r) { return r.key.find(q.filter) == std::string::npos; });
     json(res, http::status::ok, page_of(rows, q, "overrides", [](const row& r) -> const std::string& { return r.key; },
-                                        [](std::string& out, const row& r) { out += r.json; }));
+                                        [](std::string& out, const row& r) { out += r.json; }, true));
+}
+
+// The gate key a path's host names (SPEC: one origin is one key, however spelled): the
+// host's key, its registrable domain under `key: domain`; false (answered 400) for
+// anything that is not a host, or not an address under `key: ip`.
+bool gate_key_of(const admin_view& view, std::string_view host, std::string& key, admin_response& res) {
+    const auto named = read_host(host);
+    if (!named) {
+        error(res, http::status::bad_request, "key", "the path names no host (a name or an address)");
+        return false;
+    }
+    const auto cfg = view.gates.current_config();
+    if (cfg->key == config::key_kind::ip && !named->address) {
+        error(res, http::status::bad_request, "key", "with defaults.key: ip a host is named by its address");
+        return false;
+    }
+    std::string storage;
+    key = view.gates.gate_key(*cfg, named->key, named->key, storage);
+    return true;
 }
 
 // The token's name, or the answer why there is none (401, or 403 when the API is read-only).
@@ -175,8 +205,8 @@ void put_override(const admin_view& view, const std::string& key, const admin_re
     const auto name = writer(view, req, res);
     if (!name) return;
     const auto cfg = view.gates.current_config();
-    auto parsed = parse_override_body(req.body(), key, cfg->policy_for(key, utc_today()), *name,
-                                      std::chrono::system_clock::now());
+    // Raising above the defaults needs a reason, as in the registry (SPEC.md).
+    auto parsed = parse_override_body(req.body(), key, cfg->defaults, *name, std::chrono::system_clock::now());
     if (auto* bad = std::get_if<body_error>(&parsed)) return error(res, http::status::bad_request, bad->field, bad->message);
     const std::string out = to_json(std::get<live_override>(parsed));
     view.overrides.put(std::move(std::get<live_override>(parsed)));
@@ -186,9 +216,12 @@ void put_override(const admin_view& view, const std::string& key, const admin_re
 void delete_override(const admin_view& view, const std::string& key, const admin_request& req, admin_response& res) {
     const auto name = writer(view, req, res);
     if (!name) return;
-    if (!view.overrides.remove(key, *name))
+    const auto removed = view.overrides.remove(key, *name);
+    if (removed == live_overrides::removal::none)
         return error(res, http::status::not_found, "", "no override of " + key + " (the registry's stay in the file)");
-    json(res, http::status::ok, "{\"deleted\": true}\n");
+    // With a fleet the store is told even when this process has not heard of the override yet.
+    json(res, http::status::ok, removed == live_overrides::removal::removed ? "{\"deleted\": true}\n"
+                                                                            : "{\"deleted\": \"sent to the fleet\"}\n");
 }
 
 }  // namespace
@@ -209,9 +242,8 @@ void answer_api(const admin_view& view, const admin_request& req, admin_response
     constexpr std::string_view suffix = "/override";
     const bool override_path = rest.ends_with(suffix);
     if (override_path) rest.remove_suffix(suffix.size());
-    const std::string key = host_key(rest);
-    if (key.empty() || rest.find('/') != std::string_view::npos)
-        return error(res, http::status::bad_request, "key", "the path names no host key");
+    std::string key;
+    if (!gate_key_of(view, rest, key, res)) return;
     if (!override_path) {
         if (!get) return error(res, http::status::method_not_allowed, "", "only GET here");
         return one_host(view, key, res);

@@ -48,73 +48,71 @@ void append_seconds(std::string& out, const char* name, std::optional<clock::dur
 
 void append_host_json(std::string& out, const host_snapshot& h, const parent_set& parents,
                       std::chrono::system_clock::time_point wall_now) {
-    {
-        out += "{\"key\": ";
-        append_json_string(out, h.key);
-        out += ", \"limit\": " + std::to_string(h.limit);
-        out += ", \"configured_limit\": " + std::to_string(h.configured_limit);
-        out += ", \"stream_ceiling\": " + (h.stream_ceiling ? std::to_string(*h.stream_ceiling) : std::string("null"));
-        out += h.h2 ? ", \"upstream_protocol\": \"h2\"" : ", \"upstream_protocol\": \"http/1.1\"";
-        out += ", \"in_flight\": " + std::to_string(h.in_flight);
-        out += ", \"fleet_in_flight\": " + (h.fleet_in_flight ? std::to_string(*h.fleet_in_flight) : std::string("null"));
-        out += ", \"waiting\": " + std::to_string(h.waiting);
-        out += ", \"rate\": ";
-        append_number(out, h.rate);
-        out += ", \"configured_rate\": ";
-        append_number(out, h.configured_rate);
-        out += ", \"rate_source\": \"";
-        out += name_of(h.rate_from);
-        out += '"';
-        out += ", \"paused_until\": ";
-        if (h.paused_for > clock::duration::zero()) {
-            // Rounded up: never before the pause ends.
-            const auto until = wall_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(h.paused_for);
-            out += '"' + format_timestamp(std::chrono::ceil<std::chrono::milliseconds>(until)) + '"';
-        } else {
-            out += "null";
-        }
-        out += ", \"paused_seconds\": ";
-        append_number(out, std::chrono::duration<double>(h.paused_for).count());
-        out += ", \"override_reason\": ";
-        if (h.override_reason.empty()) out += "null";
-        else append_json_string(out, h.override_reason);
-        out += ", \"override_source\": ";
-        if (h.override_source.empty()) out += "null";
-        else append_json_string(out, h.override_source);
-        out += ", \"override\": ";
-        out += h.live ? to_json(*h.live) : std::string("null");
-        append_seconds(out, "p95_seconds", h.p95);
-        append_seconds(out, "baseline_seconds", h.baseline);
-        append_seconds(out, "latency_at_limit_seconds", h.epoch_latency);
-        out += ", \"last_change\": ";
-        if (h.last_reason == change_reason::none) {
-            out += "null";
-        } else {
-            out += "{\"reason\": \"";
-            out += name_of(h.last_reason);
-            out += "\", \"seconds_ago\": ";
-            append_number(out, std::chrono::duration<double>(h.since_last_change).count());
-            out += "}";
-        }
-        out += ", \"domain_group\": ";
-        if (h.domain_group) {
-            out += "{\"key\": ";
-            append_json_string(out, h.domain_group->key);
-            out += ", \"in_flight\": " + std::to_string(h.domain_group->in_flight) +
-                   ", \"waiting\": " + std::to_string(h.domain_group->waiting) +
-                   ", \"limit\": " + std::to_string(h.domain_group->limit) + "}";
-        } else {
-            out += "null";
-        }
-        out += std::string(", \"enforce\": ") + (h.enforce ? "true" : "false");
-        out += ", \"via\": [";
-        bool first = true;
-        for (const std::string& name : parents.route_names(h.key)) {
-            if (!std::exchange(first, false)) out += ", ";
-            append_json_string(out, name);
-        }
-        out += "]}";
+    out += "{\"key\": ";
+    append_json_string(out, h.key);
+    out += ", \"limit\": " + std::to_string(h.limit);
+    out += ", \"configured_limit\": " + std::to_string(h.configured_limit);
+    out += ", \"stream_ceiling\": " + (h.stream_ceiling ? std::to_string(*h.stream_ceiling) : std::string("null"));
+    out += h.h2 ? ", \"upstream_protocol\": \"h2\"" : ", \"upstream_protocol\": \"http/1.1\"";
+    out += ", \"in_flight\": " + std::to_string(h.in_flight);
+    out += ", \"fleet_in_flight\": " + (h.fleet_in_flight ? std::to_string(*h.fleet_in_flight) : std::string("null"));
+    out += ", \"waiting\": " + std::to_string(h.waiting);
+    out += ", \"rate\": ";
+    append_number(out, h.rate);
+    out += ", \"configured_rate\": ";
+    append_number(out, h.configured_rate);
+    out += ", \"rate_source\": \"";
+    out += name_of(h.rate_from);
+    out += '"';
+    out += ", \"paused_until\": ";
+    if (h.paused_for > clock::duration::zero()) {
+        // Rounded up: never before the pause ends.
+        const auto until = wall_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(h.paused_for);
+        out += '"' + format_timestamp(std::chrono::ceil<std::chrono::milliseconds>(until)) + '"';
+    } else {
+        out += "null";
     }
+    out += ", \"paused_seconds\": ";
+    append_number(out, std::chrono::duration<double>(h.paused_for).count());
+    out += ", \"override_reason\": ";
+    if (h.override_reason.empty()) out += "null";
+    else append_json_string(out, h.override_reason);
+    out += ", \"override_source\": ";
+    if (h.override_source.empty()) out += "null";
+    else append_json_string(out, h.override_source);
+    out += ", \"override\": ";
+    out += h.api_override ? to_json(*h.api_override) : std::string("null");
+    append_seconds(out, "p95_seconds", h.p95);
+    append_seconds(out, "baseline_seconds", h.baseline);
+    append_seconds(out, "latency_at_limit_seconds", h.epoch_latency);
+    out += ", \"last_change\": ";
+    if (h.last_reason == change_reason::none) {
+        out += "null";
+    } else {
+        out += "{\"reason\": \"";
+        out += name_of(h.last_reason);
+        out += "\", \"seconds_ago\": ";
+        append_number(out, std::chrono::duration<double>(h.since_last_change).count());
+        out += "}";
+    }
+    out += ", \"domain_group\": ";
+    if (h.domain_group) {
+        out += "{\"key\": ";
+        append_json_string(out, h.domain_group->key);
+        out += ", \"in_flight\": " + std::to_string(h.domain_group->in_flight) +
+               ", \"waiting\": " + std::to_string(h.domain_group->waiting) +
+               ", \"limit\": " + std::to_string(h.domain_group->limit) + "}";
+    } else {
+        out += "null";
+    }
+    out += std::string(", \"enforce\": ") + (h.enforce ? "true" : "false");
+    out += ", \"via\": [";
+    bool first = true;
+    for (const std::string& name : parents.route_names(h.key)) {
+        if (!std::exchange(first, false)) out += ", ";
+        append_json_string(out, name);
+    }
+    out += "]}";
 }
 
 std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,

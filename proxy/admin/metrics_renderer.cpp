@@ -135,7 +135,10 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
     const auto today = utc_today();
     for (const auto& o : cfg->hosts)
         if (!o.expired(today)) add_sample(overrides, {{"host", o.pattern}, {"reason", o.reason}, {"source", "registry"}}, 1);
-    for (const auto& o : api_overrides) add_sample(overrides, {{"host", o->key}, {"reason", o->reason}, {"source", "api"}}, 1);
+    // As many API overrides as a scrape has host series (metrics.max_host_series): no more.
+    const std::size_t shown = std::min(api_overrides.size(), cfg->max_host_series);
+    for (std::size_t i = 0; i < shown; ++i)
+        add_sample(overrides, {{"host", api_overrides[i]->key}, {"reason", api_overrides[i]->reason}, {"source", "api"}}, 1);
 
     add_parent_families(parents, families);
     for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &rate_from, &fleet_in_flight, &paused, &requests, &changes, &would_wait, &tracked,

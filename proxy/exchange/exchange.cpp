@@ -74,7 +74,7 @@ void exchange::response_failed(errc why) {
         slot_.report(health_signal::refused_connection());
 }
 
-void exchange::response_heard(unsigned status, bool throttled, std::string_view retry_after, std::string_view method,
+void exchange::record_response(unsigned status, bool throttled, std::string_view retry_after, std::string_view method,
                               bool pooled) {
     const auto latency = time_.now() - sent_at_;
     metrics_.origin_response(latency);

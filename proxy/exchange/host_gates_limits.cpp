@@ -72,16 +72,10 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
     }
     const auto today = utc_today();
     for_each_entry_reapplying([&](host_entry& e, clock::time_point now, wakeups&) {
-        const host_override* o = cfg->override_for(e.key, today);
-        // The health controller reads the old policy while it takes the new one: kept until then.
-        const auto previous = std::exchange(e.policy, policy_with(cfg, o, e.live.get()));
-        e.override_entry = o;
+        e.override_entry = cfg->override_for(e.key, today);
+        replace_policy_locked(e, policy_with(cfg, e.override_entry, e.api_override.get()), now);
         if (!cfg->robots.honor) e.robots_rate.reset();
         join_domain_group(*cfg, e);  // requests parked already keep the groups they chose
-        const auto limit = e.health.limit();
-        const auto rate = e.health.rate();
-        e.health.reconfigure(*e.policy, now);
-        if (e.health.limit() != limit || e.health.rate() != rate) publish_locked(e, now);
     });
 }
 

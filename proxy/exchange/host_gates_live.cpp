@@ -1,4 +1,4 @@
-// host_gates: live overrides (the admin API's, exchange/live_overrides): a host's policy
+// host_gates: live overrides (the admin API's, exchange/live_overrides) and policy changes: a host's policy
 // and pause with its override on top, at once for a tracked host, from creation for one
 // tracked later, through reloads.
 #include "host_gates_parts.hpp"
@@ -19,6 +19,15 @@ std::shared_ptr<const host_policy> host_gates::policy_with(const std::shared_ptr
     return {held, &held->policy};
 }
 
+void host_gates::replace_policy_locked(host_entry& e, std::shared_ptr<const host_policy> policy, clock::time_point now) {
+    // The health controller reads the old policy while it takes the new one: kept until then.
+    const auto previous = std::exchange(e.policy, std::move(policy));
+    const auto limit = e.health.limit();
+    const auto rate = e.health.rate();
+    e.health.reconfigure(*e.policy, now);
+    if (e.health.limit() != limit || e.health.rate() != rate) publish_locked(e, now);
+}
+
 std::shared_ptr<const live_override> host_gates::live_for(const std::string& key) const {
     std::lock_guard lock(live_mutex_);
     const auto it = live_.find(key);
@@ -26,12 +35,12 @@ std::shared_ptr<const live_override> host_gates::live_for(const std::string& key
 }
 
 void host_gates::take_live_locked(host_entry& e, std::shared_ptr<const live_override> live, clock::time_point now) {
-    e.live = std::move(live);
-    e.live_pause_until = {};
-    if (e.live && e.live->pause_until) {
-        const auto left = *e.live->pause_until - std::chrono::system_clock::now();
+    e.api_override = std::move(live);
+    e.api_pause_until = {};
+    if (e.api_override && e.api_override->pause_until) {
+        const auto left = *e.api_override->pause_until - std::chrono::system_clock::now();
         if (left > std::chrono::system_clock::duration::zero())
-            e.live_pause_until = now + std::chrono::duration_cast<clock::duration>(left);
+            e.api_pause_until = now + std::chrono::duration_cast<clock::duration>(left);
     }
 }
 
@@ -49,13 +58,9 @@ void host_gates::set_live_override(const std::string& key, std::shared_ptr<const
     if (!found) return;  // applies when the host is next tracked (find_or_create)
     host_entry& e = *found;
     const auto now = time_.now();
-    // The health controller reads the old policy while it takes the new one: kept until then.
-    const auto previous = std::exchange(e.policy, policy_with(cfg, e.override_entry, live.get()));
+    // A lower limit admits nothing new until in flight falls under it.
+    replace_policy_locked(e, policy_with(cfg, e.override_entry, live.get()), now);
     take_live_locked(e, std::move(live), now);
-    const auto limit = e.health.limit();
-    const auto rate = e.health.rate();
-    e.health.reconfigure(*e.policy, now);  // a lower limit admits nothing new until in flight falls under it
-    if (e.health.limit() != limit || e.health.rate() != rate) publish_locked(e, now);
     apply_health(e, now);
     wake.run_gate(e, now);
 }

@@ -93,17 +93,17 @@ std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const gro
                           : h.rate < h.configured_rate                       ? rate_source::adaptive
                                                                              : rate_source::config;
             // A robots.txt hold is not a pause; an operator's is.
-            const auto paused_until = std::max(e->health.paused_until(), e->live_pause_until);
+            const auto paused_until = std::max(e->health.paused_until(), e->api_pause_until);
             h.paused_for = paused_until > now ? paused_until - now : clock::duration::zero();
             h.p95 = e->health.p95();
             h.baseline = e->health.baseline();
             h.epoch_latency = e->health.epoch_latency();
             h.last_reason = e->health.last_reason();
             h.since_last_change = now - e->health.last_change();
-            if (e->live && !e->live->expired(wall_now)) {  // one that expired goes with the next tick
-                h.override_reason = e->live->reason;
+            if (e->api_override && !e->api_override->expired(wall_now)) {  // one that expired goes with the next tick
+                h.override_reason = e->api_override->reason;
                 h.override_source = "api";
-                h.live = e->live;
+                h.api_override = e->api_override;
             } else if (e->override_entry) {
                 h.override_reason = e->override_entry->reason;
                 h.override_source = "registry";

@@ -86,17 +86,16 @@ void live_overrides::put(live_override o) {
             ttl = std::max(std::chrono::ceil<std::chrono::milliseconds>(*shared->expires_at - wall_clock::now()),
                            std::chrono::milliseconds(1));
         sync_->put(key, to_json(*shared), ttl);
-    } else {
-        save_locked(false);
     }
+    save_locked(false);
 }
 
-bool live_overrides::remove(const std::string& key, std::string_view by) {
+live_overrides::removal live_overrides::remove(const std::string& key, std::string_view by) {
     std::lock_guard lock(mutex_);
     const bool had = replace_locked(key, nullptr, by);
+    if (had) save_locked(false);
     if (sync_) sync_->remove(key);  // also when this process had none: another may have
-    else if (had) save_locked(false);
-    return had;
+    return had ? removal::removed : sync_ ? removal::sent_to_fleet : removal::none;
 }
 
 void live_overrides::heard(const std::string& key, const std::optional<std::string>& value,
@@ -114,7 +113,9 @@ void live_overrides::heard(const std::string& key, const std::optional<std::stri
     const auto it = by_key_.find(key);
     const bool same = it == by_key_.end() ? !next : next && to_json(*it->second) == to_json(*next);
     if (same) return;  // this process's own change, back from the store
-    replace_locked(key, std::move(next), "the fleet");
+    const std::string who = next ? next->set_by + " (through the fleet)" : std::string("the fleet");
+    replace_locked(key, std::move(next), who);
+    save_locked(false);
 }
 
 void live_overrides::tick(wall_clock::time_point now) {
@@ -123,12 +124,16 @@ void live_overrides::tick(wall_clock::time_point now) {
     for (const auto& [key, o] : by_key_)
         if (o->expired(now)) expired.push_back(key);
     for (const auto& key : expired) replace_locked(key, nullptr, "expiry");
-    if ((unsaved_ || !expired.empty()) && !sync_) save_locked(true);
+    if (unsaved_ || !expired.empty()) save_locked(true);
 }
 
 void live_overrides::flush() {
     std::lock_guard lock(mutex_);
-    if (unsaved_) save_locked(true);
+    const bool queued = [&] {  // a write handed to write_off_ that has not run (it may never: shutdown)
+        std::lock_guard writes_lock(writes_->mutex);
+        return writes_->done < saves_;
+    }();
+    if (unsaved_ || queued) save_locked(true, true);
 }
 
 bool live_overrides::replace_locked(const std::string& key, std::shared_ptr<const live_override> next,
@@ -147,7 +152,7 @@ bool live_overrides::replace_locked(const std::string& key, std::shared_ptr<cons
     return true;
 }
 
-void live_overrides::save_locked(bool at_once) {
+void live_overrides::save_locked(bool at_once, bool here) {
     if (state_file_.empty()) return;
     const auto now = std::chrono::steady_clock::now();
     if (!at_once && now - saved_at_ < save_spacing) {
@@ -159,9 +164,16 @@ void live_overrides::save_locked(bool at_once) {
     std::vector<live_override> all;
     all.reserve(by_key_.size());
     for (const auto& [key, o] : by_key_) all.push_back(*o);
-    std::string error;
-    if (!write_atomically(state_file_, state_file_text(all), error))
-        log_.write(log_level::error, "overrides", "admin.state_file: " + error + ": the overrides last until a restart");
+    auto job = [path = state_file_, text = state_file_text(all), seq = ++saves_, writes = writes_, &log = log_] {
+        std::lock_guard lock(writes->mutex);
+        if (seq <= writes->done) return;  // a newer one is written already
+        writes->done = seq;
+        std::string error;
+        if (!write_atomically(path, text, error))
+            log.write(log_level::error, "overrides", "admin.state_file: " + error + ": the overrides last until a restart");
+    };
+    if (write_off_ && !here) write_off_(std::move(job));
+    else job();
 }
 
 std::vector<std::shared_ptr<const live_override>> live_overrides::list() const {

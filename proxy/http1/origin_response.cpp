@@ -219,9 +219,9 @@ std::string_view origin_response_parser::retry_after() const {
 std::string_view origin_response_parser::field(std::string_view lower_name) const {
     if (lower_name == "retry-after") return retry_after();
     for (std::string_view rest = fields_; !rest.empty();) {
-        const std::size_t end = rest.find(crlf);
+        const std::size_t end = rest.find(crlf);  // every line kept ends with CRLF; a last one without, whole
         const std::string_view line = rest.substr(0, end);
-        rest.remove_prefix(end + crlf.size());
+        rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + crlf.size());
         const std::size_t colon = line.find(':');
         if (!beast::iequals(line.substr(0, colon), lower_name)) continue;
         std::string_view value = line.substr(colon + 1);

@@ -184,9 +184,11 @@ int proxy_server::run() {
                                                                                                      : "local_share") +
                            ") applies until it does");
     }
-    // The control API's overrides: shared through the fleet store (on the first worker's
-    // loop, like its lane), else kept in admin.state_file.
-    live_overrides overrides(gates, log_, cfg_->admin.state_file);
+    // The control API's overrides: kept in admin.state_file (written on the loader's
+    // thread), shared through the fleet store (on the first worker's loop, like its lane).
+    live_overrides overrides(gates, log_, cfg_->admin.state_file,
+                             [&config_loader](std::function<void()> job) { asio::post(config_loader, std::move(job)); });
+    overrides.load_state(std::chrono::system_clock::now());
     std::unique_ptr<fleet::override_sync> shared_overrides;
     if (cfg_->fleet) {
         using wall = std::chrono::system_clock;
@@ -199,8 +201,6 @@ int proxy_server::run() {
                 [&overrides] { return overrides.known(wall::now()); }});
         overrides.share_through(*shared_overrides);
         shared_overrides->start();
-    } else {
-        overrides.load_state(std::chrono::system_clock::now());
     }
     const auto stop_all = [&] {
         for (auto& w : workers) w->ioc.stop();

@@ -25,6 +25,7 @@ REACH = 1.0
 
 
 def seen_by(proxy, key):
+    """Whether `proxy` shows an API override of `key` (for a tracked host: its gate's)."""
     status, _, body = api(proxy, "GET", "/api/hosts/" + key, token=None)
     return status == 200 and body.get("override_source") == "api"
 
@@ -55,7 +56,11 @@ def test(t):
     a = t.proxy(cfg, name="a")
     b = t.proxy(cfg, name="b")
 
-    # A
+    # A: both processes track held.test first, so B's answer below is its gate's own state.
+    for p in (a, b):
+        r = H.request(p, "http://held.test:%d/warm" % port)
+        H.check(r.status == 200, "the warm-up through %s: %s" % (p.name, r))
+    origin.reset()
     status, _, body = api(a, "PUT", "/api/hosts/held.test/override", {"pause_for": "3s", "reason": "too hard"})
     t0 = time.monotonic()
     H.check(status == 200, "the pause through A: %s %s" % (status, body))

@@ -79,7 +79,7 @@ public:
     template <class FieldValue>
     void response_arrived(unsigned status, FieldValue&& field_value, std::string_view method, bool pooled) {
         const bool throttled = policy().throttle.heard(status, field_value);
-        response_heard(status, throttled, throttled ? std::string_view(field_value("retry-after")) : std::string_view(),
+        record_response(status, throttled, throttled ? std::string_view(field_value("retry-after")) : std::string_view(),
                        method, pooled);
     }
     /// The parent answered 407 to the proxy's own credentials (a configuration error,
@@ -100,7 +100,7 @@ public:
     void append_proxy_status(std::string& out) const;
 
 private:
-    void response_heard(unsigned status, bool throttled, std::string_view retry_after, std::string_view method,
+    void record_response(unsigned status, bool throttled, std::string_view retry_after, std::string_view method,
                         bool pooled);
 
     void set(outcome o) {

@@ -178,6 +178,9 @@ private:
     static std::shared_ptr<const host_policy> policy_with(const std::shared_ptr<const config>& cfg,
                                                           const host_override* o, const live_override* live);
     std::shared_ptr<const live_override> live_for(const std::string& key) const;
+    /// Under e's shard lock: e runs under `policy` from now on (a reload, a live override);
+    /// its health takes it in, and the fleet hears of a limit or rate that moved.
+    void replace_policy_locked(host_entry& e, std::shared_ptr<const host_policy> policy, clock::time_point now);
     /// Under e's shard lock: `live` becomes e's override, its pause e's.
     static void take_live_locked(host_entry& e, std::shared_ptr<const live_override> live, clock::time_point now);
     /// A robots_turn ended: see robots_turn. `held`: it held the gate.

@@ -56,8 +56,8 @@ struct host_entry {
     std::optional<double> robots_rate;  ///< robots.txt's Crawl-delay allows at most this rate
     bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
     /// Its live override (the admin API's; its policy has it on top), and the pause it sets.
-    std::shared_ptr<const live_override> live;
-    clock::time_point live_pause_until{};
+    std::shared_ptr<const live_override> api_override;
+    clock::time_point api_pause_until{};
 
     /// With a fleet store: its requests waiting for a lease, and what the store last said.
     fleet_line fleet;
@@ -94,7 +94,7 @@ struct host_snapshot {
     clock::duration since_last_change{};
     std::string override_reason;
     std::string_view override_source;  ///< "api", "registry", or empty: none
-    std::shared_ptr<const live_override> live;  ///< the admin API's override, if any
+    std::shared_ptr<const live_override> api_override;  ///< the admin API's override, if any
     bool enforce = true;
     std::uint64_t would_have_waited = 0;
     std::array<std::uint64_t, outcome_count> outcomes{};
