@@ -4,8 +4,11 @@
 # A sanitizer report anywhere (a test binary or a proxy the integration tests start)
 # fails the run: reports go to files under build-*/sanitizer-logs/, checked at the end.
 #   scripts/test-sanitizers.sh [asan|tsan]...       default: both
+#   scripts/test-sanitizers.sh --build-only [asan|tsan]...   configure and build, no tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=
+if [[ "${1:-}" == --build-only ]]; then build_only=1; shift; fi
 ./scripts/install-deps.sh
 kinds=("$@")
 [[ ${#kinds[@]} -eq 0 ]] && kinds=(asan tsan)
@@ -25,6 +28,10 @@ configure() {
     "-D$(option_of "$1")=ON" >/dev/null
 }
 for kind in "${kinds[@]}"; do option_of "$kind" >/dev/null; configure "$kind"; done
+if [[ -n $build_only ]]; then
+  for kind in "${kinds[@]}"; do cmake --build "build-$kind" -j 2; done
+  exit 0
+fi
 cmake --build "build-${kinds[0]}" -j 2
 for i in "${!kinds[@]}"; do
   kind=${kinds[$i]}
