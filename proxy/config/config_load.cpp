@@ -346,17 +346,8 @@ public:
         only_keys(a, "admin", {"token_file", "state_file"});
         if (const auto f = a["token_file"]; f && !f.IsNull()) {
             out.token_file = text(f, "admin.token_file");
-            const std::string& path = out.token_file;
-            struct stat st {};
-            if (::stat(path.c_str(), &st) != 0) fail(f, "admin.token_file: cannot open " + path);
-            if (!S_ISREG(st.st_mode)) fail(f, "admin.token_file: " + path + " is not a file");
-            if (st.st_mode & 077) fail(f, "admin.token_file: " + path + " is readable by others (chmod 600)");
-            std::ifstream in(path);
-            if (!in) fail(f, "admin.token_file: cannot open " + path);
-            std::ostringstream file;
-            file << in.rdbuf();
-            auto tokens = admin_tokens::parse(file.str());
-            if (auto* e = std::get_if<std::string>(&tokens)) fail(f, "admin.token_file " + path + ": " + *e);
+            auto tokens = admin_tokens::parse(private_file(f, "admin.token_file"));
+            if (auto* e = std::get_if<std::string>(&tokens)) fail(f, "admin.token_file " + out.token_file + ": " + *e);
             out.tokens = std::make_shared<const admin_tokens>(std::get<admin_tokens>(std::move(tokens)));
         }
         if (const auto f = a["state_file"]; f && !f.IsNull()) {

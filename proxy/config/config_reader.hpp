@@ -7,6 +7,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <initializer_list>
 #include <string>
@@ -96,6 +100,29 @@ public:
         for (const auto& item : n)
             if (auto bad = address_filter::expand(text(item, what), out))
                 fail(item, std::string(what) + ": '" + *bad + "' is not a network or a known class");
+        return out;
+    }
+
+    /// A secret file's text (a parent's credentials, the admin tokens), named by the path
+    /// `n` holds: a regular file nobody but its owner may read (mode 0600 or stricter),
+    /// checked on the descriptor it is then read through, at most 1 MiB.
+    std::string private_file(const YAML::Node& n, std::string_view what) const {
+        const std::string path = text(n, what);
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) fail(n, std::string(what) + ": cannot open " + path);
+        struct stat st {};
+        std::string out;
+        const char* wrong = ::fstat(fd, &st) != 0 ? "cannot be read"
+                            : !S_ISREG(st.st_mode) ? "is not a file"
+                            : (st.st_mode & 077)   ? "is readable by others (chmod 600)"
+                                                   : nullptr;
+        if (!wrong) {
+            char buf[4096];
+            for (ssize_t n_read; (n_read = ::read(fd, buf, sizeof buf)) > 0 && out.size() < (1u << 20);)
+                out.append(buf, static_cast<std::size_t>(n_read));
+        }
+        ::close(fd);
+        if (wrong) fail(n, std::string(what) + ": " + path + " " + wrong);
         return out;
     }
 

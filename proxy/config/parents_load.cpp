@@ -4,12 +4,9 @@
 
 #include "politeproxy/policy/host_key.hpp"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
 namespace politeproxy::config_detail {
 namespace {
@@ -112,16 +109,12 @@ parent_config load_parent(const config_reader& r, const YAML::Node& name, const 
     if (auto error = parse_parent_url(r.text(body["url"], where + ".url"), p)) r.fail(body["url"], where + ".url: " + *error);
     if (const auto f = body["credentials_file"]; f && !f.IsNull()) {
         if (!p.authorization.empty()) r.fail(f, where + ": credentials both in the url and in credentials_file");
-        const std::string path = r.text(f, where + ".credentials_file");
-        struct stat st {};
-        if (::stat(path.c_str(), &st) != 0) r.fail(f, where + ".credentials_file: cannot open " + path);
-        if (st.st_mode & 077) r.fail(f, where + ".credentials_file: " + path + " is readable by others (chmod 600)");
-        std::ifstream in(path);
-        std::string line;
-        std::getline(in, line);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
+        const std::string file = r.private_file(f, where + ".credentials_file");
+        std::string_view line = std::string_view(file).substr(0, file.find('\n'));
+        if (line.ends_with('\r')) line.remove_suffix(1);
         const auto credentials = basic_authorization(line);
-        if (!credentials) r.fail(f, where + ".credentials_file: " + path + " must hold user:password on its first line");
+        if (!credentials)
+            r.fail(f, where + ".credentials_file: " + r.text(f, "") + " must hold user:password on its first line");
         p.authorization = *credentials;
     }
     if (body["max_connections"]) p.max_connections = r.count(body["max_connections"], where + ".max_connections", 1);
