@@ -4,7 +4,6 @@
 
 #include "politeproxy/policy/host_key.hpp"
 
-
 #include <algorithm>
 #include <charconv>
 
