@@ -12,12 +12,6 @@ namespace politeproxy {
 
 namespace {
 
-std::string number_text(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-}
-
 // The state file's new text, written next to it and renamed over it.
 bool write_atomically(const std::string& path, const std::string& text, std::string& error) {
     const std::string fresh = path + ".new";
@@ -37,17 +31,6 @@ bool write_atomically(const std::string& path, const std::string& text, std::str
 }
 
 }  // namespace
-
-std::string summary_of(const live_override* o) {
-    if (!o) return "none";
-    std::string out;
-    const auto add = [&](const std::string& part) { (out += out.empty() ? "" : ", ") += part; };
-    if (o->concurrency) add("concurrency " + std::to_string(*o->concurrency));
-    if (o->rate) add("rate " + number_text(*o->rate) + "/s");
-    if (o->pause_until) add("paused until " + format_timestamp(*o->pause_until));
-    if (o->expires_at) add("expires " + format_timestamp(*o->expires_at));
-    return out;
-}
 
 void live_overrides::load_state(wall_clock::time_point now) {
     if (state_file_.empty()) return;

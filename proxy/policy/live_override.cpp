@@ -195,4 +195,15 @@ host_policy with_override(const host_policy& registry, const live_override& o) {
     return p;
 }
 
+std::string summary_of(const live_override* o) {
+    if (!o) return "none";
+    std::string out;
+    const auto add = [&](const std::string& part) { (out += out.empty() ? "" : ", ") += part; };
+    if (o->concurrency) add("concurrency " + std::to_string(*o->concurrency));
+    if (o->rate) add("rate " + number_text(*o->rate) + "/s");
+    if (o->pause_until) add("paused until " + format_timestamp(*o->pause_until));
+    if (o->expires_at) add("expires " + format_timestamp(*o->expires_at));
+    return out;
+}
+
 }  // namespace politeproxy

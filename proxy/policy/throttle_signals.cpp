@@ -1,5 +1,7 @@
 #include "politeproxy/policy/throttle_signals.hpp"
 
+#include "politeproxy/base/char_class.hpp"
+
 #include <regex>
 
 namespace politeproxy {
@@ -13,8 +15,7 @@ struct compiled_pattern {
 
 std::optional<std::string> throttle_signals::make_rule(std::string_view name, std::string_view pattern,
                                                        header_rule& out) {
-    out.name.clear();
-    for (char c : name) out.name += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    out.name = lower_case(name);
     out.pattern = std::string(pattern);
     try {
         auto compiled = std::make_shared<compiled_pattern>();

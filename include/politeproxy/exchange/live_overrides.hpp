@@ -98,7 +98,4 @@ private:
     std::chrono::steady_clock::time_point saved_at_{};
 };
 
-/// "concurrency 1, rate 0.5/s, paused until 2026-12-05T12:00:00.000Z, expires ..." or "none".
-std::string summary_of(const live_override* o);
-
 }  // namespace politeproxy

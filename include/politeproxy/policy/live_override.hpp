@@ -79,4 +79,8 @@ std::string state_file_text(const std::vector<live_override>& all);
 /// caller drops them against its own `now`.
 std::variant<std::vector<live_override>, std::string> parse_state_file(std::string_view text);
 
+/// For a log line: "concurrency 1, rate 0.5/s, paused until 2026-12-05T12:00:00.000Z,
+/// expires ..." or "none".
+std::string summary_of(const live_override* o);
+
 }  // namespace politeproxy
