@@ -231,6 +231,10 @@ void answer_api(const admin_view& view, const admin_request& req, admin_response
     const std::string_view path = target.substr(0, target.find('?'));
     const bool get = req.method() == http::verb::get || req.method() == http::verb::head;
     page_query q;
+    if (path == "/api/clients") {
+        if (!get) return error(res, http::status::method_not_allowed, "", "only GET here");
+        return json(res, http::status::ok, render_clients_json(view.gates));
+    }
     if (path == "/api/hosts" || path == "/api/overrides") {
         if (!get) return error(res, http::status::method_not_allowed, "", "only GET here");
         if (!read_query(target, q, res)) return;

@@ -105,6 +105,16 @@ void append_host_json(std::string& out, const host_snapshot& h, const parent_set
     } else {
         out += "null";
     }
+    out += ", \"clients\": [";
+    for (std::size_t i = 0; i < h.clients.size(); ++i) {
+        const auto& c = h.clients[i];
+        out += i ? ", {\"client\": " : "{\"client\": ";
+        if (c.client.empty()) out += "null";
+        else append_json_string(out, c.client);
+        out += ", \"waiting\": " + std::to_string(c.waiting) + ", \"weight\": " + std::to_string(c.weight) +
+               (c.at_cap ? ", \"at_cap\": true}" : ", \"at_cap\": false}");
+    }
+    out += "]";
     out += std::string(", \"enforce\": ") + (h.enforce ? "true" : "false");
     out += ", \"via\": [";
     bool first = true;
@@ -113,6 +123,30 @@ void append_host_json(std::string& out, const host_snapshot& h, const parent_set
         append_json_string(out, name);
     }
     out += "]}";
+}
+
+std::string render_clients_json(const host_gates& gates) {
+    auto clients = gates.clients().snapshot();
+    std::sort(clients.begin(), clients.end(), [](const client_snapshot& a, const client_snapshot& b) {
+        return a.in_flight + a.waiting != b.in_flight + b.waiting ? a.in_flight + a.waiting > b.in_flight + b.waiting
+                                                                  : a.key < b.key;
+    });
+    std::string out = "{\"clients\": [";
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+        const auto& c = clients[i];
+        out += i ? ",\n  {\"client\": " : "\n  {\"client\": ";
+        append_json_string(out, c.key);
+        out += ", \"weight\": " + std::to_string(c.weight) + ", \"waiting\": " + std::to_string(c.waiting) +
+               ", \"in_flight\": " + std::to_string(c.in_flight) + ", \"requests\": {";
+        for (std::size_t o = 0; o < outcome_count; ++o) {
+            out += o ? ", \"" : "\"";
+            out += outcome_name(static_cast<outcome>(o));
+            out += "\": " + std::to_string(c.outcomes[o]);
+        }
+        out += "}}";
+    }
+    out += clients.empty() ? "]}\n" : "\n]}\n";
+    return out;
 }
 
 std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,

@@ -140,9 +140,32 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
     for (std::size_t i = 0; i < shown; ++i)
         add_sample(overrides, {{"host", api_overrides[i]->key}, {"reason", api_overrides[i]->reason}, {"source", "api"}}, 1);
 
+    // Clients (clients:), capped by metrics.max_client_series like hosts.
+    auto client_waiting = host_family("client_waiting", "The client's requests waiting for a slot, all hosts",
+                                      MetricType::Gauge);
+    auto client_in_flight = host_family("client_in_flight",
+                                        "The client's requests holding a slot (at origins), all hosts", MetricType::Gauge);
+    auto client_requests = host_family("client_requests_total", "Requests by client and outcome", MetricType::Counter);
+    if (cfg->clients) {
+        client_series_.begin_scrape();
+        const auto clients = gates.clients().snapshot();
+        const auto named = client_series_.pick(clients, cfg->max_client_series);
+        auto add_client = [&](const client_snapshot& c) {
+            add_sample(client_waiting, {{"client", c.key}}, static_cast<double>(c.waiting));
+            add_sample(client_in_flight, {{"client", c.key}}, static_cast<double>(c.in_flight));
+            for (std::size_t o = 0; o < outcome_count; ++o)
+                add_sample(client_requests,
+                           {{"client", c.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
+                           static_cast<double>(c.outcomes[o]));
+        };
+        for (std::size_t i = 0; i < clients.size(); ++i)
+            if (named.named[i]) add_client(clients[i]);
+        if (named.has_other) add_client(named.other);
+    }
+
     add_parent_families(parents, families);
     for (auto* f : {&in_flight, &waiting, &limit, &ceiling, &rate, &rate_from, &fleet_in_flight, &paused, &requests, &changes, &would_wait, &tracked,
-                    &overrides})
+                    &overrides, &client_waiting, &client_in_flight, &client_requests})
         families.push_back(std::move(*f));
     std::ostringstream out;
     prometheus::TextSerializer{}.Serialize(out, families);

@@ -71,6 +71,15 @@ std::string_view status_page_html() {
   <tbody id="overrides"></tbody>
 </table>
 <p id="overrides-more" class="muted"></p>
+<h2>Clients</h2>
+<table>
+  <thead><tr>
+    <th class="key">client</th><th>weight</th><th>waiting</th><th>in flight</th><th>ok</th><th>rejected</th>
+    <th>other outcomes</th>
+  </tr></thead>
+  <tbody id="clients"></tbody>
+</table>
+<p id="clients-more" class="muted"></p>
 <script src="/status.js"></script>
 </body>
 </html>

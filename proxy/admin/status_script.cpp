@@ -171,8 +171,37 @@ async function drawOverrides() {
   }
 }
 
+// The clients sharing the proxy (clients:), busiest first: each one's share of the hosts.
+async function drawClients() {
+  const more = $('clients-more');
+  try {
+    const res = await fetch('/api/clients', { cache: 'no-store' });
+    if (!res.ok) throw new Error('/api/clients answered ' + res.status);
+    const clients = (await res.json()).clients;
+    const body = document.createElement('tbody');
+    for (const c of clients.slice(0, shown)) {
+      const tr = body.insertRow();
+      if (c.waiting > 0) tr.className = 'waiting';
+      cell(tr, c.client, 'key');
+      cell(tr, String(c.weight));
+      cell(tr, String(c.waiting));
+      cell(tr, String(c.in_flight));
+      cell(tr, String(c.requests.ok));
+      cell(tr, String(c.requests.rejected));
+      let other = 0;
+      for (const [k, v] of Object.entries(c.requests)) if (k !== 'ok' && k !== 'rejected') other += v;
+      cell(tr, String(other));
+    }
+    swap('clients', body);
+    more.textContent = clients.length > shown ? (clients.length - shown) + ' quieter clients not shown'
+                     : clients.length ? '' : 'none (clients: is not configured, or nobody has asked yet)';
+  } catch (e) {
+    more.textContent = 'the proxy does not answer /api/clients (' + e + ')';
+  }
+}
+
 function refresh() {
-  return Promise.all([drawHosts(), drawOverrides()]);
+  return Promise.all([drawHosts(), drawOverrides(), drawClients()]);
 }
 
 // The control API, as the operator's buttons use it.

@@ -34,6 +34,7 @@ public:
         case errc::parents_down: return "every parent proxy of the route is down";
         case errc::robots_disallowed: return "disallowed by the origin's robots.txt";
         case errc::robots_unreachable: return "the origin's robots.txt could not be read";
+        case errc::client_queue_full: return "this client has clients.max_waiting requests waiting across all hosts";
         case errc::destination_denied: return "destination address denied";
         case errc::connect_port_denied: return "CONNECT port not allowed";
         case errc::loop_detected: return "forwarding loop detected";

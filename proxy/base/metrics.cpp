@@ -24,7 +24,7 @@ constexpr errc rejection_reasons[] = {
     errc::origin_form_request, errc::client_denied,      errc::destination_denied,
     errc::connect_port_denied, errc::loop_detected,      errc::fleet_unavailable,  errc::proxy_auth_required,
     errc::auth_checks_busy,    errc::parked_full,        errc::client_connections_full, errc::robots_disallowed,
-    errc::robots_unreachable,
+    errc::robots_unreachable,  errc::client_queue_full,
 };
 
 const char* reason_label(errc e) {
@@ -48,6 +48,7 @@ const char* reason_label(errc e) {
     case errc::client_connections_full: return "max_client_connections";
     case errc::robots_disallowed: return "robots_disallowed";
     case errc::robots_unreachable: return "robots_unreachable";
+    case errc::client_queue_full: return "client_max_waiting";
     default: return "other";
     }
 }

@@ -156,7 +156,7 @@ public:
         expect_map(root, "the configuration");
         only_keys(root, "the top level", {"listen", "admin_listen", "workers", "drain_timeout", "defaults",
                                           "groups", "hosts", "fleet", "robots", "resolve", "metrics", "limits",
-                                          "security", "admin", "tls", "parents", "routes"});
+                                          "security", "admin", "tls", "parents", "routes", "clients"});
         if (root["listen"]) c.listen = address(root["listen"], "listen");
         if (root["admin_listen"]) c.admin_listen = address(root["admin_listen"], "admin_listen");
         if (root["workers"]) c.workers = static_cast<unsigned>(count(root["workers"], "workers", 0));
@@ -216,9 +216,11 @@ public:
         }
         if (const auto m = root["metrics"]; m && !m.IsNull()) {
             expect_map(m, "metrics");
-            only_keys(m, "metrics", {"max_host_series", "per_user"});
+            only_keys(m, "metrics", {"max_host_series", "max_client_series", "per_user"});
             if (m["per_user"]) c.per_user_metrics = boolean(m["per_user"], "metrics.per_user");
             if (m["max_host_series"]) c.max_host_series = count(m["max_host_series"], "metrics.max_host_series", 1);
+            if (m["max_client_series"])
+                c.max_client_series = count(m["max_client_series"], "metrics.max_client_series", 1);
         }
         if (const auto l = root["limits"]; l && !l.IsNull()) {
             expect_map(l, "limits");
@@ -241,6 +243,7 @@ public:
         admin(root["admin"], c.admin);
         tls(root["tls"], c);
         config_detail::load_parents(*this, root["parents"], root["routes"], c);
+        config_detail::load_clients(*this, root["clients"], c);
         if (c.per_user_metrics && !c.security.users)
             fail(root["metrics"]["per_user"], "metrics.per_user needs security.users_file (users to count)");
         if (c.key == config::key_kind::domain || c.groups.domain) {

@@ -134,5 +134,7 @@ private:
 
 /// parents: and routes: (SPEC.md), into c.parents and c.routes.
 void load_parents(const config_reader& r, const YAML::Node& parents, const YAML::Node& routes, config& c);
+/// clients: (proxy/config/clients_load.cpp); after security (identify_by: user needs its users_file).
+void load_clients(const config_reader& r, const YAML::Node& clients, config& c);
 
 }  // namespace politeproxy::config_detail

@@ -55,28 +55,31 @@ task<void> client_left(client_watch watch) {
 }
 
 // The gate's answer, or errc::cancelled once the watch says the client went.
-task<acquire_result> park(host_gates& gates, std::string key, std::string address, client_watch watch) {
+task<acquire_result> park(host_gates& gates, std::string key, std::string address, client_watch watch,
+                          std::shared_ptr<client_state> client) {
     if (gates.fleet_needs_lease()) {  // most requests: one round trip to the store, no watch needed
-        auto quick = co_await gates.acquire_leased_at_once(key, address);
+        auto quick = co_await gates.acquire_leased_at_once(key, address, client);
         if (quick.granted) co_return quick;
     }
     if (std::holds_alternative<std::monostate>(watch))  // nobody to watch (a robots.txt fetch)
-        co_return co_await gates.acquire(std::move(key), std::move(address));
-    auto result = co_await (gates.acquire(std::move(key), std::move(address)) || client_left(watch));
+        co_return co_await gates.acquire(std::move(key), std::move(address), std::move(client));
+    auto result = co_await (gates.acquire(std::move(key), std::move(address), std::move(client)) || client_left(watch));
     if (result.index() == 1) co_return acquire_result{{}, errc::cancelled, {}};
     co_return std::move(std::get<0>(result));
 }
 
 }  // namespace
 
-permit admit_at_once(exchange_context& ctx, const std::string& key, const std::string& address) {
-    permit now = ctx.gates.try_acquire(key, address);
+permit admit_at_once(exchange_context& ctx, const std::string& key, const std::string& address,
+                     const std::shared_ptr<client_state>& client) {
+    permit now = ctx.gates.try_acquire(key, address, client);
     if (now) ctx.metrics.queue_wait(clock::duration::zero());
     return now;
 }
 
-task<admitted> admit(exchange_context& ctx, std::string key, std::string address, client_watch watch) {
-    auto r = co_await park(ctx.gates, std::move(key), std::move(address), watch);
+task<admitted> admit(exchange_context& ctx, std::string key, std::string address, client_watch watch,
+                     std::shared_ptr<client_state> client) {
+    auto r = co_await park(ctx.gates, std::move(key), std::move(address), watch, std::move(client));
     if (r.ec)
         co_return admitted(boost::system::in_place_error,
                            refusal{static_cast<errc>(r.ec.value()), r.ec.message(), r.retry_after});

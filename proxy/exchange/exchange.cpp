@@ -110,6 +110,7 @@ outcome outcome_of(errc why) {
     case errc::queue_full:
     case errc::queue_timeout:
     case errc::parked_full:
+    case errc::client_queue_full:
     case errc::shutting_down:
     case errc::fleet_unavailable:
     case errc::robots_disallowed:

@@ -26,7 +26,7 @@ void host_gates::apply_health(host_entry& e, clock::time_point now) const {
                      : fleet_share::limit(limit, f.expected_workers);
         rate = fleet_share::rate(rate, f.expected_workers);
     }
-    e.g.set_limits({limit, rate, p.burst, p.queue.max_waiting, p.enforce}, now);
+    e.g.set_limits({limit, rate, p.burst, p.queue.max_waiting, p.enforce, fair_.load(std::memory_order_relaxed)}, now);
     e.g.set_pause(e.robots_hold ? clock::time_point::max() : std::max(e.health.paused_until(), e.api_pause_until));
 }
 
@@ -34,7 +34,10 @@ host_gates::host_gates(std::shared_ptr<const config> cfg, time_source time, std:
     : time_(time),
       config_(std::move(cfg)),
       table_(seed),
-      robots_(config_->robots.cache_ttl, config_->robots.max_delay) {}
+      robots_(config_->robots.cache_ttl, config_->robots.max_delay) {
+    clients_.set_config(config_->clients);
+    fair_ = config_->clients && config_->clients->fair;
+}
 
 host_gates::~host_gates() = default;
 
@@ -61,7 +64,7 @@ void host_gates::leave_groups(group_ladder& ladder, group_gate::waiter& node) {
 }
 
 permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const std::string& address,
-                                         clock::time_point now) {
+                                         clock::time_point now, const std::shared_ptr<client_state>& client) {
     if (closed_) return {};
     auto entry = find_or_create(s, key, now);
     entry->last_used = now;
@@ -79,27 +82,37 @@ permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const
     }
     if (groups) {
         // Every slot (host, then groups) and the token at once, or nothing.
-        if (!entry->g.would_depart(now)) return {};
+        if (!entry->g.would_depart(now) || (client && !client->may_hold())) return {};
         std::lock_guard lock(groups_.mutex());
         if (!groups->try_take_all()) return {};
     }
-    const bool departed = entry->g.try_depart(now);
-    assert(departed || !groups);
-    if (!departed) return {};
+    if (!entry->g.try_depart(now, client.get())) {
+        if (groups) {  // the client reached its cap meanwhile (on another host)
+            wakeups wake;
+            std::lock_guard lock(groups_.mutex());
+            group_gate::waiter not_parked;
+            std::vector<group_gate::waiter*> granted;
+            groups->descend(not_parked, granted);
+            wake.add(granted);
+        }
+        return {};
+    }
     auto policy = entry->policy;
     const auto epoch = entry->health.epoch();
     permit p(this, std::move(entry), std::move(policy), {}, epoch);
     p.group_slots_ = std::move(groups);
+    p.client_ = client;
     return p;
 }
 
-permit host_gates::try_acquire(const std::string& key, const std::string& address) {
+permit host_gates::try_acquire(const std::string& key, const std::string& address,
+                               const std::shared_ptr<client_state>& client) {
     // With the store up every request needs a lease (acquire); without it, fail_closed
     // refuses in acquire, and local_share departs on the local gate alone.
     if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
     shard& s = table_.of(key);
     std::lock_guard lock(s.mutex);
-    permit p = depart_at_once_locked(s, key, address, time_.now());
+    permit p = depart_at_once_locked(s, key, address, time_.now(), client);
     if (p && fleet_) {
         p.lease_ = fleet_->hold_unasserted(key);  // asserted in the store when it is back
         p.entry_->fleet.leased_unasked();
@@ -107,20 +120,20 @@ permit host_gates::try_acquire(const std::string& key, const std::string& addres
     return p;
 }
 
-task<acquire_result> host_gates::acquire(std::string key, std::string address) {
-    if (permit p = try_acquire(key, address)) co_return acquire_result{std::move(p), {}, {}};
+task<acquire_result> host_gates::acquire(std::string key, std::string address, std::shared_ptr<client_state> client) {
+    if (permit p = try_acquire(key, address, client)) co_return acquire_result{std::move(p), {}, {}};
     const auto start = time_.now();
     for (;;) {
         if (fleet_ && !fleet_needs_lease() && fleet_fails_closed()) {
-            count_rejected(key);
+            count_rejected(key, client.get());
             co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
         }
-        auto local = co_await acquire_local(key, address, start);
+        auto local = co_await acquire_local(key, address, start, client);
         if (!local.granted || !fleet_) co_return local;
         if (!fleet_needs_lease()) {
             if (fleet_fails_closed()) {
                 local.granted.counted_ = false;  // the slot ends no request: the refusal is counted
-                count_rejected(key);
+                count_rejected(key, client.get());
                 co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
             }
             std::lock_guard lock(table_.at(local.granted.entry_->shard).mutex);
@@ -129,7 +142,7 @@ task<acquire_result> host_gates::acquire(std::string key, std::string address) {
             co_return local;
         }
         auto leased = co_await lease(std::move(local.granted), start);
-        if (leased.ec == errc::fleet_unavailable && fleet_fails_closed()) count_rejected(key);
+        if (leased.ec == errc::fleet_unavailable && fleet_fails_closed()) count_rejected(key, client.get());
         if (leased.ec != errc::fleet_unavailable || fleet_fails_closed()) co_return leased;
         // The store went away while the request waited for its lease: its slot went
         // back, and it parks again under the local share.
@@ -137,7 +150,7 @@ task<acquire_result> host_gates::acquire(std::string key, std::string address) {
 }
 
 task<acquire_result> host_gates::acquire_local(const std::string& key, const std::string& address,
-                                               clock::time_point start) {
+                                               clock::time_point start, const std::shared_ptr<client_state>& client) {
     shard& s = table_.of(key);
     std::shared_ptr<host_entry> entry;
     // Every parked request costs memory (a coroutine chain, its header, its connection):
@@ -148,7 +161,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
         entry = find_or_create(s, key, start);
         if (!parked) {
-            ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
+            count_rejected_locked(*entry, client.get());
             co_return acquire_result{{}, errc::parked_full, parked_retry_after};
         }
     }
@@ -171,8 +184,11 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
         max_wait = entry->policy->queue.max_wait;
         choose_groups(*entry, address, w->groups);
-        if (!entry->g.enqueue(*w, !w->groups.empty())) {
-            ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
+        w->client = client.get();
+        if (const auto queued = entry->g.enqueue(*w, !w->groups.empty()); queued != gate::queued::yes) {
+            count_rejected_locked(*entry, client.get());
+            if (queued == gate::queued::client_full)
+                co_return acquire_result{{}, errc::client_queue_full, client_retry_after};
             co_return acquire_result{{}, errc::queue_full, retry_after_hint(*entry, start)};
         }
         guard.self = this;
@@ -195,12 +211,13 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
                 auto policy = entry->policy;
                 const auto epoch = entry->health.epoch();
                 granted.emplace(permit(this, std::move(entry), std::move(policy), now - start, epoch));
+                granted->client_ = client;
                 if (w->groups.complete() && !w->groups.empty())
                     granted->group_slots_ = std::make_unique<group_ladder>(std::move(w->groups));
             } else {
                 if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
                 if (now >= deadline) {
-                    ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
+                    count_rejected_locked(*entry, client.get());
                     co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(*entry, now)};
                 }
                 wake_at = std::min(deadline, w->wake_at());
@@ -252,20 +269,23 @@ void host_gates::cancel(host_entry& entry, gate::waiter& w) {
     wakeups wake;
     std::lock_guard lock(table_.at(entry.shard).mutex);
     if (w.state() == gate::waiter_state::departed)
-        entry.g.release();  // granted as its requester gave up: pass it on
+        entry.g.release(w.client);  // granted as its requester gave up: pass it on
     else
         entry.g.cancel(w);
     wake.run_gate(entry, time_.now());
 }
 
-void host_gates::release(host_entry& entry, outcome how, bool counted, std::uint64_t lease) {
+void host_gates::release(host_entry& entry, outcome how, bool counted, std::uint64_t lease, client_state* client) {
     if (lease && fleet_) fleet_->release(entry.key, lease);  // first: the next head's acquire queues behind it
     wakeups wake;
     std::lock_guard lock(table_.at(entry.shard).mutex);
     const auto now = time_.now();
-    entry.g.release();
+    entry.g.release(client);
     if (lease) entry.fleet.returned();
-    if (counted) ++entry.outcomes[static_cast<std::size_t>(how)];
+    if (counted) {
+        ++entry.outcomes[static_cast<std::size_t>(how)];
+        if (client) client->count(how);
+    }
     entry.last_used = now;
     if (entry.health.tick(now)) {
         apply_health(entry, now);
@@ -289,6 +309,18 @@ void host_gates::report(host_entry& entry, const health_signal& signal) {
     apply_health(entry, now);
     publish_locked(entry, now);
     wake.run_gate(entry, now);  // a raised limit admits waiters at once
+}
+
+void host_gates::count_rejected_locked(host_entry& entry, client_state* client) {
+    ++entry.outcomes[static_cast<std::size_t>(outcome::rejected)];
+    if (client) client->count(outcome::rejected);
+}
+
+void gates_detail::wakeups::run_again(host_entry& e) {
+    host_gates& gates = *e.owner;
+    wakeups wake;
+    std::lock_guard lock(gates.table_.at(e.shard).mutex);
+    wake.run_gate(e, gates.time_.now());
 }
 
 void host_gates::close() {

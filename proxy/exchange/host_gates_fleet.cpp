@@ -104,14 +104,15 @@ void host_gates::note_answer_locked(host_entry& e, const fleet::lease_answer& an
     }
 }
 
-task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, const std::string& address) {
+task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, const std::string& address,
+                                                        const std::shared_ptr<client_state>& client) {
     shard& s = table_.of(key);
     const auto start = time_.now();
     permit local;
     fleet::lease_terms terms;
     {
         std::lock_guard lock(s.mutex);
-        local = depart_at_once_locked(s, key, address, start);
+        local = depart_at_once_locked(s, key, address, start, client);
         if (!local) co_return acquire_result{};
         local.counted_ = false;  // a miss parks: the request is counted where it ends
         const host_entry& e = *local.entry_;
@@ -130,13 +131,13 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
     co_return acquire_result{std::move(local), {}, {}};
 }
 
-void host_gates::count_rejected(const std::string& key) {
+void host_gates::count_rejected(const std::string& key, client_state* client) {
     shard& s = table_.of(key);
     std::lock_guard lock(s.mutex);
     const auto now = time_.now();
     auto entry = find_or_create(s, key, now);
     entry->last_used = now;
-    ++entry->outcomes[static_cast<std::size_t>(outcome::rejected)];
+    count_rejected_locked(*entry, client);
 }
 
 void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) {

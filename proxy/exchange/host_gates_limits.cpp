@@ -37,6 +37,8 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     const host_override* o = cfg->override_for(key, utc_today());
     auto live = live_for(key);
     auto entry = std::make_shared<host_entry>(key, policy_with(cfg, o, live.get()), o, now);
+    entry->owner = this;
+    if (fair_.load(std::memory_order_relaxed)) apply_health(*entry, now);  // a lane per client
     if (live) {
         take_live_locked(*entry, std::move(live), now);
         apply_health(*entry, now);
@@ -63,6 +65,8 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
         std::lock_guard lock(robots_mutex_);
         robots_.configure(cfg->robots.cache_ttl, cfg->robots.max_delay);
     }
+    clients_.set_config(cfg->clients);
+    fair_ = cfg->clients && cfg->clients->fair;  // each gate takes it as its limits are applied again, below
     {
         std::vector<group_gate::waiter*> granted;
         wakeups wake;
@@ -79,8 +83,10 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
     });
 }
 
-std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
+std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted,
+                                   const client_book::evicted_fn& on_client_evicted) {
     const std::size_t evicted = table_.evict_idle(now, idle_for, on_evicted);
+    clients_.evict_idle(now, idle_for, on_client_evicted);
     std::lock_guard lock(groups_.mutex());
     groups_.evict_idle();  // after the hosts: they refer to their domain's group
     return evicted;

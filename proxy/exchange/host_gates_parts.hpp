@@ -24,6 +24,7 @@ namespace asio = boost::asio;
 constexpr auto fleet_retry_after = std::chrono::seconds(1);
 constexpr auto parked_retry_after = std::chrono::seconds(1);
 constexpr auto shutdown_retry_after = std::chrono::seconds(1);
+constexpr auto client_retry_after = std::chrono::seconds(1);
 
 // One place among limits.max_parked, held while a request waits at a gate (whatever
 // ends the wait gives it back).

@@ -113,6 +113,13 @@ std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const gro
                 const group_gate& g = *e->domain_group;
                 h.domain_group = host_snapshot::group_view{e->domain_group_key, g.in_flight(), g.waiting(), g.limit()};
             }
+            if (e->g.limits().fair) {
+                e->g.for_each_lane([&h](const client_account* c, std::size_t waiting, bool aside) {
+                    h.clients.push_back({c ? c->name() : std::string(), waiting, c ? c->weight() : 1u, aside});
+                });
+                std::sort(h.clients.begin(), h.clients.end(),
+                          [](const auto& a, const auto& b) { return a.waiting != b.waiting ? a.waiting > b.waiting : a.client < b.client; });
+            }
             h.enforce = e->policy->enforce;
             h.would_have_waited = e->g.would_have_waited();
             h.outcomes = e->outcomes;

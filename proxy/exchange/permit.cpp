@@ -12,6 +12,7 @@ permit::permit(permit&& other) noexcept
       group_slots_(std::move(other.group_slots_)),
       entry_(std::move(other.entry_)),
       policy_(std::move(other.policy_)),
+      client_(std::move(other.client_)),
       queue_wait_(other.queue_wait_),
       epoch_(other.epoch_),
       outcome_(other.outcome_),
@@ -25,6 +26,7 @@ permit& permit::operator=(permit&& other) noexcept {
         group_slots_ = std::move(other.group_slots_);
         entry_ = std::move(other.entry_);
         policy_ = std::move(other.policy_);
+        client_ = std::move(other.client_);
         queue_wait_ = other.queue_wait_;
         epoch_ = other.epoch_;
         outcome_ = other.outcome_;
@@ -42,9 +44,10 @@ void permit::reset() {
         owner_->leave_groups(*group_slots_, not_parked);
         group_slots_.reset();
     }
-    owner_->release(*entry_, outcome_, counted_, std::exchange(lease_, 0));
+    owner_->release(*entry_, outcome_, counted_, std::exchange(lease_, 0), client_.get());
     entry_.reset();
     policy_.reset();
+    client_.reset();
     owner_ = nullptr;
 }
 

@@ -3,6 +3,7 @@
 // Private to proxy/exchange/ (the sources of host_gates).
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/base/manual_time.hpp"
+#include "politeproxy/exchange/client_book.hpp"
 #include "politeproxy/exchange/host_table.hpp"
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/policy/group_gate.hpp"
@@ -31,6 +32,11 @@ struct parked_waiter : gate::waiter, group_gate::waiter, std::enable_shared_from
 /// out of scope. Declare it before the lock. A poke ends the waiter's timer wait on its
 /// own executor (its session's worker loop); the coroutine then reads its state again.
 /// Each waiter is kept alive until its poke has run.
+///
+/// Clients' caps (gate::client_news): a gate that set a client's lane aside registers with
+/// the client (client_state::await_slot) and runs again if a slot came back meanwhile; a
+/// client that gave a slot back at its cap has the gates registered with it run again,
+/// once the lock is let go (host_gates::run_again).
 class wakeups {
 public:
     wakeups() = default;
@@ -44,9 +50,14 @@ public:
     }
     /// Runs the host's gate (under the caller's lock) and keeps whom it woke.
     void run_gate(host_entry& e, clock::time_point now) {
-        woken_.clear();
-        e.g.advance(now, woken_);
-        for (gate::waiter* w : woken_) add(w);
+        // A few rounds at most: each is a client's slot that came back as its lane was set
+        // aside; a registration stays for the rounds this leaves.
+        for (int round = 0; round < 4; ++round) {
+            woken_.clear();
+            e.g.advance(now, woken_);
+            for (gate::waiter* w : woken_) add(w);
+            if (!e.g.has_client_news() || !note_clients(e)) break;
+        }
     }
     /// Pokes now (for a caller that lets its locks go before this object ends).
     void poke() {
@@ -55,11 +66,30 @@ public:
             boost::asio::post(timer.get_executor(), [w = std::move(w)] { w->timer.cancel(); });
         }
         list_.clear();
+        while (!freed_.empty()) {
+            auto client = std::move(freed_.back());
+            freed_.pop_back();
+            for (const auto& host : client->take_waiting_hosts()) run_again(*host);
+        }
     }
 
 private:
+    // True: a capped client may hold a slot after all: run the gate again.
+    bool note_clients(host_entry& e) {
+        news_.capped.clear();
+        news_.freed.clear();
+        e.g.take_client_news(news_);
+        for (client_account* c : news_.freed) freed_.push_back(static_cast<client_state*>(c)->shared_from_this());
+        bool again = false;
+        for (client_account* c : news_.capped) again = static_cast<client_state*>(c)->await_slot(e.shared_from_this()) || again;
+        return again;
+    }
+    static void run_again(host_entry& e);  // host_gates.cpp
+
     std::vector<std::shared_ptr<parked_waiter>> list_;
     std::vector<gate::waiter*> woken_;
+    gate::client_news news_;
+    std::vector<std::shared_ptr<client_state>> freed_;
 };
 
 /// Waits on `w`'s timer until `at` in `time`'s time, or until a poke ends the wait early

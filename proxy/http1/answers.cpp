@@ -26,6 +26,7 @@ answer_kind kind_of(errc why) {
     case errc::queue_full:
     case errc::queue_timeout:
     case errc::parked_full:
+    case errc::client_queue_full:
     case errc::client_connections_full: return {http::status::service_unavailable, "connection_limit_reached"};
     case errc::shutting_down: return {http::status::service_unavailable, "proxy_internal_response"};
     case errc::fleet_unavailable: return {http::status::service_unavailable, "proxy_internal_error"};

@@ -5,25 +5,28 @@
 namespace politeproxy {
 
 gate::gate(const gate_limits& limits, clock::time_point now)
-    : limits_(limits), bucket_(limits.rate, limits.burst, now) {}
+    : limits_(limits), bucket_(limits.rate, limits.burst, now) {
+    slot_queue_.set_fair(limits.fair);
+}
 
 gate::~gate() {
     // Owners cancel their waiters first; unlink defensively so a bug cannot leave
     // dangling hooks behind.
-    slot_queue_.clear();
     group_line_.clear();
     token_line_.clear();
 }
 
-bool gate::try_depart(clock::time_point now) {
+bool gate::try_depart(clock::time_point now, client_account* client) {
     if (!limits_.enforce) {
         if (in_flight_ >= limits_.concurrency || now < paused_until_ || !bucket_.try_take(now)) ++would_have_waited_;
+        if (client) client->hold_anyway();
         ++in_flight_;
         return true;
     }
-    if (!slot_queue_.empty() || !group_line_.empty() || !token_line_.empty() || in_flight_ >= limits_.concurrency ||
-        now < paused_until_ || !bucket_.try_take(now))
-        return false;
+    if (!would_depart(now) || (client && !client->try_hold())) return false;
+    const bool token = bucket_.try_take(now);
+    assert(token);
+    (void)token;
     ++in_flight_;
     return true;
 }
@@ -33,26 +36,36 @@ bool gate::would_depart(clock::time_point now) const {
            now >= paused_until_ && bucket_.wait_for_token(now) == clock::duration::zero();
 }
 
-bool gate::enqueue(waiter& w, bool needs_groups) {
+gate::queued gate::enqueue(waiter& w, bool needs_groups) {
     assert(w.state_ == waiter_state::idle);
-    if (waiting() >= limits_.max_waiting) return false;
+    if (waiting() >= limits_.max_waiting &&
+        slot_queue_.waiting_of(w.client) >= slot_queue_.share_of(w.client, limits_.max_waiting))
+        return queued::host_full;
+    if (w.client && !w.client->try_wait()) return queued::client_full;
     w.state_ = waiter_state::queued;
     w.needs_groups_ = needs_groups;
     w.wake_at_ = clock::time_point::max();
     slot_queue_.push_back(w);
-    return true;
+    return queued::yes;
+}
+
+void gate::unhold(client_account* client) {
+    if (client && client->unhold()) news_.freed.push_back(client);
 }
 
 void gate::cancel(waiter& w) {
     switch (w.state_) {
     case waiter_state::queued:
-        slot_queue_.erase(slot_queue_.iterator_to(w));
+        slot_queue_.erase(w);
+        if (w.client) w.client->stop_waiting();
         break;
     case waiter_state::awaiting_groups:
         group_line_.erase(group_line_.iterator_to(w));
+        unhold(w.client);
         break;
     case waiter_state::holding_slot:
         token_line_.erase(token_line_.iterator_to(w));
+        unhold(w.client);
         break;
     case waiter_state::idle:
     case waiter_state::departed:
@@ -70,9 +83,17 @@ void gate::groups_granted(waiter& w) {
     token_line_.push_back(w);
 }
 
-void gate::release() {
+void gate::release(client_account* client) {
     assert(in_flight_ > 0);
     if (in_flight_ > 0) --in_flight_;
+    unhold(client);
+}
+
+void gate::take_client_news(client_news& out) {
+    out.capped.insert(out.capped.end(), news_.capped.begin(), news_.capped.end());
+    out.freed.insert(out.freed.end(), news_.freed.begin(), news_.freed.end());
+    news_.capped.clear();
+    news_.freed.clear();
 }
 
 void gate::depart(waiter& w, std::vector<waiter*>& woken) {
@@ -86,8 +107,11 @@ void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
     if (!limits_.enforce) return advance_observing(now, woken);
     const bool paused = now < paused_until_;
     take_back(paused, woken);
-    while (!slot_queue_.empty() && slots_held() < limits_.concurrency) {
-        waiter& w = slot_queue_.front();
+    slot_queue_.bring_back();
+    while (slots_held() < limits_.concurrency) {
+        fair_queue::node* next = slot_queue_.next();
+        if (!next) break;
+        waiter& w = static_cast<waiter&>(*next);
         if (w.needs_groups_ && paused) {
             // A paused host takes no group slots: the group's other hosts go on meanwhile.
             // The head looks again when the pause ends.
@@ -97,7 +121,14 @@ void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
             }
             break;
         }
-        slot_queue_.pop_front();
+        if (w.client && !w.client->try_hold()) {
+            // Its client is at max_in_flight: the slot goes to the next client's turn.
+            slot_queue_.set_aside_next();
+            news_.capped.push_back(w.client);
+            continue;
+        }
+        slot_queue_.pop_next();
+        if (w.client) w.client->stop_waiting();
         if (w.needs_groups_) {
             w.state_ = waiter_state::awaiting_groups;
             w.wake_at_ = clock::time_point::max();
@@ -125,8 +156,8 @@ void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
 
 void gate::take_back(bool paused, std::vector<waiter*>& woken) {
     // Slots not yet used come back (and, while paused, every slot held with group slots),
-    // newest holders first, roughly keeping arrival order in the queue. Nothing that
-    // departed is touched.
+    // newest holders first, each to the head of its client's lane. Nothing that departed
+    // is touched.
     for (waiter_list* line : {&group_line_, &token_line_}) {
         while (!line->empty() && (slots_held() > limits_.concurrency || (paused && line->back().needs_groups_))) {
             waiter& w = line->back();
@@ -134,6 +165,8 @@ void gate::take_back(bool paused, std::vector<waiter*>& woken) {
             w.state_ = waiter_state::queued;
             w.wake_at_ = clock::time_point::max();
             slot_queue_.push_front(w);
+            if (w.client) w.client->wait_anyway();
+            unhold(w.client);
             if (w.needs_groups_) woken.push_back(&w);  // its owner gives its group slots back
         }
     }
@@ -141,19 +174,33 @@ void gate::take_back(bool paused, std::vector<waiter*>& woken) {
 
 void gate::advance_observing(clock::time_point now, std::vector<waiter*>& woken) {
     // A limit lowered or a switch from enforcing may leave waiters parked: release them.
-    for (waiter_list* list : {&token_line_, &group_line_, &slot_queue_}) {
+    auto go = [&](waiter& w) {
+        const bool would_wait = in_flight_ >= limits_.concurrency || now < paused_until_ || !bucket_.try_take(now);
+        if (would_wait) ++would_have_waited_;
+        depart(w, woken);
+    };
+    for (waiter_list* list : {&token_line_, &group_line_}) {
         while (!list->empty()) {
             waiter& w = list->front();
             list->pop_front();
-            const bool would_wait = in_flight_ >= limits_.concurrency || now < paused_until_ || !bucket_.try_take(now);
-            if (would_wait) ++would_have_waited_;
-            depart(w, woken);
+            go(w);
         }
+    }
+    slot_queue_.bring_back(true);
+    while (fair_queue::node* next = slot_queue_.next()) {
+        waiter& w = static_cast<waiter&>(*next);
+        slot_queue_.pop_next();
+        if (w.client) {
+            w.client->stop_waiting();
+            w.client->hold_anyway();
+        }
+        go(w);
     }
 }
 
 void gate::set_limits(const gate_limits& limits, clock::time_point now) {
     limits_ = limits;
+    slot_queue_.set_fair(limits.fair);
     bucket_.reconfigure(limits.rate, limits.burst, now);
 }
 

@@ -4,6 +4,7 @@
 #include "politeproxy/policy/address_filter.hpp"
 #include "politeproxy/server/entry_target.hpp"
 #include "politeproxy/server/send_answer.hpp"
+#include "politeproxy/server/client_identity.hpp"
 #include "politeproxy/server/h1_client_side.hpp"
 #include "politeproxy/server/h2_connection.hpp"
 #include "politeproxy/server/proxy_auth.hpp"
@@ -96,9 +97,31 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
                           session_set::handle& registration, const tcp::endpoint& peer, bool allowed,
                           const intercepted_origin* in_tls);
 
+// Whose request (clients:): null without clients:. Its identify_by header, if any, is
+// taken out of the request (never forwarded). `outer`: inside intercepted TLS, the
+// CONNECT's client.
+std::shared_ptr<client_state> identify(proxy_context& ctx, const config& cfg, request_header_parser& header,
+                                       std::string_view user, const tcp::endpoint& peer, std::string_view outer) {
+    if (!cfg.clients) return nullptr;
+    const clients_config& c = *cfg.clients;
+    const std::string address = c.identify_by == clients_config::identity::address ? address_text(peer.address()) : "";
+    client_facts facts{user, address, 0, {}, outer};
+    auto& req = header.get();
+    if (c.identify_by == clients_config::identity::header) {
+        for (auto [it, end] = req.equal_range(c.header); it != end; ++it) {
+            ++facts.header_fields;
+            facts.header = it->value();
+        }
+    }
+    auto who = ctx.gates.clients().find(client_name(c, facts), ctx.gates.time().now());
+    if (facts.header_fields > 0) req.erase(c.header);
+    return who;
+}
+
 // An intercepted CONNECT: 200, then TLS with the client as its origin, then its requests.
 task<void> serve_intercepted(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
-                             session_set::handle& registration, const tcp::endpoint& peer, connect_target target) {
+                             session_set::handle& registration, const tcp::endpoint& peer, connect_target target,
+                             std::string who) {
     const auto cfg = ctx.gates.current_config();
     client.expires_after(cfg->defaults.timeouts.idle);
     if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(connect_established), use_tuple); ec) co_return;
@@ -112,7 +135,7 @@ task<void> serve_intercepted(proxy_context& ctx, timed_socket& client, beast::fl
             ctx.log.write(log_level::debug, "intercept", target.key + ": client TLS handshake failed: " + hs.ec.message());
         co_return;
     }
-    intercepted_origin origin{std::move(target), {}};
+    intercepted_origin origin{std::move(target), {}, std::move(who)};
     const auto sni = hs.server_name.empty() ? std::nullopt : read_host(hs.server_name);
     origin.name_key = sni ? sni->key : origin.target.key;
     if (ctx.log.enabled(log_level::debug))
@@ -174,8 +197,9 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         }
         const auto credentials = cfg->security.users && !in_tls ? credentials_of(req) : proxy_credentials{};
         std::optional<auth_refusal> auth_refused;
+        std::string user;
         if (credentials.required && head_passed && !where_refused)
-            auth_refused = co_await refuse_credentials(ctx, *cfg, credentials, peer.address().to_string());
+            auth_refused = co_await refuse_credentials(ctx, *cfg, credentials, peer.address().to_string(), &user);
         if (rec) {
             if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
             const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
@@ -205,12 +229,19 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         } else if (verdict.answer_options) {  // a body it had stays unread: then close
             keep = co_await send_options_answer(ctx, client, req.keep_alive() && !verdict.has_body());
         } else if (req.method() == http::verb::connect) {  // outside intercepted TLS: the rules refuse it inside
-            auto intercept =
-                co_await run_tunnel(ctx, *cfg, client, buffer, header, *tunnel_to);
-            if (intercept) co_await serve_intercepted(ctx, client, buffer, registration, peer, std::move(*intercept));
+            auto who = identify(ctx, *cfg, header, user, peer, {});
+            auto intercept = co_await run_tunnel(ctx, *cfg, client, buffer, header, *tunnel_to, who);
+            if (intercept) {
+                std::string outer;  // named first: no conditional's temporaries inside a co_await (GCC 12)
+                if (who) outer = who->name();
+                co_await serve_intercepted(ctx, client, buffer, registration, peer, std::move(*intercept), std::move(outer));
+            }
             break;  // a refusal must still reach the client (see close_gracefully)
         } else {
-            keep = co_await forward_request(ctx, *cfg, client, buffer, header, verdict, std::get<origin_target>(target));
+            const std::string_view outer = in_tls ? std::string_view(in_tls->client) : std::string_view();
+            auto who = identify(ctx, *cfg, header, user, peer, outer);
+            keep = co_await forward_request(ctx, *cfg, client, buffer, header, verdict, std::get<origin_target>(target),
+                                            std::move(who));
         }
         if (!keep) break;
     }

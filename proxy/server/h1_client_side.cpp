@@ -87,8 +87,8 @@ void write_request_head(http::request_header<wire_fields>& out, const origin_tar
 class h1_client_side {
 public:
     h1_client_side(proxy_context& ctx, timed_socket& client, beast::flat_buffer& buffer,
-                     request_header_parser& header, const request_verdict& verdict)
-        : ctx_(ctx), client_(client), buffer_(buffer), req_(header.get()), verdict_(verdict),
+                     request_header_parser& header, const request_verdict& verdict, std::shared_ptr<client_state> who)
+        : ctx_(ctx), client_(client), buffer_(buffer), req_(header.get()), verdict_(verdict), who_(std::move(who)),
           // Read before write_head() makes the header the origin's (HTTP/1.1).
           client_version_(req_.version()), client_keep_alive_(req_.keep_alive()), method_(req_.method()) {
         // An answer given before the body was read must close: the body is still unread.
@@ -100,6 +100,7 @@ public:
     bool retryable() const { return !verdict_.has_body() && forwarding::idempotent(method_); }
     std::string_view method_string() const { return http::to_string(method_); }
     std::string_view user_agent() const { return req_[http::field::user_agent]; }
+    const std::shared_ptr<client_state>& client() const { return who_; }
     wire_allocator arena() { return req_.get_allocator(); }
 
     task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = {},
@@ -248,6 +249,7 @@ private:
     beast::flat_buffer& buffer_;
     request_header_parser::value_type& req_;
     const request_verdict& verdict_;
+    std::shared_ptr<client_state> who_;  ///< whose request (clients:)
     const unsigned client_version_;
     const bool client_keep_alive_;
     const http::verb method_;
@@ -266,8 +268,8 @@ static_assert(relays_http1<h1_client_side>);
 
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client, beast::flat_buffer& buffer,
                            request_header_parser& header, const request_verdict& verdict,
-                           const origin_target& target) {
-    return forward_to_origin(ctx, cfg, h1_client_side(ctx, client, buffer, header, verdict), target);
+                           const origin_target& target, std::shared_ptr<client_state> who) {
+    return forward_to_origin(ctx, cfg, h1_client_side(ctx, client, buffer, header, verdict, std::move(who)), target);
 }
 
 }  // namespace politeproxy

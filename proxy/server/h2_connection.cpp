@@ -7,6 +7,22 @@ using h2_serving::h2_connection;
 
 namespace h2_serving {
 
+std::shared_ptr<client_state> h2_connection::identify(const clients_config& c, std::string_view user,
+                                                      std::vector<field>& fields) {
+    client_facts facts{user, c.identify_by == clients_config::identity::address ? std::string_view(peer_) : "", 0, {},
+                       in_tls_ ? std::string_view(in_tls_->client) : std::string_view()};
+    if (c.identify_by == clients_config::identity::header) {
+        for (const auto& f : fields)
+            if (f.name == c.header) {
+                ++facts.header_fields;
+                facts.header = f.value;
+            }
+    }
+    auto who = ctx_.gates.clients().find(client_name(c, facts), ctx_.gates.time().now());
+    if (facts.header_fields > 0) std::erase_if(fields, [&](const field& f) { return f.name == c.header; });
+    return who;
+}
+
 task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
     const auto cfg = ctx_.gates.current_config();
     field_arena arena(ctx_.field_blocks);
@@ -53,12 +69,13 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
             co_return;
         }
     }
+    std::string user;
     if (!in_tls_ && cfg->security.users) {  // inside intercepted TLS the CONNECT was authorized
         proxy_credentials credentials;
         credentials.required = true;
         for (const auto& f : head.fields)
             if (f.name == "proxy-authorization") credentials.add(f.value);
-        if (const auto refused = co_await check_credentials(*cfg, credentials); refused) {
+        if (const auto refused = co_await check_credentials(*cfg, credentials, user); refused) {
             co_await down.answer(refused->why, refused->details, refused->retry_after);
             if (credentials_refused_ && s->gone.is_set()) drain();  // no stream close left to do it
             co_return;
@@ -68,6 +85,7 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         down.respond_with(make_options_answer(true));
         co_return;
     }
+    if (cfg->clients) down.belongs_to(identify(*cfg->clients, user, s->head.fields));
     co_await forward_to_origin(ctx_, *cfg, std::move(down), std::get<origin_target>(target));
     // Answered, maybe before the request body was read whole: its rest is dropped as it
     // comes (the client's window must not close on bytes nobody reads).

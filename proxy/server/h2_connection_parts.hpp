@@ -16,6 +16,7 @@
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/exchange/forward_to_origin.hpp"
 #include "politeproxy/http1/hop_by_hop.hpp"
+#include "politeproxy/server/client_identity.hpp"
 #include "politeproxy/server/entry_target.hpp"
 #include "politeproxy/server/proxy_auth.hpp"
 #include "politeproxy/server/send_answer.hpp"
@@ -50,7 +51,7 @@ inline bool for_the_proxy(std::string_view name) { return name == "proxy-authori
 inline std::string peer_address(timed_socket& client) {
     boost::system::error_code ec;
     const auto peer = client.socket().remote_endpoint(ec);
-    return ec ? std::string() : peer.address().to_string();
+    return ec ? std::string() : address_text(peer.address());
 }
 
 // What a stream's head alone decides: the rules every protocol's requests meet
@@ -130,6 +131,9 @@ public:
         return {};
     }
     wire_allocator arena() { return arena_; }
+    const std::shared_ptr<client_state>& client() const { return who_; }
+    /// Whose request it is (clients:), known once its credentials are.
+    void belongs_to(std::shared_ptr<client_state> who) { who_ = std::move(who); }
 
     task<bool> answer(errc why, std::string_view details, std::optional<clock::duration> retry_after = std::nullopt,
                       std::string_view next_hop = {});
@@ -169,6 +173,7 @@ private:
     wire_allocator arena_;
     body_framing body_;  ///< how the request body goes to the origin
     long long max_forwards_;
+    std::shared_ptr<client_state> who_;  ///< whose request (clients:)
     bool responded_whole_ = false;  ///< the response's HEADERS ended the stream
 };
 // A stream gives messages only: every origin transport frames them (exchange/client_side.hpp).
@@ -315,12 +320,16 @@ private:
     }
 
     task<void> serve_stream(std::shared_ptr<h2_stream> s);
+    // Whose request (clients:, server/client_identity.hpp); its identify_by header is
+    // taken out of `fields` (never forwarded).
+    std::shared_ptr<client_state> identify(const clients_config& c, std::string_view user, std::vector<field>& fields);
 
     // One credential check at a time on a connection, and none after a wrong one, so its
     // streams cannot queue a hash each: a wrong guess ends the connection (GOAWAY), as on
     // HTTP/1.1, and the streams already open are answered 407 unhashed. Missing
     // credentials leave it open (the client's retry with them).
-    task<std::optional<auth_refusal>> check_credentials(const config& cfg, const proxy_credentials& credentials) {
+    task<std::optional<auth_refusal>> check_credentials(const config& cfg, const proxy_credentials& credentials,
+                                                        std::string& user) {
         while (checking_credentials_ && !credentials_refused_) co_await credentials_checked_.wait();
         if (credentials_refused_)
             co_return auth_refusal{errc::proxy_auth_required, "wrong credentials ended this connection", {}};
@@ -332,7 +341,7 @@ private:
                 c.credentials_checked_.notify();
             }
         } const mine(*this);
-        auto refused = co_await refuse_credentials(ctx_, cfg, credentials, peer_);
+        auto refused = co_await refuse_credentials(ctx_, cfg, credentials, peer_, &user);
         if (refused && refused->why == errc::proxy_auth_required && credentials.fields > 0)
             credentials_refused_ = true;  // the GOAWAY follows once this stream's 407 is out (on_stream_closed)
         co_return refused;

@@ -9,7 +9,8 @@
 namespace politeproxy {
 
 task<std::optional<auth_refusal>> refuse_credentials(proxy_context& ctx, const config& cfg,
-                                                     proxy_credentials credentials, std::string client) {
+                                                     proxy_credentials credentials, std::string client,
+                                                     std::string* user) {
     if (!credentials.required || !cfg.security.users) co_return std::nullopt;
     if (credentials.fields == 0)
         co_return auth_refusal{errc::proxy_auth_required, "Proxy-Authorization is required (security.users_file)", {}};
@@ -25,6 +26,7 @@ task<std::optional<auth_refusal>> refuse_credentials(proxy_context& ctx, const c
     }
     if (!verdict->user) co_return auth_refusal{errc::proxy_auth_required, "the Proxy-Authorization credentials are not accepted", {}};
     if (cfg.per_user_metrics) ctx.metrics.user_request(*verdict->user);
+    if (user) *user = *verdict->user;
     co_return std::nullopt;
 }
 

@@ -291,6 +291,9 @@ int proxy_server::run() {
                 if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl,
                                               [&rendered](const std::string& key, const host_counts& final) {
                                                   rendered.host_evicted(key, final);
+                                              },
+                                              [&rendered](const std::string& name, const client_counts& final) {
+                                                  rendered.client_evicted(name, final);
                                               }) > 0)
                     ::malloc_trim(0);
             }

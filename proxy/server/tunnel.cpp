@@ -79,7 +79,7 @@ const std::string_view connect_established =
 
 task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config& cfg, timed_socket& client,
                                                beast::flat_buffer& buffer, request_header_parser& header,
-                                               const connect_target& target) {
+                                               const connect_target& target, const std::shared_ptr<client_state>& who) {
     const std::string& key = target.key;
     const std::uint16_t port = target.port;
     if (via_contains(header.get(), ctx.via)) {
@@ -117,9 +117,9 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     }
     std::string domain_key;  // key: domain
     const std::string& gate_key = ctx.gates.gate_key(cfg, key, pinned.text, domain_key);
-    permit slot = admit_at_once(ctx, gate_key, pinned.text);
+    permit slot = admit_at_once(ctx, gate_key, pinned.text, who);
     if (!slot) {
-        auto parked = co_await admit(ctx, gate_key, pinned.text, &client.socket());
+        auto parked = co_await admit(ctx, gate_key, pinned.text, &client.socket(), who);
         if (!parked) {
             const refusal& no = parked.error();
             if (no.why != errc::cancelled) co_await send_answer(ctx, client, no.why, no.details, {}, no.retry_after);

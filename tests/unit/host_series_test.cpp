@@ -1,6 +1,6 @@
 // Who keeps a per-host series under metrics.max_host_series: names never flap, free
 // places go to the busiest, and "_other"'s counters never go back.
-#include "politeproxy/admin/host_series.hpp"
+#include "politeproxy/admin/series_cap.hpp"
 
 #include <doctest/doctest.h>
 

@@ -21,6 +21,7 @@ using admin_response = boost::beast::http::response<boost::beast::http::string_b
 ///   DELETE /api/hosts/{key}/override: back to the registry and health (404: none).
 ///   GET /api/overrides?filter=TEXT&limit=N&after=KEY: {"overrides": [...], "next": ...},
 ///       the API's and the registry's, each with its source, by key.
+///   GET /api/clients: the clients (clients:) with their counts (admin/hosts_view.hpp).
 /// Writes need `Authorization: Bearer TOKEN` (401 without a known one; 403 when no
 /// admin.token_file makes the API read-only); a bad body is a 400 naming the field.
 void answer_api(const admin_view& view, const admin_request& req, admin_response& res);

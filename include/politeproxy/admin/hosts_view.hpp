@@ -24,8 +24,14 @@ void append_host_json(std::string& out, const host_snapshot& h, const parent_set
 /// override_reason (or null), override_source ("api", "registry" or null), override (the
 /// API's: policy/live_override's JSON, or null), p95_seconds (or null), domain_group (groups.domain: the
 /// group's key, in_flight, waiting and limit across its hosts; or null), enforce, via
-/// (the parents of its route by name, "direct" among them; empty: direct).
+/// (the parents of its route by name, "direct" among them; empty: direct), clients (with
+/// clients.share: fair, the queue's lanes, most waiting first: client (null: the proxy's
+/// own requests), waiting, weight, at_cap (set aside at clients.max_in_flight)).
 std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,
                               std::chrono::system_clock::time_point wall_now);
+
+/// GET /api/clients (clients:): {"clients": [...]}, busiest first: client, weight,
+/// waiting (for a slot, all hosts), in_flight (holding one), requests (by outcome).
+std::string render_clients_json(const host_gates& gates);
 
 }  // namespace politeproxy

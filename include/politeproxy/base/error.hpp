@@ -98,6 +98,8 @@ enum class errc {
     /// robots.txt could not be read (5xx, 429, a timeout, unreachable): a complete
     /// disallow for now (RFC 9309 2.3.1.4), until a later fetch reads it.
     robots_unreachable,
+    /// The request's client has clients.max_waiting requests waiting across all hosts.
+    client_queue_full,
 };
 
 const boost::system::error_category& politeproxy_category() noexcept;

@@ -130,6 +130,24 @@ struct robots_config {
     bool operator==(const robots_config&) const = default;
 };
 
+/// clients: several crawlers sharing one proxy (SPEC.md). Absent: every request is
+/// nobody's, and each host has one FIFO queue.
+struct clients_config {
+    enum class identity : std::uint8_t { user, address, header };
+    identity identify_by = identity::user;
+    std::string header;  ///< identify_by header: its name, lower case (stripped before forwarding)
+    bool fair = true;    ///< share: fair (weighted round robin per host), else fifo
+    std::vector<std::pair<std::string, unsigned>> weights;  ///< by name; others weigh 1
+    std::size_t max_waiting = 10000;    ///< one client's requests waiting for a slot, all hosts
+    std::size_t max_in_flight = 10000;  ///< one client's requests holding a slot, all hosts
+
+    unsigned weight_of(std::string_view name) const;
+    bool operator==(const clients_config&) const = default;
+};
+
+/// The name of requests whose client is not known (no credentials, no header).
+inline constexpr std::string_view anonymous_client = "anonymous";
+
 /// One entry of `parents:` (SPEC.md): a proxy that carries requests on to their origins.
 struct parent_config {
     std::string name;
@@ -172,6 +190,8 @@ struct config {
         bool operator==(const group_caps&) const = default;
     } groups;
     std::size_t max_host_series = 10000;
+    std::size_t max_client_series = 10000;  ///< metrics.max_client_series
+    std::optional<clients_config> clients;  ///< absent: one queue per host, nobody's requests
     bool per_user_metrics = false;  ///< metrics.per_user: user_requests_total{user} (with security.users_file)
     limits_config limits;
     security_config security;

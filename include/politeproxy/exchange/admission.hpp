@@ -11,6 +11,8 @@
 
 #include <boost/system/result.hpp>
 
+#include <memory>
+
 #include <optional>
 #include <string>
 #include <variant>
@@ -18,6 +20,7 @@
 namespace politeproxy {
 
 class event;
+class client_state;
 struct exchange_context;
 
 /// A permit, or why not.
@@ -39,12 +42,15 @@ using client_watch = std::variant<std::monostate, tcp_socket*, event*>;
 /// A permit at once when the request would not wait at all (most do), without the
 /// parking machinery (the client watch costs a coroutine pair and epoll changes) or a
 /// coroutine frame; empty otherwise: then admit().
-/// `address` (groups.ip): the address the request connects to; empty: none.
-permit admit_at_once(exchange_context& ctx, const std::string& key, const std::string& address);
+/// `address` (groups.ip): the address the request connects to; empty: none. `client`:
+/// whose request (clients:, exchange/client_book.hpp); null: nobody's.
+permit admit_at_once(exchange_context& ctx, const std::string& key, const std::string& address,
+                     const std::shared_ptr<client_state>& client = {});
 
 /// Parks the request at its host's gate until it is granted, refused or its client goes.
 /// With a fleet store, a request first tries for its lease in one round trip without the
 /// watch (host_gates::acquire_leased_at_once); it parks only if the fleet refuses.
-task<admitted> admit(exchange_context& ctx, std::string key, std::string address, client_watch watch);
+task<admitted> admit(exchange_context& ctx, std::string key, std::string address, client_watch watch,
+                     std::shared_ptr<client_state> client = {});
 
 }  // namespace politeproxy

@@ -19,8 +19,8 @@
 // hands the response back as one (a head, body pieces, trailers). Every method is one
 // thing the exchange cannot know without asking the client's protocol:
 //  - head queries the gate, the loop check and the retry decision need (via_loop,
-//    retryable, method_string, user_agent) and where a response header's memory comes
-//    from (arena);
+//    retryable, method_string, user_agent, client: whose request it is, decided by the
+//    client's side at its entry) and where a response header's memory comes from (arena);
 //  - the request as a message, for whichever transport the origin speaks (body,
 //    has_body, message_fields, read_body, request_trailers);
 //  - the proxy's own answers, in the client's framing (answer, upload_broken), and what
@@ -37,6 +37,7 @@
 #include "politeproxy/base/field.hpp"
 #include "politeproxy/base/response_head.hpp"
 #include "politeproxy/exchange/admission.hpp"
+#include "politeproxy/exchange/client_book.hpp"
 #include "politeproxy/exchange/exchange.hpp"
 #include "politeproxy/http1/body_reader.hpp"
 #include "politeproxy/http1/framing.hpp"
@@ -66,6 +67,7 @@ concept client_side = requires(D& down, const D& seen, std::span<char> room, clo
     { seen.retryable() } -> std::same_as<bool>;          // may be sent again on a new connection
     { seen.method_string() } -> std::convertible_to<std::string_view>;
     { seen.user_agent() } -> std::convertible_to<std::string_view>;  // robots.txt groups
+    { seen.client() } -> std::same_as<const std::shared_ptr<client_state>&>;  // whose request (clients:)
     { down.arena() } -> std::same_as<wire_allocator>;    // the response header's memory
     // The request as a message.
     { seen.body() } -> std::same_as<body_framing>;       // none, a length, or streamed

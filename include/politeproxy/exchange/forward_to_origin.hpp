@@ -100,9 +100,9 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
         auto refused = co_await check_robots(ctx, cfg, target, pinned, via.parent, key, down.user_agent());
         if (refused) co_return co_await down.answer(refused->why, refused->details, refused->retry_after);
     }
-    permit slot = admit_at_once(ctx, key, pinned.text);
+    permit slot = admit_at_once(ctx, key, pinned.text, down.client());
     if (!slot) {
-        auto parked = co_await admit(ctx, key, pinned.text, down.parking());
+        auto parked = co_await admit(ctx, key, pinned.text, down.parking(), down.client());
         if (!parked) {
             const refusal& no = parked.error();
             if (no.why == errc::cancelled) co_return false;  // the client left: nobody to answer

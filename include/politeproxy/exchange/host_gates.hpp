@@ -3,6 +3,7 @@
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/base/time_source.hpp"
 #include "politeproxy/config/config.hpp"
+#include "politeproxy/exchange/client_book.hpp"
 #include "politeproxy/exchange/group_gates.hpp"
 #include "politeproxy/exchange/host_table.hpp"
 #include "politeproxy/exchange/permit.hpp"
@@ -75,6 +76,11 @@ struct acquire_result {
 /// fleet_share (local_share), or requests are answered errc::fleet_unavailable
 /// (fail_closed); a request waiting for a lease then goes back to the local queue.
 ///
+/// Clients (clients:): each request is of a client (client_book; null: nobody's); its
+/// host's gate shares its slots among the clients waiting (policy/gate, Clients), and
+/// counts the client's waiting and holding requests against its caps across all hosts.
+/// A client's outcomes are counted with its host's.
+///
 /// Locking: entries are sharded by key; each shard's mutex guards its map and every gate
 /// in it. No lock is held across a suspension point or while posting wake-ups. The
 /// config pointer has its own mutex.
@@ -91,16 +97,20 @@ public:
     /// A permit at once if the request would not wait at all (nothing parked, a slot and
     /// a token free, not paused); empty otherwise. Never parks. `address` (groups.ip):
     /// the address the request will connect to, its ip group; empty: none.
-    permit try_acquire(const std::string& key, const std::string& address = {});
+    /// `client`: whose request (clients:); null: nobody's.
+    permit try_acquire(const std::string& key, const std::string& address = {},
+                       const std::shared_ptr<client_state>& client = {});
 
     /// Parks until granted, the host's queue.max_wait passes, shutdown, or cancellation.
-    task<acquire_result> acquire(std::string key, std::string address = {});
+    /// errc::client_queue_full: the client has clients.max_waiting requests waiting.
+    task<acquire_result> acquire(std::string key, std::string address = {}, std::shared_ptr<client_state> client = {});
 
     /// With a fleet store up, the common case without the parking machinery: a local
     /// slot and token at once (nothing parked ahead), then a lease in one round trip.
     /// Empty, without an error, when either would wait: then acquire(). Not cancellable
     /// (it takes at most fleet.timeout).
-    task<acquire_result> acquire_leased_at_once(const std::string& key, const std::string& address = {});
+    task<acquire_result> acquire_leased_at_once(const std::string& key, const std::string& address = {},
+                                                const std::shared_ptr<client_state>& client = {});
     /// Every request needs a lease now (a fleet whose store is up).
     bool fleet_needs_lease() const;
 
@@ -136,9 +146,11 @@ public:
     void close();
 
     /// Forgets gates idle (see gate::idle) for at least `idle_for`, telling `on_evicted`
-    /// (under the gate's lock) each one's final counts. Returns how many.
+    /// (under the gate's lock) each one's final counts, and clients idle as long (telling
+    /// `on_client_evicted`). Returns how many gates.
     using evicted_fn = host_table::evicted_fn;
-    std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted = {});
+    std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted = {},
+                           const client_book::evicted_fn& on_client_evicted = {});
 
     /// An HTTP/2 `session` to an origin of `key` takes at most `streams` at once (its
     /// SETTINGS_MAX_CONCURRENT_STREAMS; 0 holds every new request in the queue; nullopt:
@@ -151,6 +163,9 @@ public:
 
     std::size_t size() const;
     std::vector<host_snapshot> snapshot(clock::time_point now) const;
+    /// The clients known (clients:); set_config keeps it in step with the config.
+    client_book& clients() { return clients_; }
+    const client_book& clients() const { return clients_; }
     const time_source& time() const { return time_; }
 
     /// Joins a fleet: from now on every request also needs a lease from `f`. Call once,
@@ -170,6 +185,7 @@ public:
 private:
     friend class permit;
     friend class robots_turn;
+    friend class gates_detail::wakeups;
     using shard = host_table::shard;
 
     std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
@@ -187,8 +203,10 @@ private:
     void robots_done(const std::string& origin, const std::string& key, const robots_read& read, bool held);
     /// Under s's lock: a permit when the key's gate lets a request leave now, with no
     /// request ahead of it (in the local queue or the fleet line); else an empty one.
-    permit depart_at_once_locked(shard& s, const std::string& key, const std::string& address, clock::time_point now);
-    task<acquire_result> acquire_local(const std::string& key, const std::string& address, clock::time_point start);
+    permit depart_at_once_locked(shard& s, const std::string& key, const std::string& address, clock::time_point now,
+                                 const std::shared_ptr<client_state>& client = {});
+    task<acquire_result> acquire_local(const std::string& key, const std::string& address, clock::time_point start,
+                                       const std::shared_ptr<client_state>& client);
     /// The fleet half of admission: `local` holds the slot and token; waits for a lease.
     task<acquire_result> lease(permit local, clock::time_point start);
     void leave_fleet_line(host_entry& entry, gate::waiter& w, bool granted);
@@ -209,9 +227,11 @@ private:
     template <class F>
     void for_each_entry_reapplying(F&& f);
     /// `how` is counted in the host's outcomes unless the permit ended no request (`counted`).
-    void release(host_entry& entry, outcome how, bool counted, std::uint64_t lease);
+    void release(host_entry& entry, outcome how, bool counted, std::uint64_t lease, client_state* client);
     /// A request refused without a permit (fail_closed): counted once, as rejected.
-    void count_rejected(const std::string& key);
+    void count_rejected(const std::string& key, client_state* client);
+    /// The same under the entry's shard lock.
+    static void count_rejected_locked(host_entry& entry, client_state* client);
     void report(host_entry& entry, const health_signal& signal);
     void cancel(host_entry& entry, gate::waiter& w);
     /// Gives back a request's group slots (and its place in a group queue), in reverse.
@@ -227,6 +247,8 @@ private:
     bool closed_ = false;  ///< guarded by every shard's mutex (set with all of them held)
     host_table table_;
     group_gates groups_;
+    client_book clients_;
+    std::atomic<bool> fair_{false};  ///< clients.share: fair (the gates' `fair`)
     mutable std::mutex live_mutex_;  ///< after a shard's mutex, never before it
     std::unordered_map<std::string, std::shared_ptr<const live_override>> live_;  ///< by gate key
     std::mutex robots_mutex_;  ///< after a shard's mutex, never before it

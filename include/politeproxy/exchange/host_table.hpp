@@ -27,14 +27,16 @@
 namespace politeproxy {
 
 class group_gates;
+class host_gates;
 
 inline constexpr std::size_t limit_change_count = 3;  ///< up, down, collapse
 
 /// The state kept for one host key while it is tracked.
-struct host_entry {
+struct host_entry : std::enable_shared_from_this<host_entry> {
     host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o, clock::time_point now);
 
     const std::string key;
+    host_gates* owner = nullptr;  ///< whose gates (a client's freed slot runs this gate again: client_book)
     std::shared_ptr<const host_policy> policy;  ///< aliases the config it came from
     const host_override* override_entry;        ///< in that config; null for defaults
     gate g;
@@ -83,6 +85,13 @@ struct host_snapshot {
         std::size_t in_flight = 0, waiting = 0, limit = 0;
     };
     std::optional<group_view> domain_group;  ///< groups.domain: its domain's group, shared with other hosts
+    struct client_queue {
+        std::string client;  ///< the client's name; "" for requests of nobody (the proxy's own robots.txt fetch)
+        std::size_t waiting = 0;
+        unsigned weight = 1;
+        bool at_cap = false;  ///< set aside: its client is at clients.max_in_flight
+    };
+    std::vector<client_queue> clients;  ///< the slot queue's lanes (clients:), busiest first
     double rate = 0;
     double configured_rate = 0;
     rate_source rate_from = rate_source::config;
@@ -109,6 +118,11 @@ struct host_counts {
 
     static host_counts of(const host_snapshot& h) { return {h.outcomes, h.limit_changes, h.would_have_waited}; }
     host_counts& operator+=(const host_counts& o);
+    void fill(host_snapshot& into) const {
+        into.outcomes = outcomes;
+        into.limit_changes = limit_changes;
+        into.would_have_waited = would_have_waited;
+    }
     bool operator==(const host_counts&) const = default;
 };
 

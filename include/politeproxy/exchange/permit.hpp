@@ -11,6 +11,7 @@
 namespace politeproxy {
 
 class host_gates;
+class client_state;
 struct host_entry;
 struct host_policy;
 struct health_signal;
@@ -59,6 +60,7 @@ private:
     std::unique_ptr<group_ladder> group_slots_;  ///< groups.domain, groups.ip: the slots held; null: none
     std::shared_ptr<host_entry> entry_;
     std::shared_ptr<const host_policy> policy_;  ///< as it was at departure
+    std::shared_ptr<client_state> client_;       ///< whose request (clients:); null: nobody's
     clock::duration queue_wait_{};
     std::uint64_t epoch_ = 0;  ///< the health controller's epoch at departure
     outcome outcome_ = outcome::error;

@@ -1,5 +1,7 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/policy/client_account.hpp"
+#include "politeproxy/policy/fair_queue.hpp"
 #include "politeproxy/policy/token_bucket.hpp"
 
 #include <boost/intrusive/list.hpp>
@@ -15,16 +17,18 @@ struct gate_limits {
     std::size_t concurrency = 2;  ///< slots: requests in flight at once
     double rate = 1.0;            ///< tokens per second
     double burst = 1.0;           ///< bucket size
-    std::size_t max_waiting = 1000;  ///< parked requests beyond this are refused
+    std::size_t max_waiting = 1000;  ///< parked requests beyond this are refused (see Clients)
     bool enforce = true;  ///< false: observe only; everyone departs at once (see advance)
+    bool fair = false;    ///< clients.share: fair (see Clients); else one FIFO queue
 };
 
-/// One host key's concurrency slots, token bucket and FIFO wait queue.
+/// One host key's concurrency slots, token bucket and wait queue.
 ///
 /// Algorithm: a request parks as a `waiter` at the back of the slot queue. `advance()`
-/// moves waiters, in arrival order, from the slot queue to the token line (through the
-/// group line, see Groups) while the slots held (in flight + group line + token line) are
-/// under the limit; then lets the token line
+/// moves waiters from the slot queue to the token line (through the group line, see
+/// Groups) while the slots held (in flight + group line + token line) are under the
+/// limit, in the slot queue's order (policy/fair_queue: FIFO, or round robin among
+/// clients); then lets the token line
 /// depart in order while the bucket has tokens. A waiter in the token line already holds
 /// its slot (slot first, then token), so a token is never spent on a request that is
 /// still queueing for a slot. The head of the token line is told when the next token is
@@ -50,6 +54,18 @@ struct gate_limits {
 /// would have parked are counted in `would_have_waited()`; the bucket is consumed as if
 /// enforced, so the count matches what enforcement would do.
 ///
+/// Clients (a waiter's `client`, see client_account): with `fair`, the slot queue keeps a
+/// lane per client and the next free slot goes to the client whose turn it is (weighted
+/// round robin, policy/fair_queue); fairness decides who goes next, never how many. The
+/// gate keeps each client's counts: waiting while in the slot queue, holding from when it
+/// takes its slot until release() (or until a slot taken back returns it to waiting). A
+/// client at its max_in_flight takes no slot: its lane is set aside and the slot goes to
+/// the next client; the gate notes it (`client_news`), and its owner runs the gate again
+/// when the client's count falls (a client's slot given back anywhere is noted too).
+/// max_waiting: a queue holding max_waiting refuses a request only when its client already
+/// has its share of them (fair_queue::share_of), so one client's flood never refuses
+/// another client's first request; a client at its own max_waiting is refused everywhere.
+///
 /// Sans-io: no timers or sockets; time is an argument. The caller owns the waiters and
 /// must `cancel()` any waiter that has not departed before destroying it.
 ///
@@ -58,7 +74,7 @@ class gate {
 public:
     enum class waiter_state : std::uint8_t { idle, queued, awaiting_groups, holding_slot, departed };
 
-    class waiter : public boost::intrusive::list_base_hook<> {
+    class waiter : public fair_queue::node {
     public:
         waiter_state state() const { return state_; }
         /// When this waiter should call advance() again; max() = only when woken.
@@ -77,15 +93,18 @@ public:
     ~gate();
 
     /// A request that would not wait at all departs at once, without parking: nothing is
-    /// parked ahead of it, a slot and a token are free, the host is not paused (and in
-    /// observe-only mode, always). False: park it with enqueue().
-    bool try_depart(clock::time_point now);
+    /// parked ahead of it, a slot and a token are free, the host is not paused, its client
+    /// (null: none) is under its max_in_flight (and in observe-only mode, always). False:
+    /// park it with enqueue().
+    bool try_depart(clock::time_point now, client_account* client = nullptr);
     /// Whether try_depart() would succeed at `now` (an enforcing gate), changing nothing.
     bool would_depart(clock::time_point now) const;
 
-    /// Parks `w` at the back of the queue; false (and `w` untouched) when the queue is full.
+    enum class queued : std::uint8_t { yes, host_full, client_full };
+    /// Parks `w` (of `w.client`) at the back of the queue, or says why not (`w` untouched):
+    /// the host's queue is full (see Clients), or its client's max_waiting is reached.
     /// With `needs_groups`, `w` stops in the group line after its slot (see above).
-    bool enqueue(waiter& w, bool needs_groups = false);
+    queued enqueue(waiter& w, bool needs_groups = false);
 
     /// `w` (in the group line) holds its group slots: it joins the token line. Call
     /// advance() afterwards.
@@ -95,8 +114,8 @@ public:
     /// held one. Call advance() afterwards: the freed slot may admit the next waiter.
     void cancel(waiter& w);
 
-    /// A departed request finished: its slot is free. Call advance() afterwards.
-    void release();
+    /// A departed request (of `client`) finished: its slot is free. Call advance() afterwards.
+    void release(client_account* client = nullptr);
 
     /// Grants slots and tokens in FIFO order. Appends to `woken` every waiter that departed
     /// or whose wake_at changed; the caller wakes them.
@@ -113,13 +132,32 @@ public:
     void for_each_waiter(F&& f) {
         for (auto& w : token_line_) f(w);
         for (auto& w : group_line_) f(w);
-        for (auto& w : slot_queue_) f(w);
+        slot_queue_.for_each([&f](fair_queue::node& n) { f(static_cast<waiter&>(n)); });
     }
+    /// The slot queue's lanes: f(client, waiting, set_aside).
+    template <class F>
+    void for_each_lane(F&& f) const {
+        slot_queue_.for_each_lane(f);
+    }
+
+    /// What happened to clients' caps since the last call: `capped`, clients whose lanes
+    /// were set aside at their max_in_flight (the gate must run again once each may hold
+    /// a slot); `freed`, clients that were at their max_in_flight and gave a slot back
+    /// (gates that set their lanes aside may go on). Empty unless clients have caps met.
+    struct client_news {
+        std::vector<client_account*> capped;
+        std::vector<client_account*> freed;
+        bool empty() const { return capped.empty() && freed.empty(); }
+    };
+    bool has_client_news() const { return !news_.empty(); }
+    void take_client_news(client_news& out);
 
     std::size_t limit() const { return limits_.concurrency; }
     const gate_limits& limits() const { return limits_; }
     std::size_t in_flight() const { return in_flight_; }
     std::size_t waiting() const { return slot_queue_.size() + group_line_.size() + token_line_.size(); }
+    /// Requests waiting for a slot (the slot queue alone).
+    std::size_t queued_for_slot() const { return slot_queue_.size(); }
     /// Nothing in flight, nothing parked, bucket full: forgetting this gate changes nothing.
     bool idle(clock::time_point now) const;
 
@@ -130,6 +168,8 @@ private:
     /// have not departed go back to the front of the queue.
     void take_back(bool paused, std::vector<waiter*>& woken);
     void advance_observing(clock::time_point now, std::vector<waiter*>& woken);
+    /// `client` (null: none) gives back its slot; noted when it was at its cap.
+    void unhold(client_account* client);
 
     using waiter_list = boost::intrusive::list<waiter>;
 
@@ -138,9 +178,10 @@ private:
     std::size_t in_flight_ = 0;
     clock::time_point paused_until_{};
     std::uint64_t would_have_waited_ = 0;
-    waiter_list slot_queue_;
+    fair_queue slot_queue_;
     waiter_list group_line_;  ///< holding a slot, taking group slots
     waiter_list token_line_;
+    client_news news_;
 };
 
 }  // namespace politeproxy

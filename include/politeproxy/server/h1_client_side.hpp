@@ -14,15 +14,18 @@
 
 namespace politeproxy {
 
+class client_state;
+
 /// Forwards one request whose header has been read and judged at the entry to `target`
 /// (an absolute-form request's, or an intercepted TLS connection's origin) through the
 /// exchange (forward_to_origin). Answers the client exactly once, with the origin's
 /// response or one of the proxy's own answers. True: the client connection may carry
 /// another request. `cfg` is the config the session read this request under (it outlives
 /// the call); `verdict` is check_request_head's (not a refusal): the body is read and
-/// forwarded as it says.
+/// forwarded as it says. `client`: whose request (clients:; null: nobody's).
 task<bool> forward_request(proxy_context& ctx, const config& cfg, timed_socket& client,
                            boost::beast::flat_buffer& buffer, request_header_parser& header,
-                           const request_verdict& verdict, const origin_target& target);
+                           const request_verdict& verdict, const origin_target& target,
+                           std::shared_ptr<client_state> who);
 
 }  // namespace politeproxy

@@ -20,6 +20,7 @@ inline constexpr std::string_view h2_preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n
 struct intercepted_origin {
     connect_target target;  ///< the CONNECT's
     std::string name_key;   ///< the key of the name the client asked for (SNI, else the CONNECT host)
+    std::string client;     ///< the CONNECT's client (clients:), whose its requests are unless they say
 };
 
 /// Serves a client connection that speaks HTTP/2: h2c with prior knowledge on the plain

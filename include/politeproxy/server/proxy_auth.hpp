@@ -8,6 +8,7 @@
 #include "politeproxy/base/executor.hpp"
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace politeproxy {
@@ -37,7 +38,9 @@ using auth_refusal = refusal;
 /// Nothing when `credentials` are not required or name a user with the right password
 /// (then the request counts under its user when metrics.per_user is on).
 /// `client` (the peer's address) takes its turn with other clients' for new credentials.
+/// `user`, when given, gets the accepted user's name.
 task<std::optional<auth_refusal>> refuse_credentials(proxy_context& ctx, const config& cfg,
-                                                     proxy_credentials credentials, std::string client);
+                                                     proxy_credentials credentials, std::string client,
+                                                     std::string* user = nullptr);
 
 }  // namespace politeproxy
