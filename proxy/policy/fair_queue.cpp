@@ -115,15 +115,10 @@ void fair_queue::set_aside_next() {
     aside_.push_back(l);
 }
 
-void fair_queue::bring_back(bool all) {
-    for (auto it = aside_.begin(); it != aside_.end();) {
-        lane& l = *it;
-        const client_account* head = l.waiters.front().client;
-        if (!all && head && !head->may_hold()) {
-            ++it;
-            continue;
-        }
-        it = aside_.erase(it);
+void fair_queue::bring_back() {
+    while (!aside_.empty()) {
+        lane& l = aside_.front();
+        aside_.pop_front();
         l.where = place::ring;
         ring_.push_back(l);
     }

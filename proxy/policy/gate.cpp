@@ -186,7 +186,7 @@ void gate::advance_observing(clock::time_point now, std::vector<waiter*>& woken)
             go(w);
         }
     }
-    slot_queue_.bring_back(true);
+    slot_queue_.bring_back();
     while (fair_queue::node* next = slot_queue_.next()) {
         waiter& w = static_cast<waiter&>(*next);
         slot_queue_.pop_next();

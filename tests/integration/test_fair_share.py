@@ -319,9 +319,11 @@ def two_crawlers(t, share="fair", parked=2000, b_requests=20, b_interval=1.0, se
         out["b_max"] = max(known) if known else None
         out["b_client_waits"] = [r.elapsed - service for r in b if r.elapsed is not None]
 
-        # The origin's view of B's window: whole service times from B's first send.
+        # The origin's view of B's window: whole service times from B's first send. A
+        # keeps its connections until the window is over (its close would idle the host).
         window = round(b_requests * b_interval / service) * service
         out["window"] = (t0, window)
+        time.sleep(max(0.0, t0 + window + 0.05 - time.monotonic()))
         st = origin.host(host)
         out["peak"] = st["peak"]
         ended = [r for r in st["requests"]

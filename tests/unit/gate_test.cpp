@@ -28,7 +28,7 @@ struct driver {
 
     gate::waiter& arrive() {
         auto& w = waiters.emplace_back();
-        REQUIRE(g.enqueue(w));
+        REQUIRE(g.enqueue(w) == gate::queued::yes);
         step();
         return w;
     }
@@ -166,11 +166,11 @@ TEST_CASE("max_waiting bounds the parked requests") {
     gate g(limits(1, 1000, 1000, 2), clock::time_point{});
     std::vector<gate::waiter*> woken;
     gate::waiter a, b, c, e;
-    REQUIRE(g.enqueue(a));
+    REQUIRE(g.enqueue(a) == gate::queued::yes);
     g.advance({}, woken);
-    CHECK(g.enqueue(b));
-    CHECK(g.enqueue(c));
-    CHECK_FALSE(g.enqueue(e));
+    CHECK(g.enqueue(b) == gate::queued::yes);
+    CHECK(g.enqueue(c) == gate::queued::yes);
+    CHECK(g.enqueue(e) == gate::queued::host_full);
     CHECK(e.state() == state::idle);
     g.cancel(b);
     g.cancel(c);

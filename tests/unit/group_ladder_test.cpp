@@ -74,8 +74,8 @@ TEST_CASE("group ladder: parked at one level it holds only the levels before it"
 TEST_CASE("gate with groups: the slot, then the groups (woken for them), then the token") {
     gate g({2, 1.0, 1.0, 100}, clock::time_point{});
     gate::waiter a, b;
-    REQUIRE(g.enqueue(a, true));
-    REQUIRE(g.enqueue(b, true));
+    REQUIRE(g.enqueue(a, true) == gate::queued::yes);
+    REQUIRE(g.enqueue(b, true) == gate::queued::yes);
     std::vector<gate::waiter*> woken;
     g.advance(clock::time_point{}, woken);
     CHECK(a.state() == gate::waiter_state::awaiting_groups);
@@ -108,8 +108,8 @@ TEST_CASE("gate with groups: a paused host takes no group slots and gives back t
     const clock::time_point t0{};
     gate g({2, 1.0, 1.0, 100}, t0);
     gate::waiter a, b;
-    REQUIRE(g.enqueue(a, true));
-    REQUIRE(g.enqueue(b, true));
+    REQUIRE(g.enqueue(a, true) == gate::queued::yes);
+    REQUIRE(g.enqueue(b, true) == gate::queued::yes);
     std::vector<gate::waiter*> woken;
     g.advance(t0, woken);
     g.groups_granted(a);  // a holds its group slots, waits for the token line
@@ -170,7 +170,7 @@ struct world {
         request& r = requests.emplace_back();
         r.host = h;
         r.ladder.set_levels(domain_of[h], ip_of[h]);
-        REQUIRE(hosts[h]->enqueue(r, !r.ladder.empty()));
+        REQUIRE(hosts[h]->enqueue(r, !r.ladder.empty()) == gate::queued::yes);
         advance(h);
         return r;
     }

@@ -30,8 +30,8 @@ namespace politeproxy {
 /// (clients.weights, read again at each of its turns: a reload applies from then). A
 /// lane's request taken back (the host lowered its limit) goes to the head of its lane,
 /// its lane first in the ring, the credit refunded. A lane whose client is at its
-/// clients.max_in_flight is set aside (out of the ring, keeping its credit) until its
-/// client may hold a slot again (`bring_back`). An emptied lane leaves the ring and loses
+/// clients.max_in_flight is set aside (out of the ring, keeping its credit) until the
+/// gate's next turn (`bring_back`). An emptied lane leaves the ring and loses
 /// its credit (DRR: no banking while idle); its memory is kept for reuse, up to as many
 /// idle lanes as busy ones (and at least 16).
 ///
@@ -72,9 +72,10 @@ public:
     void pop_next();
     /// next()'s lane waits for its client's cap: out of the ring (see bring_back).
     void set_aside_next();
-    /// Lanes set aside whose head's client may hold a slot again rejoin the ring
-    /// (`all`: every one, whatever its client's count).
-    void bring_back(bool all = false);
+    /// Lanes set aside rejoin the back of the ring, for their clients' caps to be tried
+    /// again (a lane whose client is still at its cap is set aside again, and its gate
+    /// says so again: that is what keeps it registered for the client's next free slot).
+    void bring_back();
     void erase(node& n);
 
     std::size_t size() const { return size_; }
