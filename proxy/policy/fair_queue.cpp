@@ -20,13 +20,15 @@ fair_queue::~fair_queue() {
 }
 
 fair_queue::lane& fair_queue::lane_of(client_account* key) {
+    if (last_ && last_->key == key) return *last_;
     auto [it, added] = lanes_.try_emplace(key);
     if (added) {
         it->second = std::make_unique<lane>();
         it->second->key = key;
         idle_.push_back(*it->second);
     }
-    return *it->second;
+    last_ = it->second.get();
+    return *last_;
 }
 
 void fair_queue::join_ring(lane& l, bool first, unsigned credit) {
@@ -53,11 +55,12 @@ void fair_queue::leave(lane& l) {
     while (idle_.size() > std::max(min_idle_lanes, busy_)) {
         lane& old = idle_.front();
         idle_.pop_front();
+        if (&old == last_) last_ = nullptr;
         lanes_.erase(old.key);
     }
 }
 
-void fair_queue::push_back(node& n) {
+void fair_queue::push_back_slow(node& n) {
     lane& l = lane_of(fair_ ? n.client : nullptr);
     l.waiters.push_back(n);
     n.lane_ = &l;
@@ -81,29 +84,15 @@ void fair_queue::push_front(node& n) {
     }
 }
 
-fair_queue::node* fair_queue::next() const {
-    if (ring_.empty()) return nullptr;
-    return const_cast<node*>(&ring_.front().waiters.front());
-}
-
-void fair_queue::pop_next() {
-    assert(!ring_.empty());
-    lane& l = ring_.front();
-    node& n = l.waiters.front();
-    l.waiters.pop_front();
-    n.lane_ = nullptr;
-    --size_;
+void fair_queue::turn_over(lane& l) {
     if (l.waiters.empty()) return leave(l);
-    if (l.credit > 1) {
-        --l.credit;
-        return;
-    }
     // Its turn is over: to the back, with its next turn's credit (its weight now).
-    ring_.pop_front();
     const unsigned weight = weight_of(l.key);
     weights_ = weights_ - l.weight + weight;
     l.weight = weight;
     l.credit = weight;
+    if (&ring_.back() == &l) return;  // alone in the ring: its own next turn
+    ring_.pop_front();
     ring_.push_back(l);
 }
 
@@ -115,7 +104,7 @@ void fair_queue::set_aside_next() {
     aside_.push_back(l);
 }
 
-void fair_queue::bring_back() {
+void fair_queue::bring_back_all() {
     while (!aside_.empty()) {
         lane& l = aside_.front();
         aside_.pop_front();

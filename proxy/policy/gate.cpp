@@ -49,10 +49,6 @@ gate::queued gate::enqueue(waiter& w, bool needs_groups) {
     return queued::yes;
 }
 
-void gate::unhold(client_account* client) {
-    if (client && client->unhold()) news_.freed.push_back(client);
-}
-
 void gate::cancel(waiter& w) {
     switch (w.state_) {
     case waiter_state::queued:
@@ -121,14 +117,13 @@ void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
             }
             break;
         }
-        if (w.client && !w.client->try_hold()) {
+        if (w.client && !w.client->try_take_slot()) {
             // Its client is at max_in_flight: the slot goes to the next client's turn.
             slot_queue_.set_aside_next();
             news_.capped.push_back(w.client);
             continue;
         }
         slot_queue_.pop_next();
-        if (w.client) w.client->stop_waiting();
         if (w.needs_groups_) {
             w.state_ = waiter_state::awaiting_groups;
             w.wake_at_ = clock::time_point::max();

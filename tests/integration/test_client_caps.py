@@ -171,8 +171,19 @@ def part_c(t, origin):
         t_other = time.monotonic()
         other = [clients.get("http://%s:%d/o?c=other&delay=0.3&i=%d" % (hosts[0], origin.port, i), "other",
                              {"X-Crawler": "other"}, timeout=60) for i in range(4)]
-        other_r = [f.result(60) for f in other]
-        greedy_r = [f.result(60) for f in greedy]
+        # 16 x 0.3 s at 2 at a time is 2.4 s: give it 10 s, then say where it is stuck
+        H.wait_until(lambda: all(f.done() for f in greedy + other), 10, 0.1)
+        stuck = [f for f in greedy + other if not f.done()]
+        if stuck:
+            m = proxy.metrics()
+            H.check(False, "%d of greedy's and other's requests still unanswered after 10 s (%d of greedy's);"
+                    " origin counts %s; client_in_flight %s, client_waiting %s; /hosts clients %s"
+                    % (len(stuck), sum(1 for f in greedy if not f.done()),
+                       {h: origin.host(h)["count"] for h in hosts},
+                       H.mseries(m, "politeproxy_client_in_flight"), H.mseries(m, "politeproxy_client_waiting"),
+                       {k: v.get("clients") for k, v in proxy.hosts().items()}))
+        other_r = [f.result(1) for f in other]
+        greedy_r = [f.result(1) for f in greedy]
     finally:
         clients.stop()
         proxy.stop()

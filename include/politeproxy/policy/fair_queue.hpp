@@ -62,20 +62,45 @@ public:
     void set_fair(bool fair) { fair_ = fair; }
     bool fair() const { return fair_; }
 
-    void push_back(node& n);
+    void push_back(node& n) {
+        lane* l = last_;
+        if (!l || l->key != (fair_ ? n.client : nullptr) || l->where != place::ring) return push_back_slow(n);
+        l->waiters.push_back(n);  // the common case: its client's lane is waiting already
+        n.lane_ = l;
+        ++size_;
+    }
     /// `n` (served a moment ago) goes back to the head of its lane, whose turn is next.
     void push_front(node& n);
     /// Whose turn it is: the head of the ring's first lane; null when every waiting lane
     /// is set aside, or none waits.
-    node* next() const;
+    node* next() { return ring_.empty() ? nullptr : &ring_.front().waiters.front(); }
     /// Takes next() out, charging its lane.
-    void pop_next();
+    void pop_next() {
+        lane& l = ring_.front();
+        node& n = l.waiters.front();
+        l.waiters.pop_front();
+        n.lane_ = nullptr;
+        --size_;
+        if (!l.waiters.empty()) {
+            if (l.credit > 1) {
+                --l.credit;
+                return;
+            }
+            if (&ring_.back() == &l) {  // alone in the ring: its next turn at once
+                l.credit = l.weight;
+                return;
+            }
+        }
+        turn_over(l);
+    }
     /// next()'s lane waits for its client's cap: out of the ring (see bring_back).
     void set_aside_next();
     /// Lanes set aside rejoin the back of the ring, for their clients' caps to be tried
     /// again (a lane whose client is still at its cap is set aside again, and its gate
     /// says so again: that is what keeps it registered for the client's next free slot).
-    void bring_back();
+    void bring_back() {
+        if (!aside_.empty()) bring_back_all();
+    }
     void erase(node& n);
 
     std::size_t size() const { return size_; }
@@ -111,6 +136,10 @@ private:
     using lane_list = boost::intrusive::list<lane>;
 
     lane& lane_of(client_account* key);
+    void push_back_slow(node& n);
+    /// `l` (the ring's first) was served its last credit, or emptied.
+    void turn_over(lane& l);
+    void bring_back_all();
     void join_ring(lane& l, bool first, unsigned credit);
     void leave(lane& l);
     static unsigned weight_of(const client_account* key) { return key ? key->weight() : 1; }
@@ -120,6 +149,7 @@ private:
     std::size_t weights_ = 0;  ///< of the lanes in the ring or set aside
     std::size_t busy_ = 0;     ///< lanes in the ring or set aside
     std::unordered_map<client_account*, std::unique_ptr<lane>> lanes_;
+    lane* last_ = nullptr;  ///< the lane last looked up (most gates see one client at a time)
     lane_list ring_;
     lane_list aside_;
     lane_list idle_;

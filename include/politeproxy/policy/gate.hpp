@@ -169,7 +169,9 @@ private:
     void take_back(bool paused, std::vector<waiter*>& woken);
     void advance_observing(clock::time_point now, std::vector<waiter*>& woken);
     /// `client` (null: none) gives back its slot; noted when it was at its cap.
-    void unhold(client_account* client);
+    void unhold(client_account* client) {
+        if (client && client->unhold()) news_.freed.push_back(client);
+    }
 
     using waiter_list = boost::intrusive::list<waiter>;
 
