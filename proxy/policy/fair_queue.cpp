@@ -26,6 +26,7 @@ fair_queue::lane& fair_queue::lane_of(client_account* key) {
         it->second = std::make_unique<lane>();
         it->second->key = key;
         idle_.push_back(*it->second);
+        ++idle_count_;
     }
     last_ = it->second.get();
     return *last_;
@@ -33,6 +34,7 @@ fair_queue::lane& fair_queue::lane_of(client_account* key) {
 
 void fair_queue::join_ring(lane& l, bool first, unsigned credit) {
     idle_.erase(idle_.iterator_to(l));
+    --idle_count_;
     l.where = place::ring;
     l.weight = weight_of(l.key);
     l.credit = credit;
@@ -51,10 +53,12 @@ void fair_queue::leave(lane& l) {
     l.where = place::idle;
     l.credit = 0;
     idle_.push_back(l);
+    ++idle_count_;
     // Keep as many idle lanes as busy ones for reuse, the oldest go.
-    while (idle_.size() > std::max(min_idle_lanes, busy_)) {
+    while (idle_count_ > std::max(min_idle_lanes, busy_)) {
         lane& old = idle_.front();
         idle_.pop_front();
+        --idle_count_;
         if (&old == last_) last_ = nullptr;
         lanes_.erase(old.key);
     }

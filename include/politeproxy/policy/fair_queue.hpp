@@ -77,9 +77,7 @@ public:
     /// Takes next() out, charging its lane.
     void pop_next() {
         lane& l = ring_.front();
-        node& n = l.waiters.front();
-        l.waiters.pop_front();
-        n.lane_ = nullptr;
+        l.waiters.pop_front();  // its lane_ is read only while it is queued
         --size_;
         if (!l.waiters.empty()) {
             if (l.credit > 1) {
@@ -133,7 +131,7 @@ private:
         unsigned weight = 1;  ///< as counted in weights_
         place where = place::idle;
     };
-    using lane_list = boost::intrusive::list<lane>;
+    using lane_list = boost::intrusive::list<lane, boost::intrusive::constant_time_size<false>>;
 
     lane& lane_of(client_account* key);
     void push_back_slow(node& n);
@@ -148,6 +146,7 @@ private:
     std::size_t size_ = 0;
     std::size_t weights_ = 0;  ///< of the lanes in the ring or set aside
     std::size_t busy_ = 0;     ///< lanes in the ring or set aside
+    std::size_t idle_count_ = 0;  ///< lanes in idle_
     std::unordered_map<client_account*, std::unique_ptr<lane>> lanes_;
     lane* last_ = nullptr;  ///< the lane last looked up (most gates see one client at a time)
     lane_list ring_;
