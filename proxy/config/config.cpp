@@ -124,6 +124,16 @@ std::string describe(const config& c, std::chrono::sys_days today) {
     if (c.admin.tokens)
         out << "# admin: token_file " << c.admin.token_file << " (" << c.admin.tokens->size() << " tokens)\n";
     if (!c.admin.state_file.empty()) out << "# admin: state_file " << c.admin.state_file << "\n";
+    if (c.clients) {
+        constexpr const char* ways[] = {"user", "address", "header:"};
+        out << "# clients: identify_by=" << ways[static_cast<int>(c.clients->identify_by)] << c.clients->header
+            << " share=" << (c.clients->fair ? "fair" : "fifo") << " max_waiting=" << c.clients->max_waiting
+            << " max_in_flight=" << c.clients->max_in_flight << " weights=";
+        if (c.clients->weights.empty()) out << "{}";
+        for (std::size_t i = 0; i < c.clients->weights.size(); ++i)
+            out << (i ? "," : "") << c.clients->weights[i].first << ":" << c.clients->weights[i].second;
+        out << "\n";
+    }
     for (const auto& p : c.parents)
         out << "# parent " << p.name << ": http://" << p.authority() << (p.authorization.empty() ? "" : " (with credentials)")
             << " max_connections=" << p.max_connections << " weight=" << p.weight
