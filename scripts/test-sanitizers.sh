@@ -52,8 +52,10 @@ for i in "${!kinds[@]}"; do
   # Sanitized binaries run slower: the per-test limits of ctest (tests/integration's
   # CMakeLists.txt) and of the harness stretch by the same factor.
   # Tests labelled `external` check the proxy against other programs (Chromium, Prometheus,
-  # the client recipes, the container files): they run in the plain build only.
-  if ! POLITEPROXY_SLOW=3 ctest --test-dir "$dir" --output-on-failure --timeout 180 -LE external -j2; then status=1; fi
+  # the client recipes, the container files): they run in the plain build only; so do
+  # tests labelled `long` (minutes of timed load: the fair-share figures), whose logic the
+  # sanitized unit tests cover (fair_share_test, host_gates_clients_test).
+  if ! POLITEPROXY_SLOW=3 ctest --test-dir "$dir" --output-on-failure --timeout 180 -LE "external|long" -j2; then status=1; fi
   if compgen -G "$logs/*" >/dev/null; then
     echo "== $kind: sanitizer reports ==" >&2
     for f in "$logs"/*; do echo "--- $f" >&2; head -60 "$f" >&2; done

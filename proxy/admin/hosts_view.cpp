@@ -131,8 +131,9 @@ std::string render_clients_json(const host_gates& gates) {
         return a.in_flight + a.waiting != b.in_flight + b.waiting ? a.in_flight + a.waiting > b.in_flight + b.waiting
                                                                   : a.key < b.key;
     });
+    const std::size_t shown = std::min(clients.size(), max_clients_listed);
     std::string out = "{\"clients\": [";
-    for (std::size_t i = 0; i < clients.size(); ++i) {
+    for (std::size_t i = 0; i < shown; ++i) {
         const auto& c = clients[i];
         out += i ? ",\n  {\"client\": " : "\n  {\"client\": ";
         append_json_string(out, c.key);
@@ -145,7 +146,8 @@ std::string render_clients_json(const host_gates& gates) {
         }
         out += "}}";
     }
-    out += clients.empty() ? "]}\n" : "\n]}\n";
+    out += shown == 0 ? "]" : "\n]";
+    out += ", \"more\": " + std::to_string(clients.size() - shown) + "}\n";
     return out;
 }
 

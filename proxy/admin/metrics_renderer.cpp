@@ -17,7 +17,7 @@
 namespace politeproxy {
 namespace {
 
-prometheus::MetricFamily host_family(const char* name, const char* help, prometheus::MetricType type) {
+prometheus::MetricFamily metric_family(const char* name, const char* help, prometheus::MetricType type) {
     prometheus::MetricFamily f;
     f.name = std::string(metric_prefix) + name;
     f.help = help;
@@ -38,10 +38,10 @@ void add_parent_families(const parent_set& parents, std::vector<prometheus::Metr
     using prometheus::MetricType;
     const auto all = parents.parents();
     if (all.empty()) return;
-    auto up = host_family("parent_up", "1 while the parent proxy is up (not marked down)", MetricType::Gauge);
-    auto busy = host_family("parent_connections", "Requests and tunnels the parent proxy carries now", MetricType::Gauge);
-    auto requests = host_family("parent_requests_total", "Requests through the parent proxy by outcome", MetricType::Counter);
-    auto connect = host_family("parent_connect_seconds", "Time to connect to the parent proxy", MetricType::Histogram);
+    auto up = metric_family("parent_up", "1 while the parent proxy is up (not marked down)", MetricType::Gauge);
+    auto busy = metric_family("parent_connections", "Requests and tunnels the parent proxy carries now", MetricType::Gauge);
+    auto requests = metric_family("parent_requests_total", "Requests through the parent proxy by outcome", MetricType::Counter);
+    auto connect = metric_family("parent_connect_seconds", "Time to connect to the parent proxy", MetricType::Histogram);
     for (const auto& p : all) {
         add_sample(up, {{"parent", p->name()}}, p->up() ? 1 : 0);
         add_sample(busy, {{"parent", p->name()}}, static_cast<double>(p->busy()));
@@ -76,26 +76,26 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
                     m.gauge.value += static_cast<double>(idle_origin_connections);
     const auto cfg = gates.current_config();
 
-    auto in_flight = host_family("host_in_flight", "Requests in flight to the host", MetricType::Gauge);
-    auto waiting = host_family("host_waiting", "Requests parked for the host", MetricType::Gauge);
-    auto limit = host_family("host_concurrency_limit", "The host's current concurrency limit", MetricType::Gauge);
-    auto rate = host_family("host_rate_limit", "The host's token refill rate (tokens per second)", MetricType::Gauge);
-    auto rate_from = host_family("host_rate_source",
+    auto in_flight = metric_family("host_in_flight", "Requests in flight to the host", MetricType::Gauge);
+    auto waiting = metric_family("host_waiting", "Requests parked for the host", MetricType::Gauge);
+    auto limit = metric_family("host_concurrency_limit", "The host's current concurrency limit", MetricType::Gauge);
+    auto rate = metric_family("host_rate_limit", "The host's token refill rate (tokens per second)", MetricType::Gauge);
+    auto rate_from = metric_family("host_rate_source",
                                  "1 for where the host's rate comes from: config, adaptive (health or the fleet's share) "
                                  "or robots (its robots.txt Crawl-delay)",
                                  MetricType::Gauge);
-    auto ceiling = host_family("host_stream_ceiling",
+    auto ceiling = metric_family("host_stream_ceiling",
                                "The host's HTTP/2 origin's SETTINGS_MAX_CONCURRENT_STREAMS, a cap on its limit",
                                MetricType::Gauge);
-    auto requests = host_family("requests_total", "Requests by host and outcome", MetricType::Counter);
-    auto paused = host_family("host_paused_seconds", "Seconds until the host's pause (Retry-After or backoff) ends",
+    auto requests = metric_family("requests_total", "Requests by host and outcome", MetricType::Counter);
+    auto paused = metric_family("host_paused_seconds", "Seconds until the host's pause (Retry-After or backoff) ends",
                               MetricType::Gauge);
-    auto changes = host_family("limit_changes_total", "Adaptive concurrency limit changes by host and direction",
+    auto changes = metric_family("limit_changes_total", "Adaptive concurrency limit changes by host and direction",
                                MetricType::Counter);
-    auto would_wait = host_family("would_have_waited_total",
+    auto would_wait = metric_family("would_have_waited_total",
                                   "Requests forwarded at once in observe-only mode that the limits would have parked",
                                   MetricType::Counter);
-    auto fleet_in_flight = host_family("host_fleet_in_flight",
+    auto fleet_in_flight = metric_family("host_fleet_in_flight",
                                        "Leases the host holds across the fleet, at the store's last answer",
                                        MetricType::Gauge);
     constexpr const char* directions[limit_change_count] = {"up", "down", "collapse"};
@@ -127,10 +127,10 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
         if (picked.named[i]) add_host(hosts[i], true);
     if (picked.has_other) add_host(picked.other, false);
 
-    auto tracked = host_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
+    auto tracked = metric_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
     add_sample(tracked, {}, static_cast<double>(hosts.size()));
 
-    auto overrides = host_family("host_override_info", "Active overrides (registry and control API) and their reasons",
+    auto overrides = metric_family("host_override_info", "Active overrides (registry and control API) and their reasons",
                                  MetricType::Gauge);
     const auto today = utc_today();
     for (const auto& o : cfg->hosts)
@@ -141,11 +141,11 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
         add_sample(overrides, {{"host", api_overrides[i]->key}, {"reason", api_overrides[i]->reason}, {"source", "api"}}, 1);
 
     // Clients (clients:), capped by metrics.max_client_series like hosts.
-    auto client_waiting = host_family("client_waiting", "The client's requests waiting for a slot, all hosts",
+    auto client_waiting = metric_family("client_waiting", "The client's requests waiting for a slot, all hosts",
                                       MetricType::Gauge);
-    auto client_in_flight = host_family("client_in_flight",
+    auto client_in_flight = metric_family("client_in_flight",
                                         "The client's requests holding a slot (at origins), all hosts", MetricType::Gauge);
-    auto client_requests = host_family("client_requests_total", "Requests by client and outcome", MetricType::Counter);
+    auto client_requests = metric_family("client_requests_total", "Requests by client and outcome", MetricType::Counter);
     if (cfg->clients) {
         client_series_.begin_scrape();
         const auto clients = gates.clients().snapshot();

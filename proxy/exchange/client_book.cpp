@@ -7,25 +7,20 @@ namespace politeproxy {
 bool client_state::await_slot(const std::shared_ptr<host_entry>& host) {
     {
         std::lock_guard lock(mutex_);
-        std::erase_if(waiting_hosts_, [](const std::weak_ptr<host_entry>& h) { return h.expired(); });
-        const bool known = std::any_of(waiting_hosts_.begin(), waiting_hosts_.end(),
-                                       [&](const std::weak_ptr<host_entry>& h) { return h.lock() == host; });
-        if (!known) waiting_hosts_.push_back(host);
+        if (registered_.insert(host).second) waiting_hosts_.push_back(host);
     }
     return may_hold();
 }
 
-std::vector<std::shared_ptr<host_entry>> client_state::take_waiting_hosts() {
-    std::vector<std::weak_ptr<host_entry>> taken;
-    {
-        std::lock_guard lock(mutex_);
-        taken.swap(waiting_hosts_);
+std::shared_ptr<host_entry> client_state::next_waiting_host() {
+    std::lock_guard lock(mutex_);
+    while (!waiting_hosts_.empty()) {
+        std::weak_ptr<host_entry> first = std::move(waiting_hosts_.front());
+        waiting_hosts_.pop_front();
+        registered_.erase(first);
+        if (auto host = first.lock()) return host;  // else forgotten meanwhile
     }
-    std::vector<std::shared_ptr<host_entry>> out;
-    out.reserve(taken.size());
-    for (auto& h : taken)
-        if (auto host = h.lock()) out.push_back(std::move(host));
-    return out;
+    return nullptr;
 }
 
 client_counts& client_counts::operator+=(const client_counts& o) {
@@ -40,35 +35,48 @@ void client_book::set_config(const std::optional<clients_config>& clients) {
     for (auto& [name, c] : clients_) c->set_limits(config_->weight_of(name), config_->max_waiting, config_->max_in_flight);
 }
 
+template <class Forget>
+std::size_t client_book::forget_idle_locked(Forget&& forget, const evicted_fn& on_evicted) {
+    std::size_t forgotten = 0;
+    for (auto it = clients_.begin(); it != clients_.end();) {
+        const client_state& c = *it->second;
+        // use_count 1: no request holds it (a parked or departed one would).
+        if (it->second.use_count() == 1 && c.waiting() == 0 && c.in_flight() == 0 && forget(c)) {
+            if (on_evicted) on_evicted(it->first, client_counts{c.outcomes()});
+            it = clients_.erase(it);
+            ++forgotten;
+        } else {
+            ++it;
+        }
+    }
+    return forgotten;
+}
+
 std::shared_ptr<client_state> client_book::find(std::string_view name, clock::time_point now) {
     if (name.empty()) name = anonymous_client;
     std::lock_guard lock(mutex_);
     if (!config_) return nullptr;
-    auto it = clients_.find(std::string(name));
-    if (it == clients_.end())
-        it = clients_
-                 .emplace(std::string(name), std::make_shared<client_state>(std::string(name), config_->weight_of(name),
-                                                                            config_->max_waiting, config_->max_in_flight))
-                 .first;
+    auto it = clients_.find(name);
+    if (it == clients_.end()) {
+        if (clients_.size() >= max_clients &&
+            forget_idle_locked([](const client_state&) { return true; }, last_evicted_) == 0)
+            name = anonymous_client;  // every one of them busy: no room for another name
+        it = clients_.find(name);
+        if (it == clients_.end())
+            it = clients_
+                     .emplace(std::string(name),
+                              std::make_shared<client_state>(std::string(name), config_->weight_of(name),
+                                                             config_->max_waiting, config_->max_in_flight))
+                     .first;
+    }
     it->second->touch(now);
     return it->second;
 }
 
 std::size_t client_book::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
     std::lock_guard lock(mutex_);
-    std::size_t evicted = 0;
-    for (auto it = clients_.begin(); it != clients_.end();) {
-        const client_state& c = *it->second;
-        // use_count 1: no request holds it (a parked or departed one would).
-        if (it->second.use_count() == 1 && c.waiting() == 0 && c.in_flight() == 0 && now - c.last_used() >= idle_for) {
-            if (on_evicted) on_evicted(it->first, client_counts{c.outcomes()});
-            it = clients_.erase(it);
-            ++evicted;
-        } else {
-            ++it;
-        }
-    }
-    return evicted;
+    last_evicted_ = on_evicted;
+    return forget_idle_locked([&](const client_state& c) { return now - c.last_used() >= idle_for; }, on_evicted);
 }
 
 std::vector<client_snapshot> client_book::snapshot() const {

@@ -64,7 +64,8 @@ void host_gates::leave_groups(group_ladder& ladder, group_gate::waiter& node) {
 }
 
 permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const std::string& address,
-                                         clock::time_point now, const std::shared_ptr<client_state>& client) {
+                                         clock::time_point now, const std::shared_ptr<client_state>& client,
+                                         wakeups& wake) {
     if (closed_) return {};
     auto entry = find_or_create(s, key, now);
     entry->last_used = now;
@@ -88,7 +89,6 @@ permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const
     }
     if (!entry->g.try_depart(now, client.get())) {
         if (groups) {  // the client reached its cap meanwhile (on another host)
-            wakeups wake;
             std::lock_guard lock(groups_.mutex());
             group_gate::waiter not_parked;
             std::vector<group_gate::waiter*> granted;
@@ -111,8 +111,9 @@ permit host_gates::try_acquire(const std::string& key, const std::string& addres
     // refuses in acquire, and local_share departs on the local gate alone.
     if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
     shard& s = table_.of(key);
+    wakeups wake;
     std::lock_guard lock(s.mutex);
-    permit p = depart_at_once_locked(s, key, address, time_.now(), client);
+    permit p = depart_at_once_locked(s, key, address, time_.now(), client, wake);
     if (p && fleet_) {
         p.lease_ = fleet_->hold_unasserted(key);  // asserted in the store when it is back
         p.entry_->fleet.leased_unasked();

@@ -82,7 +82,7 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
         }
         if (now >= deadline) {
             std::lock_guard lock(s.mutex);
-            ++e.outcomes[static_cast<std::size_t>(outcome::rejected)];
+            count_rejected_locked(e, local.client_.get());
             co_return acquire_result{{}, errc::queue_timeout, retry_after_hint(e, now)};
         }
         if (!co_await sleep_until(time_, *w, wake_at)) co_return acquire_result{{}, errc::cancelled, {}};
@@ -111,8 +111,9 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
     permit local;
     fleet::lease_terms terms;
     {
+        wakeups wake;
         std::lock_guard lock(s.mutex);
-        local = depart_at_once_locked(s, key, address, start, client);
+        local = depart_at_once_locked(s, key, address, start, client, wake);
         if (!local) co_return acquire_result{};
         local.counted_ = false;  // a miss parks: the request is counted where it ends
         const host_entry& e = *local.entry_;

@@ -34,9 +34,9 @@ struct parked_waiter : gate::waiter, group_gate::waiter, std::enable_shared_from
 /// Each waiter is kept alive until its poke has run.
 ///
 /// Clients' caps (gate::client_news): a gate that set a client's lane aside registers with
-/// the client (client_state::await_slot) and runs again if a slot came back meanwhile; a
-/// client that gave a slot back at its cap has the gates registered with it run again,
-/// once the lock is let go (host_gates::run_again).
+/// the client (client_state::await_slot) and runs again, once the lock is let go, if a
+/// slot came back meanwhile; a client that gave a slot back at its cap has the gates
+/// registered with it run in turn until one takes the slot (host_gates::run_again).
 class wakeups {
 public:
     wakeups() = default;
@@ -50,46 +50,49 @@ public:
     }
     /// Runs the host's gate (under the caller's lock) and keeps whom it woke.
     void run_gate(host_entry& e, clock::time_point now) {
-        // A few rounds at most: each is a client's slot that came back as its lane was set
-        // aside; a registration stays for the rounds this leaves.
-        for (int round = 0; round < 4; ++round) {
-            woken_.clear();
-            e.g.advance(now, woken_);
-            for (gate::waiter* w : woken_) add(w);
-            if (!e.g.has_client_news() || !note_clients(e)) break;
-        }
+        woken_.clear();
+        e.g.advance(now, woken_);
+        for (gate::waiter* w : woken_) add(w);
+        if (e.g.has_client_news()) note_clients(e);
     }
-    /// Pokes now (for a caller that lets its locks go before this object ends).
+    /// Pokes now (for a caller that lets its locks go before this object ends); then runs
+    /// the gates clients' caps call for (each under its own lock).
     void poke() {
         for (auto& w : list_) {
             auto& timer = w->timer;
             boost::asio::post(timer.get_executor(), [w = std::move(w)] { w->timer.cancel(); });
         }
         list_.clear();
+        while (!again_.empty()) {
+            auto host = std::move(again_.back());
+            again_.pop_back();
+            run_again(*host);
+        }
         while (!freed_.empty()) {
             auto client = std::move(freed_.back());
             freed_.pop_back();
-            for (const auto& host : client->take_waiting_hosts()) run_again(*host);
+            // Its slot to the gates waiting for it, in turn, until one takes it.
+            while (client->may_hold())
+                if (auto host = client->next_waiting_host()) run_again(*host);
+                else break;
         }
     }
 
 private:
-    // True: a capped client may hold a slot after all: run the gate again.
-    bool note_clients(host_entry& e) {
-        news_.capped.clear();
-        news_.freed.clear();
-        e.g.take_client_news(news_);
-        for (client_account* c : news_.freed) freed_.push_back(static_cast<client_state*>(c)->shared_from_this());
+    void note_clients(host_entry& e) {
+        gate::client_news news;
+        e.g.take_client_news(news);
+        for (client_account* c : news.freed) freed_.push_back(static_cast<client_state*>(c)->shared_from_this());
         bool again = false;
-        for (client_account* c : news_.capped) again = static_cast<client_state*>(c)->await_slot(e.shared_from_this()) || again;
-        return again;
+        for (client_account* c : news.capped) again = static_cast<client_state*>(c)->await_slot(e.shared_from_this()) || again;
+        if (again) again_.push_back(e.shared_from_this());  // a slot came back meanwhile: once the lock is let go
     }
     static void run_again(host_entry& e);  // host_gates.cpp
 
     std::vector<std::shared_ptr<parked_waiter>> list_;
     std::vector<gate::waiter*> woken_;
-    gate::client_news news_;
     std::vector<std::shared_ptr<client_state>> freed_;
+    std::vector<std::shared_ptr<host_entry>> again_;
 };
 
 /// Waits on `w`'s timer until `at` in `time`'s time, or until a poke ends the wait early

@@ -6,7 +6,7 @@
 namespace politeproxy {
 
 namespace {
-constexpr std::size_t min_idle_lanes = 16;
+constexpr std::size_t min_idle_lanes = 4;
 }
 
 fair_queue::fair_queue() = default;

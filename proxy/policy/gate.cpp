@@ -23,25 +23,35 @@ bool gate::try_depart(clock::time_point now, client_account* client) {
         ++in_flight_;
         return true;
     }
-    if (!would_depart(now) || (client && !client->try_hold())) return false;
-    const bool token = bucket_.try_take(now);
-    assert(token);
-    (void)token;
+    if (!slot_free(now)) return false;
+    if (client) {
+        // The token is looked at first and taken last: neither the client's slot nor the
+        // token is taken for a request that does not go.
+        if (bucket_.wait_for_token(now) != clock::duration::zero() || !client->try_hold()) return false;
+        const bool token = bucket_.try_take(now);
+        assert(token);
+        (void)token;
+    } else if (!bucket_.try_take(now)) {
+        return false;
+    }
     ++in_flight_;
     return true;
 }
 
 bool gate::would_depart(clock::time_point now) const {
-    return slot_queue_.empty() && group_line_.empty() && token_line_.empty() && in_flight_ < limits_.concurrency &&
-           now >= paused_until_ && bucket_.wait_for_token(now) == clock::duration::zero();
+    return slot_free(now) && bucket_.wait_for_token(now) == clock::duration::zero();
 }
 
 gate::queued gate::enqueue(waiter& w, bool needs_groups) {
     assert(w.state_ == waiter_state::idle);
-    if (waiting() >= limits_.max_waiting &&
-        slot_queue_.waiting_of(w.client) >= slot_queue_.share_of(w.client, limits_.max_waiting))
-        return queued::host_full;
+    // The client's own cap first: a client over it is told so, whatever the host's queue.
     if (w.client && !w.client->try_wait()) return queued::client_full;
+    if (waiting() >= limits_.max_waiting &&
+        (!limits_.fair || waiting() >= 2 * limits_.max_waiting ||
+         slot_queue_.waiting_of(w.client) >= slot_queue_.share_of(w.client, limits_.max_waiting))) {
+        if (w.client) w.client->stop_waiting();
+        return queued::host_full;
+    }
     w.state_ = waiter_state::queued;
     w.needs_groups_ = needs_groups;
     w.wake_at_ = clock::time_point::max();
@@ -86,8 +96,7 @@ void gate::release(client_account* client) {
 }
 
 void gate::take_client_news(client_news& out) {
-    out.capped.insert(out.capped.end(), news_.capped.begin(), news_.capped.end());
-    out.freed.insert(out.freed.end(), news_.freed.begin(), news_.freed.end());
+    std::swap(out, news_);
     news_.capped.clear();
     news_.freed.clear();
 }

@@ -34,7 +34,9 @@ std::string client_name(const clients_config& c, const client_facts& facts) {
     case clients_config::identity::header:
         if (facts.header_fields == 1) {
             const auto value = trimmed(facts.header);
-            if (!value.empty() && value.size() <= max_name_bytes && std::all_of(value.begin(), value.end(), name_byte))
+            // "_..." is the metrics' (client="_other"): not a name a client may take.
+            if (!value.empty() && value.front() != '_' && value.size() <= max_name_bytes &&
+                std::all_of(value.begin(), value.end(), name_byte))
                 return std::string(value);
         }
         break;

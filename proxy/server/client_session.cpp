@@ -199,7 +199,7 @@ task<void> serve_requests(proxy_context& ctx, timed_socket& client, beast::flat_
         std::optional<auth_refusal> auth_refused;
         std::string user;
         if (credentials.required && head_passed && !where_refused)
-            auth_refused = co_await refuse_credentials(ctx, *cfg, credentials, peer.address().to_string(), &user);
+            auth_refused = co_await refuse_credentials(ctx, *cfg, credentials, address_text(peer.address()), &user);
         if (rec) {
             if (in_tls && !header.got_some()) co_return;  // a TLS error or close, not a request
             const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());

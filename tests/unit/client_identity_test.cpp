@@ -87,6 +87,7 @@ TEST_CASE("a request's client: its user, its address, or its header") {
     CHECK(client_name(c, {.header_fields = 1, .header = "nul\x01"}) == "anonymous");
     CHECK(client_name(c, {.header_fields = 1, .header = std::string(64, 'a')}) == std::string(64, 'a'));
     CHECK(client_name(c, {.header_fields = 1, .header = std::string(65, 'a')}) == "anonymous");
+    CHECK(client_name(c, {.header_fields = 1, .header = "_other"}) == "anonymous");  // the metrics' name
     CHECK(client_name(c, {.header_fields = 1, .header = "inner", .outer = "outer"}) == "inner");
     CHECK(client_name(c, {.header_fields = 0, .outer = "outer"}) == "outer");
 }

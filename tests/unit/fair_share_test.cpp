@@ -269,3 +269,29 @@ TEST_CASE("many clients come and go: each one's requests leave, lanes of gone cl
     for (const auto& who : h.order) ++seen[who];
     CHECK(seen.size() == 1000);
 }
+
+TEST_CASE("a full host queue: never past twice max_waiting, however many clients come") {
+    std::deque<client_account> clients;
+    for (int i = 0; i < 100; ++i) clients.emplace_back("c" + std::to_string(i), 1, 100, 100);
+    host h(fair_limits(1, 10));
+    std::size_t admitted = 0;
+    for (int round = 0; round < 3; ++round)
+        for (auto& c : clients) admitted += h.arrive(c) == gate::queued::yes;
+    CHECK(h.g.waiting() == 20);
+    CHECK(admitted == 21);  // one in flight
+    h.cancel_all();
+}
+
+TEST_CASE("a client over its max_waiting is told so, also at a full host") {
+    client_account a("A", 1, 2, 100);
+    host one(fair_limits(1, 2)), two(fair_limits(1, 2));
+    one.arrive(a);
+    REQUIRE(one.arrive(a) == gate::queued::yes);
+    REQUIRE(one.arrive(a) == gate::queued::yes);
+    CHECK(two.g.try_depart(clock::time_point{}, &a));  // departs at once: never waits
+    CHECK(one.arrive(a) == gate::queued::client_full);
+    two.g.release(&a);
+    CHECK(a.waiting() == 2);
+    one.cancel_all();
+    two.cancel_all();
+}

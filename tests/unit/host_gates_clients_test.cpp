@@ -15,6 +15,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -119,4 +120,34 @@ TEST_CASE("clients.max_waiting refuses that client's next request only, as clien
     CHECK(a_results.size() + b_results.size() >= 2);
     gates.close();
     ioc.run();
+}
+
+TEST_CASE("the client book: names found again, a bounded number of them, idle ones forgotten") {
+    auto cfg = make_config("clients: { identify_by: address, weights: {heavy: 3} }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    client_book& book = gates.clients();
+    auto heavy = book.find("heavy", time.now());
+    CHECK(heavy->weight() == 3);
+    CHECK(book.find("heavy", time.now()) == heavy);
+    auto anonymous = book.find("", time.now());
+    CHECK(anonymous->name() == "anonymous");
+    // Every name beyond max_clients while all are held goes to anonymous's share.
+    std::vector<std::shared_ptr<client_state>> held;
+    for (std::size_t i = book.size(); i < client_book::max_clients; ++i)
+        held.push_back(book.find("c" + std::to_string(i), time.now()));
+    CHECK(book.size() == client_book::max_clients);
+    CHECK(book.find("one-more", time.now())->name() == "anonymous");
+    // Once they are idle, a new name makes room at once.
+    held.clear();
+    CHECK(book.find("another", time.now())->name() == "another");
+    CHECK(book.size() == 3);  // heavy and anonymous are held; another
+    // And evict_idle forgets what idled for the period, telling whose counts went.
+    std::vector<std::string> gone;
+    time.advance(std::chrono::seconds(61));
+    heavy.reset();
+    anonymous.reset();
+    book.evict_idle(time.now(), std::chrono::seconds(60), [&](const std::string& name, const client_counts&) { gone.push_back(name); });
+    CHECK(book.size() == 0);
+    CHECK(std::find(gone.begin(), gone.end(), "heavy") != gone.end());
 }

@@ -2,6 +2,7 @@
 #include "politeproxy/base/clock.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -30,8 +31,10 @@ void append_host_json(std::string& out, const host_snapshot& h, const parent_set
 std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,
                               std::chrono::system_clock::time_point wall_now);
 
-/// GET /api/clients (clients:): {"clients": [...]}, busiest first: client, weight,
-/// waiting (for a slot, all hosts), in_flight (holding one), requests (by outcome).
+/// GET /api/clients (clients:): {"clients": [...], "more": N}, the busiest
+/// max_clients_listed first: client, weight, waiting (for a slot, all hosts), in_flight
+/// (holding one), requests (by outcome); `more`: how many were left out.
+inline constexpr std::size_t max_clients_listed = 1000;
 std::string render_clients_json(const host_gates& gates);
 
 }  // namespace politeproxy

@@ -6,6 +6,7 @@
 #include "politeproxy/policy/client_account.hpp"
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <set>
 #include <vector>
 
 namespace politeproxy {
@@ -23,18 +25,23 @@ struct host_entry;
 /// last used, and the hosts whose gates set its requests aside at its max_in_flight.
 ///
 /// A gate that set a lane aside registers its host here (await_slot) and then looks at
-/// the client's count again; a slot given back while the client was at its cap takes the
-/// registrations (take_waiting_hosts) and runs those gates. Both sides use seq_cst on the
-/// count (client_account::unhold), so one of the two always sees the other.
+/// the client's count again; a slot given back while the client was at its cap runs the
+/// registered gates one at a time, in the order they registered, until one takes the slot
+/// (next_waiting_host: a freed slot costs one gate's turn, not one per host the client
+/// waits at). Both sides use seq_cst on the count (client_account::unhold), so one of the
+/// two always sees the other.
+///
+/// Every account a gate sees in the proxy is a client_state (host_gates takes only these).
 class client_state : public client_account, public std::enable_shared_from_this<client_state> {
 public:
     using client_account::client_account;
 
-    /// `host`'s gate has a lane of this client set aside. True when the client may hold a
-    /// slot after all (a slot came back meanwhile): run the gate again now.
+    /// `host`'s gate has a lane of this client set aside (registered once however often
+    /// it says so). True when the client may hold a slot after all (a slot came back
+    /// meanwhile): run the gate again.
     bool await_slot(const std::shared_ptr<host_entry>& host);
-    /// The hosts registered since the last call (those still tracked).
-    std::vector<std::shared_ptr<host_entry>> take_waiting_hosts();
+    /// The first host registered (and still tracked), taken out; null: none.
+    std::shared_ptr<host_entry> next_waiting_host();
 
     void touch(clock::time_point now) { last_used_.store(now.time_since_epoch().count(), std::memory_order_relaxed); }
     clock::time_point last_used() const {
@@ -43,7 +50,10 @@ public:
 
 private:
     std::mutex mutex_;
-    std::vector<std::weak_ptr<host_entry>> waiting_hosts_;  ///< guarded by mutex_
+    std::deque<std::weak_ptr<host_entry>> waiting_hosts_;           ///< guarded by mutex_, in order
+    /// The same, for look-up: by control block, which a weak_ptr keeps (an address could
+    /// be a new entry's once the old one is gone).
+    std::set<std::weak_ptr<host_entry>, std::owner_less<>> registered_;
     std::atomic<clock::rep> last_used_{0};
 };
 
@@ -71,10 +81,12 @@ struct client_counts {
 ///
 /// Bounds: a client's state lives while its requests do, and an idle one is forgotten,
 /// so their number is bounded by the requests parked and in flight (limits.max_parked,
-/// the hosts' limits) plus the names seen within one idle period. Names come from
-/// credentials, addresses or a header the allowed clients set: a client that sends a new
-/// header value per request makes a client per request (each its own share): header
-/// identities are as trustworthy as the clients allowed to send them (README).
+/// the hosts' limits) plus the names seen within one idle period, and by max_clients:
+/// a new name beyond it first makes room by forgetting idle clients at once, else its
+/// requests are anonymous's. Names come from credentials, addresses or a header the
+/// allowed clients set: a client that sends a new header value per request makes a
+/// client per request (each its own share): header identities are as trustworthy as the
+/// clients allowed to send them (README).
 ///
 /// Locking: one mutex around the map; accounts are thread-safe on their own.
 class client_book {
@@ -85,15 +97,29 @@ public:
     /// The state of the client called `name` (empty: anonymous); null without clients:.
     std::shared_ptr<client_state> find(std::string_view name, clock::time_point now);
 
+    /// Clients with state at once, at most (see Bounds).
+    static constexpr std::size_t max_clients = 100000;
+
     using evicted_fn = std::function<void(const std::string& name, const client_counts& final)>;
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted);
     std::vector<client_snapshot> snapshot() const;
     std::size_t size() const;
 
 private:
+    // Looked up by string_view: no string made for a name already known.
+    struct name_hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    /// Forgets the clients `forget` picks among the idle ones (nothing waiting, nothing in
+    /// flight, no request holding it); under mutex_.
+    template <class Forget>
+    std::size_t forget_idle_locked(Forget&& forget, const evicted_fn& on_evicted);
+
     mutable std::mutex mutex_;
     std::optional<clients_config> config_;
-    std::unordered_map<std::string, std::shared_ptr<client_state>> clients_;
+    std::unordered_map<std::string, std::shared_ptr<client_state>, name_hash, std::equal_to<>> clients_;
+    evicted_fn last_evicted_;  ///< evict_idle's, for the room made by find()
 };
 
 }  // namespace politeproxy

@@ -27,13 +27,14 @@ namespace politeproxy {
 /// clients' weights, a few slots, since a lane joins the ring as soon as it has a request.
 ///
 /// Rules. A lane joins the back of the ring with a credit of its client's weight
-/// (clients.weights, read again at each of its turns: a reload applies from then). A
+/// (clients.weights, read again when it goes to the back of the ring for its next turn:
+/// a reload applies from then). A
 /// lane's request taken back (the host lowered its limit) goes to the head of its lane,
 /// its lane first in the ring, the credit refunded. A lane whose client is at its
 /// clients.max_in_flight is set aside (out of the ring, keeping its credit) until the
 /// gate's next turn (`bring_back`). An emptied lane leaves the ring and loses
 /// its credit (DRR: no banking while idle); its memory is kept for reuse, up to as many
-/// idle lanes as busy ones (and at least 16).
+/// idle lanes as busy ones (and at least 4).
 ///
 /// Sans-io; no locking inside (the gate's owner serialises every call).
 class fair_queue {

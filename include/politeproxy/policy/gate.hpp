@@ -64,7 +64,9 @@ struct gate_limits {
 /// when the client's count falls (a client's slot given back anywhere is noted too).
 /// max_waiting: a queue holding max_waiting refuses a request only when its client already
 /// has its share of them (fair_queue::share_of), so one client's flood never refuses
-/// another client's first request; a client at its own max_waiting is refused everywhere.
+/// another client's first request, and always at twice max_waiting; a client at its own
+/// max_waiting is refused everywhere. FIFO (`fair` false): one lane; a request whose
+/// client is at its max_in_flight holds the queue behind it (nobody overtakes in FIFO).
 ///
 /// Sans-io: no timers or sockets; time is an argument. The caller owns the waiters and
 /// must `cancel()` any waiter that has not departed before destroying it.
@@ -117,8 +119,8 @@ public:
     /// A departed request (of `client`) finished: its slot is free. Call advance() afterwards.
     void release(client_account* client = nullptr);
 
-    /// Grants slots and tokens in FIFO order. Appends to `woken` every waiter that departed
-    /// or whose wake_at changed; the caller wakes them.
+    /// Grants slots (in the slot queue's order) and tokens (in the token line's). Appends to
+    /// `woken` every waiter that departed or whose wake_at changed; the caller wakes them.
     void advance(clock::time_point now, std::vector<waiter*>& woken);
 
     /// Takes effect at the next advance().
@@ -150,6 +152,7 @@ public:
         bool empty() const { return capped.empty() && freed.empty(); }
     };
     bool has_client_news() const { return !news_.empty(); }
+    /// Moves the news into `out` (what `out` held is dropped).
     void take_client_news(client_news& out);
 
     std::size_t limit() const { return limits_.concurrency; }
@@ -163,6 +166,11 @@ public:
 
 private:
     void depart(waiter& w, std::vector<waiter*>& woken);
+    /// Nothing parked ahead, a slot free, not paused (the token aside).
+    bool slot_free(clock::time_point now) const {
+        return slot_queue_.empty() && group_line_.empty() && token_line_.empty() && in_flight_ < limits_.concurrency &&
+               now >= paused_until_;
+    }
     std::size_t slots_held() const { return in_flight_ + group_line_.size() + token_line_.size(); }
     /// A lowered limit, or a pause for waiters with groups: the newest slot holders that
     /// have not departed go back to the front of the queue.

@@ -20,7 +20,8 @@ struct client_facts {
 };
 
 /// The client's name under `c`: the user, the address, or the header's value (one field,
-/// its value trimmed, 1 to 64 bytes of letters, digits and `-._~!#$%&'*+^`|:/@=`); else
+/// its value trimmed, 1 to 64 bytes of letters, digits and `-._~!#$%&'*+^`|:/@=`, not
+/// starting with `_`, the metrics' own: client="_other"); else
 /// the CONNECT's client (inside intercepted TLS: its user, its header) or anonymous. A header that does not
 /// qualify is not an error: the request is anonymous's, and the header is stripped anyway.
 std::string client_name(const clients_config& c, const client_facts& facts);
