@@ -63,36 +63,39 @@ public:
             boost::asio::post(timer.get_executor(), [w = std::move(w)] { w->timer.cancel(); });
         }
         list_.clear();
-        while (!again_.empty()) {
-            auto host = std::move(again_.back());
-            again_.pop_back();
-            run_again(*host);
-        }
-        while (!freed_.empty()) {
-            auto client = std::move(freed_.back());
-            freed_.pop_back();
+        if (caps_) run_for_caps();
+    }
+
+private:
+    // What clients' caps left to do once the lock is let go (rare: allocated when needed).
+    struct cap_work {
+        std::vector<std::shared_ptr<host_entry>> again;      ///< gates to run again
+        std::vector<std::shared_ptr<client_state>> freed;  ///< clients whose slot came back
+    };
+
+    void note_clients(host_entry& e) {
+        gate::client_news news;
+        e.g.take_client_news(news);
+        if (!caps_) caps_ = std::make_unique<cap_work>();
+        for (client_account* c : news.freed) caps_->freed.push_back(static_cast<client_state*>(c)->shared_from_this());
+        bool again = false;
+        for (client_account* c : news.capped) again = static_cast<client_state*>(c)->await_slot(e.shared_from_this()) || again;
+        if (again) caps_->again.push_back(e.shared_from_this());  // a slot came back meanwhile: once the lock is let go
+    }
+    void run_for_caps() {
+        const auto work = std::move(caps_);
+        for (const auto& host : work->again) run_again(*host);
+        for (const auto& client : work->freed)
             // Its slot to the gates waiting for it, in turn, until one takes it.
             while (client->may_hold())
                 if (auto host = client->next_waiting_host()) run_again(*host);
                 else break;
-        }
-    }
-
-private:
-    void note_clients(host_entry& e) {
-        gate::client_news news;
-        e.g.take_client_news(news);
-        for (client_account* c : news.freed) freed_.push_back(static_cast<client_state*>(c)->shared_from_this());
-        bool again = false;
-        for (client_account* c : news.capped) again = static_cast<client_state*>(c)->await_slot(e.shared_from_this()) || again;
-        if (again) again_.push_back(e.shared_from_this());  // a slot came back meanwhile: once the lock is let go
     }
     static void run_again(host_entry& e);  // host_gates.cpp
 
     std::vector<std::shared_ptr<parked_waiter>> list_;
     std::vector<gate::waiter*> woken_;
-    std::vector<std::shared_ptr<client_state>> freed_;
-    std::vector<std::shared_ptr<host_entry>> again_;
+    std::unique_ptr<cap_work> caps_;
 };
 
 /// Waits on `w`'s timer until `at` in `time`'s time, or until a poke ends the wait early
