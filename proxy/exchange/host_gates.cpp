@@ -65,7 +65,7 @@ void host_gates::leave_groups(group_ladder& ladder, group_gate::waiter& node) {
 
 permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const std::string& address,
                                          clock::time_point now, const std::shared_ptr<client_state>& client,
-                                         wakeups& wake) {
+                                         wakeups* wake) {
     if (closed_) return {};
     auto entry = find_or_create(s, key, now);
     entry->last_used = now;
@@ -93,7 +93,7 @@ permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const
             group_gate::waiter not_parked;
             std::vector<group_gate::waiter*> granted;
             groups->descend(not_parked, granted);
-            wake.add(granted);
+            wake->add(granted);
         }
         return {};
     }
@@ -111,9 +111,12 @@ permit host_gates::try_acquire(const std::string& key, const std::string& addres
     // refuses in acquire, and local_share departs on the local gate alone.
     if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
     shard& s = table_.of(key);
-    wakeups wake;
+    // Wake-ups are owed only when a client's cap makes it give group slots back (most
+    // requests, nobody's, skip making the object).
+    std::optional<wakeups> wake;
+    if (client) wake.emplace();
     std::lock_guard lock(s.mutex);
-    permit p = depart_at_once_locked(s, key, address, time_.now(), client, wake);
+    permit p = depart_at_once_locked(s, key, address, time_.now(), client, wake ? &*wake : nullptr);
     if (p && fleet_) {
         p.lease_ = fleet_->hold_unasserted(key);  // asserted in the store when it is back
         p.entry_->fleet.leased_unasked();

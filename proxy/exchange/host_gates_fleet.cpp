@@ -113,7 +113,7 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
     {
         wakeups wake;
         std::lock_guard lock(s.mutex);
-        local = depart_at_once_locked(s, key, address, start, client, wake);
+        local = depart_at_once_locked(s, key, address, start, client, &wake);
         if (!local) co_return acquire_result{};
         local.counted_ = false;  // a miss parks: the request is counted where it ends
         const host_entry& e = *local.entry_;

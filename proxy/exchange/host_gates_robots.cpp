@@ -7,7 +7,6 @@ using namespace gates_detail;
 robots_turn host_gates::robots_due(const std::string& origin, const std::string& key,
                                 const std::string& address) {
     shard& s = table_.of(key);
-    wakeups wake;
     std::lock_guard lock(s.mutex);
     const auto now = time_.now();
     {
@@ -19,7 +18,7 @@ robots_turn host_gates::robots_due(const std::string& origin, const std::string&
     turn.origin_ = origin;
     turn.key_ = key;
     if (fleet_) return turn;
-    turn.slot = depart_at_once_locked(s, key, address, now, nullptr, wake);
+    turn.slot = depart_at_once_locked(s, key, address, now, nullptr, nullptr);  // nobody's: no cap to meet
     if (turn.slot) {
         turn.held_ = true;
         turn.slot.entry_->robots_hold = true;

@@ -203,9 +203,10 @@ private:
     void robots_done(const std::string& origin, const std::string& key, const robots_read& read, bool held);
     /// Under s's lock: a permit when the key's gate lets a request leave now, with no
     /// request ahead of it (in the local queue or the fleet line); else an empty one.
-    /// `wake` (declared before the lock) gets whom giving back group slots let go.
+    /// `wake` (declared before the lock; needed with a `client`) gets whom giving back
+    /// group slots let go when the client reached its cap meanwhile.
     permit depart_at_once_locked(shard& s, const std::string& key, const std::string& address, clock::time_point now,
-                                 const std::shared_ptr<client_state>& client, gates_detail::wakeups& wake);
+                                 const std::shared_ptr<client_state>& client, gates_detail::wakeups* wake);
     task<acquire_result> acquire_local(const std::string& key, const std::string& address, clock::time_point start,
                                        const std::shared_ptr<client_state>& client);
     /// The fleet half of admission: `local` holds the slot and token; waits for a lease.
