@@ -3,6 +3,7 @@
 // No sockets and no sleeps: the gates run on a manual_time that does not move.
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/base/manual_time.hpp"
+#include "host_gates_testing.hpp"
 
 #include "politeproxy/base/error.hpp"
 #include "politeproxy/base/executor.hpp"
@@ -23,31 +24,10 @@
 using namespace politeproxy;
 namespace asio = boost::asio;
 
-namespace {
-
-std::shared_ptr<const config> make_config(const std::string& yaml) {
-    auto c = load_config_text(yaml, "test.yaml");
-    REQUIRE_MESSAGE(c.has_value(), (c ? "" : c.error()));
-    return std::make_shared<const config>(std::move(*c));
-}
-
-task<void> yield(int turns = 3) {
-    for (int i = 0; i < turns; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::deferred);
-}
-
-struct peak_counter {
-    std::atomic<int> now{0};
-    std::atomic<int> peak{0};
-    void enter() {
-        const int n = ++now;
-        int p = peak.load();
-        while (n > p && !peak.compare_exchange_weak(p, n)) {
-        }
-    }
-    void leave() { --now; }
-};
-
-}  // namespace
+using testing::make_config;
+using testing::peak_counter;
+using testing::run_threads;
+using testing::yield;
 
 TEST_CASE("clients.max_in_flight holds across hosts and threads; set-aside requests go once a slot comes back") {
     auto cfg = make_config("defaults: { concurrency: 3, rate: 100000, burst: 100000 }\n"
@@ -76,9 +56,7 @@ TEST_CASE("clients.max_in_flight holds across hosts and threads; set-aside reque
             ++granted;
         }, asio::detached);
     }
-    std::vector<std::thread> threads;
-    for (auto& ioc : loops) threads.emplace_back([&ioc] { ioc.run(); });
-    for (auto& t : threads) t.join();
+    run_threads(loops);
     CHECK(granted == 2 * per_client);  // nothing stalled behind the cap
     CHECK(capped_held.peak <= 2);
     for (auto& h : host_held) CHECK(h.peak <= 3);

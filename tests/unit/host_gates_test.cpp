@@ -4,6 +4,7 @@
 // ThreadSanitizer with -DPOLITEPROXY_TSAN=ON to check the locking.
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/base/manual_time.hpp"
+#include "host_gates_testing.hpp"
 
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/base/error.hpp"
@@ -28,39 +29,10 @@ using namespace politeproxy;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-namespace {
-
-std::shared_ptr<const config> make_config(const std::string& yaml) {
-    auto c = load_config_text(yaml, "test.yaml");
-    REQUIRE_MESSAGE(c.has_value(), (c ? "" : c.error()));
-    return std::make_shared<const config>(std::move(*c));
-}
-
-// One single-threaded loop per thread, as the proxy's workers run.
-void run_threads(std::vector<asio::io_context>& loops) {
-    std::vector<std::thread> threads;
-    for (auto& ioc : loops) threads.emplace_back([&ioc] { ioc.run(); });
-    for (auto& t : threads) t.join();
-}
-
-// Lets every other coroutine queued on this loop run `turns` times meanwhile.
-task<void> yield(int turns = 3) {
-    for (int i = 0; i < turns; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::deferred);
-}
-
-struct host_counter {
-    std::atomic<int> now{0};
-    std::atomic<int> peak{0};
-    void enter() {
-        const int n = ++now;
-        int p = peak.load();
-        while (n > p && !peak.compare_exchange_weak(p, n)) {
-        }
-    }
-    void leave() { --now; }
-};
-
-}  // namespace
+using testing::make_config;
+using testing::run_threads;
+using testing::yield;
+using host_counter = testing::peak_counter;
 
 TEST_CASE("many threads never hold more permits than the limit, and all get one") {
     auto cfg = make_config("defaults: { concurrency: 3, rate: 100000, burst: 100000 }\n");
