@@ -4,6 +4,7 @@
 #include "politeproxy/base/duration.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -32,7 +33,17 @@ std::optional<std::string> check_rate(const boost::json::value& v, double& out) 
     const auto n = number_of(v);
     if (!n || !std::isfinite(*n) || *n <= 0) return "must be a positive number";
     if (*n > override_limits::max_rate) return "must be at most 1000000";
-    out = *n;
+    if (*n < override_limits::min_rate) return "must be at least 0.001 (one request in 1000 s; to stop a host: pause_for)";
+    // The value kept is one its own JSON text reads back exactly (it is stored and shared
+    // as JSON): Boost.JSON 1.81 reads a number of many digits to within an ulp, not
+    // always to the nearest double, so a long spelling settles on its JSON form's value.
+    double r = *n;
+    for (int i = 0; i < 4; ++i) {
+        const double again = boost::json::parse(boost::json::serialize(boost::json::value(r))).to_number<double>();
+        if (again == r) break;
+        r = again;
+    }
+    out = r;
     return std::nullopt;
 }
 

@@ -73,6 +73,7 @@ TEST_CASE("a body: every refusal names its field") {
         {R"({"concurrency": 1.5})", "concurrency"},
         {R"({"concurrency": 100001})", "concurrency"},
         {R"({"concurrency": "1"})", "concurrency"},
+        {R"({"rate": 0.0009})", "rate"},  // slower than one in 1000 s: that is a pause
         {R"({"rate": 0})", "rate"},
         {R"({"rate": -1})", "rate"},
         {R"({"rate": "fast"})", "rate"},
@@ -246,4 +247,12 @@ TEST_CASE("the state file: wrong types and bad entries are refused with where") 
     CHECK(error_of(R"({"version": 1, "overrides": [)" + good + ", 7]}") == "overrides[1]: must be a JSON object");
     CHECK(error_of(R"({"version": 1, "overrides": [{"key":"a","rate":1,"set_by":"x","set_at":"yesterday"}]})") ==
           "overrides[0]: set_at must be an RFC 3339 timestamp");
+}
+
+TEST_CASE("a rate of many digits is kept as its own JSON text reads it back") {
+    const auto o = parsed(R"({"rate": 0.0013013949680000000000000000000000000000123456789})");
+    REQUIRE(o.rate);
+    const auto again = override_from_json(to_json(o));
+    REQUIRE(again);
+    CHECK(*again == o);
 }

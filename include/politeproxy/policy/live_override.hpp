@@ -42,6 +42,7 @@ struct body_error {
 namespace override_limits {
 inline constexpr std::size_t max_concurrency = 100000;
 inline constexpr double max_rate = 1e6;
+inline constexpr double min_rate = 0.001;  ///< one request in 1000 s; slower is a pause
 inline constexpr std::size_t max_reason_bytes = 500;
 inline constexpr auto max_pause = std::chrono::hours{24 * 30};
 inline constexpr auto max_expires_in = std::chrono::hours{24 * 365};
