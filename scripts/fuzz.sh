@@ -2,16 +2,20 @@
 # Builds the libFuzzer targets (tests/fuzz, clang with ASan+UBSan) into build-fuzz/ and
 # runs each for a bounded time, starting from its seed corpus in tests/fuzz/corpus/.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]      default: 10 s each, every target
+#   scripts/fuzz.sh --build-only                          build the targets, run nothing
 # Targets run two at a time (FUZZ_JOBS=N for another number).
 # New inputs go to build-fuzz/corpus/ (not the repository); a crash is written to
 # build-fuzz/crashes/ and fails the run (exit 1), naming the target and the input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=
+if [[ "${1:-}" == --build-only ]]; then build_only=1; shift; fi
 seconds="${1:-10}"
 shift || true
 ./scripts/install-deps.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DPOLITEPROXY_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j 2
+[[ -n $build_only ]] && exit 0
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
   targets=(request_head chunked_decoder origin_response origin_exchange target retry_after config http2_session http2_client redis_reply proxy_users robots_txt control_api)
