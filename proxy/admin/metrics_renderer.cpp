@@ -102,7 +102,7 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
 
     // Past metrics.max_host_series the rest are summed as "_other" (host_series: who keeps a name).
     series_.begin_scrape();
-    const auto hosts = gates.snapshot(gates.time().now());
+    const auto hosts = gates.snapshot(gates.time().now(), false);  // no per-client queues: no series of theirs
     const auto picked = series_.pick(hosts, cfg->max_host_series);
     auto add_host = [&](const host_snapshot& h, bool gauges_of_gate) {
         add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));

@@ -94,7 +94,9 @@ std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_f
 
 std::size_t host_gates::size() const { return table_.size(); }
 
-std::vector<host_snapshot> host_gates::snapshot(clock::time_point now) const { return table_.snapshot(now, groups_); }
+std::vector<host_snapshot> host_gates::snapshot(clock::time_point now, bool client_queues) const {
+    return table_.snapshot(now, groups_, client_queues);
+}
 
 namespace {
 

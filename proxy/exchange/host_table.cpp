@@ -71,7 +71,8 @@ std::size_t host_table::size() const {
     return n;
 }
 
-std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const group_gates& groups) const {
+std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const group_gates& groups,
+                                                bool client_queues) const {
     std::vector<host_snapshot> out;
     const auto wall_now = std::chrono::system_clock::now();
     for (const auto& s : shards_) {
@@ -113,7 +114,7 @@ std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const gro
                 const group_gate& g = *e->domain_group;
                 h.domain_group = host_snapshot::group_view{e->domain_group_key, g.in_flight(), g.waiting(), g.limit()};
             }
-            if (e->g.limits().fair) {
+            if (client_queues && e->g.limits().fair) {
                 e->g.for_each_lane([&h](const client_account* c, std::size_t waiting, bool aside) {
                     h.clients.push_back({c ? c->name() : std::string(), waiting, c ? c->weight() : 1u, aside});
                 });

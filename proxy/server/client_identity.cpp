@@ -1,6 +1,7 @@
 #include "politeproxy/server/client_identity.hpp"
 
 #include "politeproxy/base/char_class.hpp"
+#include "politeproxy/exchange/client_book.hpp"
 
 #include <algorithm>
 
@@ -21,7 +22,43 @@ std::string_view trimmed(std::string_view s) {
     return s;
 }
 
+// The identify_by header's fields of either kind of field set: each value, then erased.
+void each_named(const wire_fields& fields, std::string_view name, auto&& f) {
+    for (auto [it, end] = fields.equal_range(name); it != end; ++it) f(it->value());
+}
+void erase_named(wire_fields& fields, std::string_view name) { fields.erase(name); }
+void each_named(const std::vector<field>& fields, std::string_view name, auto&& f) {
+    for (const auto& x : fields)
+        if (x.name == name) f(std::string_view(x.value));
+}
+void erase_named(std::vector<field>& fields, std::string_view name) {
+    std::erase_if(fields, [&](const field& x) { return x.name == name; });
+}
+
+template <class Fields>
+std::shared_ptr<client_state> identify(client_book& book, const clients_config& c, client_facts facts, Fields& fields,
+                                       clock::time_point now) {
+    if (c.identify_by == clients_config::identity::header)
+        each_named(fields, c.header, [&](std::string_view value) {
+            ++facts.header_fields;
+            facts.header = value;
+        });
+    auto who = book.find(client_name(c, facts), now);
+    if (facts.header_fields > 0) erase_named(fields, c.header);
+    return who;
+}
+
 }  // namespace
+
+std::shared_ptr<client_state> identify_client(client_book& book, const clients_config& c, client_facts facts,
+                                              wire_fields& fields, clock::time_point now) {
+    return identify(book, c, facts, fields, now);
+}
+
+std::shared_ptr<client_state> identify_client(client_book& book, const clients_config& c, client_facts facts,
+                                              std::vector<field>& fields, clock::time_point now) {
+    return identify(book, c, facts, fields, now);
+}
 
 std::string client_name(const clients_config& c, const client_facts& facts) {
     switch (c.identify_by) {

@@ -105,17 +105,8 @@ std::shared_ptr<client_state> identify(proxy_context& ctx, const config& cfg, re
     if (!cfg.clients) return nullptr;
     const clients_config& c = *cfg.clients;
     const std::string address = c.identify_by == clients_config::identity::address ? address_text(peer.address()) : "";
-    client_facts facts{user, address, 0, {}, outer};
-    auto& req = header.get();
-    if (c.identify_by == clients_config::identity::header) {
-        for (auto [it, end] = req.equal_range(c.header); it != end; ++it) {
-            ++facts.header_fields;
-            facts.header = it->value();
-        }
-    }
-    auto who = ctx.gates.clients().find(client_name(c, facts), ctx.gates.time().now());
-    if (facts.header_fields > 0) req.erase(c.header);
-    return who;
+    return identify_client(ctx.gates.clients(), c, {.user = user, .peer = address, .outer = outer}, header.get(),
+                           ctx.gates.time().now());
 }
 
 // An intercepted CONNECT: 200, then TLS with the client as its origin, then its requests.

@@ -7,22 +7,6 @@ using h2_serving::h2_connection;
 
 namespace h2_serving {
 
-std::shared_ptr<client_state> h2_connection::identify(const clients_config& c, std::string_view user,
-                                                      std::vector<field>& fields) {
-    client_facts facts{user, c.identify_by == clients_config::identity::address ? std::string_view(peer_) : "", 0, {},
-                       in_tls_ ? std::string_view(in_tls_->client) : std::string_view()};
-    if (c.identify_by == clients_config::identity::header) {
-        for (const auto& f : fields)
-            if (f.name == c.header) {
-                ++facts.header_fields;
-                facts.header = f.value;
-            }
-    }
-    auto who = ctx_.gates.clients().find(client_name(c, facts), ctx_.gates.time().now());
-    if (facts.header_fields > 0) std::erase_if(fields, [&](const field& f) { return f.name == c.header; });
-    return who;
-}
-
 task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
     const auto cfg = ctx_.gates.current_config();
     field_arena arena(ctx_.field_blocks);
@@ -85,7 +69,11 @@ task<void> h2_connection::serve_stream(std::shared_ptr<h2_stream> s) {
         down.respond_with(make_options_answer(true));
         co_return;
     }
-    if (cfg->clients) down.belongs_to(identify(*cfg->clients, user, s->head.fields));
+    if (cfg->clients) {  // whose request; its identify_by header goes no further
+        const client_facts facts{.user = user, .peer = peer_, .outer = in_tls_ ? std::string_view(in_tls_->client) : ""};
+        down.belongs_to(
+            identify_client(ctx_.gates.clients(), *cfg->clients, facts, s->head.fields, ctx_.gates.time().now()));
+    }
     co_await forward_to_origin(ctx_, *cfg, std::move(down), std::get<origin_target>(target));
     // Answered, maybe before the request body was read whole: its rest is dropped as it
     // comes (the client's window must not close on bytes nobody reads).

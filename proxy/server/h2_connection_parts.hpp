@@ -320,9 +320,6 @@ private:
     }
 
     task<void> serve_stream(std::shared_ptr<h2_stream> s);
-    // Whose request (clients:, server/client_identity.hpp); its identify_by header is
-    // taken out of `fields` (never forwarded).
-    std::shared_ptr<client_state> identify(const clients_config& c, std::string_view user, std::vector<field>& fields);
 
     // One credential check at a time on a connection, and none after a wrong one, so its
     // streams cannot queue a hash each: a wrong guess ends the connection (GOAWAY), as on

@@ -162,7 +162,9 @@ public:
     void forget_stream_ceiling(const std::string& key, const void* session);
 
     std::size_t size() const;
-    std::vector<host_snapshot> snapshot(clock::time_point now) const;
+    /// Every tracked host; `client_queues`: with each one's per-client queues (the views
+    /// show them; the metrics do not need them).
+    std::vector<host_snapshot> snapshot(clock::time_point now, bool client_queues = true) const;
     /// The clients known (clients:); set_config keeps it in step with the config.
     client_book& clients() { return clients_; }
     const client_book& clients() const { return clients_; }

@@ -157,7 +157,7 @@ public:
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted);
     /// Every entry as the metrics and status views show it; `groups`: whose lock guards
     /// the domain groups' counts.
-    std::vector<host_snapshot> snapshot(clock::time_point now, const group_gates& groups) const;
+    std::vector<host_snapshot> snapshot(clock::time_point now, const group_gates& groups, bool client_queues) const;
 
 private:
     std::array<shard, shard_count> shards_;

@@ -61,7 +61,6 @@ public:
     /// Fair (a lane per client) or FIFO (one lane); a change applies to requests that
     /// join from now on.
     void set_fair(bool fair) { fair_ = fair; }
-    bool fair() const { return fair_; }
 
     void push_back(node& n) {
         lane* l = last_;

@@ -159,8 +159,6 @@ public:
     const gate_limits& limits() const { return limits_; }
     std::size_t in_flight() const { return in_flight_; }
     std::size_t waiting() const { return slot_queue_.size() + group_line_.size() + token_line_.size(); }
-    /// Requests waiting for a slot (the slot queue alone).
-    std::size_t queued_for_slot() const { return slot_queue_.size(); }
     /// Nothing in flight, nothing parked, bucket full: forgetting this gate changes nothing.
     bool idle(clock::time_point now) const;
 
