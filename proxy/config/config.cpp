@@ -156,19 +156,10 @@ std::string describe(const config& c, std::chrono::sys_days today) {
     return out.str();
 }
 
-std::optional<std::string> parse_redis_url(std::string_view url, fleet_config& out) {
-    constexpr std::string_view scheme = "redis://";
-    if (!url.starts_with(scheme)) return "expected redis://host:port/db (rediss:// and unix sockets are not supported)";
-    std::string_view rest = url.substr(scheme.size());
-    std::string_view authority = rest.substr(0, rest.find('/'));
-    std::string_view path = rest.substr(authority.size());
-    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-        std::string_view user_info = authority.substr(0, at);
-        authority = authority.substr(at + 1);
-        const auto colon = user_info.find(':');
-        if (colon == std::string_view::npos || colon != 0) return "only a password is supported: redis://:password@host";
-        out.password = std::string(user_info.substr(1));
-    }
+namespace {
+
+// host[:port] or [v6]:port, the port 6379 when left out.
+std::optional<std::string> parse_endpoint(std::string_view authority, fleet_config::endpoint& out) {
     std::string_view host = authority, port;
     if (authority.starts_with('[')) {
         const auto close = authority.find(']');
@@ -183,6 +174,7 @@ std::optional<std::string> parse_redis_url(std::string_view url, fleet_config& o
     }
     if (host.empty()) return "no host";
     out.host = std::string(host);
+    out.port = 6379;
     if (!port.empty()) {
         unsigned value = 0;
         const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
@@ -190,10 +182,63 @@ std::optional<std::string> parse_redis_url(std::string_view url, fleet_config& o
             return "invalid port '" + std::string(port) + "'";
         out.port = static_cast<std::uint16_t>(value);
     }
-    if (path.size() > 1) {
-        const std::string_view db = path.substr(1);
-        const auto [end, ec] = std::from_chars(db.data(), db.data() + db.size(), out.db);
-        if (ec != std::errc{} || end != db.data() + db.size()) return "invalid database number '" + std::string(db) + "'";
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> parse_redis_url(std::string_view url, fleet_config& out) {
+    using topology = fleet_config::topology;
+    constexpr std::pair<std::string_view, topology> schemes[] = {
+        {"redis://", topology::single}, {"redis+cluster://", topology::cluster}, {"redis+sentinel://", topology::sentinel}};
+    std::string_view rest;
+    for (const auto& [scheme, kind] : schemes)
+        if (url.starts_with(scheme)) {
+            out.kind = kind;
+            rest = url.substr(scheme.size());
+            break;
+        }
+    if (rest.data() == nullptr)
+        return "expected redis://host:port/db, redis+cluster://h1:p1,h2:p2 or redis+sentinel://s1:p1,s2:p2/MASTER "
+               "(rediss:// and unix sockets are not supported)";
+    std::string_view authority = rest.substr(0, rest.find('/'));
+    std::string_view path = rest.substr(authority.size());
+    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+        std::string_view user_info = authority.substr(0, at);
+        authority = authority.substr(at + 1);
+        const auto colon = user_info.find(':');
+        if (colon == std::string_view::npos || colon != 0) return "only a password is supported: redis://:password@host";
+        out.password = std::string(user_info.substr(1));
+    }
+    out.nodes.clear();
+    for (std::size_t begin = 0; begin <= authority.size();) {
+        const auto comma = std::min(authority.find(',', begin), authority.size());
+        fleet_config::endpoint e;
+        if (auto error = parse_endpoint(authority.substr(begin, comma - begin), e)) return error;
+        out.nodes.push_back(std::move(e));
+        begin = comma + 1;
+    }
+    constexpr std::size_t most_nodes = 64;
+    if (out.nodes.size() > most_nodes) return "more than 64 nodes";
+    if (out.kind == topology::single && out.nodes.size() > 1)
+        return "one node only in redis://; a cluster is redis+cluster://h1:p1,h2:p2";
+    const std::string_view tail = path.size() > 1 ? path.substr(1) : std::string_view{};
+    if (out.kind == topology::sentinel) {
+        // /MASTER or /MASTER/db
+        const std::string_view name = tail.substr(0, tail.find('/'));
+        if (name.empty()) return "redis+sentinel:// needs the master's name: redis+sentinel://s1:p1,s2:p2/MASTER";
+        out.master_name = std::string(name);
+        const std::string_view db = name.size() < tail.size() ? tail.substr(name.size() + 1) : std::string_view{};
+        if (!db.empty()) {
+            const auto [end, ec] = std::from_chars(db.data(), db.data() + db.size(), out.db);
+            if (ec != std::errc{} || end != db.data() + db.size()) return "invalid database number '" + std::string(db) + "'";
+        }
+        return std::nullopt;
+    }
+    if (!tail.empty()) {
+        if (out.kind == topology::cluster && tail != "0") return "a cluster has only database 0";
+        const auto [end, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), out.db);
+        if (ec != std::errc{} || end != tail.data() + tail.size()) return "invalid database number '" + std::string(tail) + "'";
     }
     return std::nullopt;
 }

@@ -57,7 +57,7 @@ task<void> client_left(client_watch watch) {
 // The gate's answer, or errc::cancelled once the watch says the client went.
 task<acquire_result> park(host_gates& gates, std::string key, std::string address, client_watch watch,
                           std::shared_ptr<client_state> client) {
-    if (gates.fleet_needs_lease()) {  // most requests: one round trip to the store, no watch needed
+    if (gates.fleet_needs_lease(key)) {  // most requests: one round trip to the store, no watch needed
         auto quick = co_await gates.acquire_leased_at_once(key, address, client);
         if (quick.granted) co_return quick;
     }

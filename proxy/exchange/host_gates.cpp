@@ -18,13 +18,16 @@ void host_gates::apply_health(host_entry& e, clock::time_point now) const {
     const host_policy& p = *e.policy;
     std::size_t limit = std::min(e.health.limit(), e.stream_ceiling.value_or(e.health.limit()));
     double rate = std::min(e.health.rate(), e.robots_rate.value_or(e.health.rate()));
-    if (fleet_ && fleet_down_.load(std::memory_order_acquire)) {
+    if (fleet_) {
+        // The store's node for this host lost: the share. For lease_ttl after the loss,
+        // also once it is back (a promoted replica may lack the last leases, which their
+        // holders re-assert as they come back), only what the others left.
         const auto& f = fleet_->config();
-        const clock::time_point since{clock::duration(fleet_down_since_.load(std::memory_order_acquire))};
-        const bool hold = now < since + f.lease_ttl && now - e.fleet.heard_at() <= f.lease_ttl;
-        limit = hold ? fleet_share::limit_during_hold(limit, f.expected_workers, e.fleet.others())
-                     : fleet_share::limit(limit, f.expected_workers);
-        rate = fleet_share::rate(rate, f.expected_workers);
+        const auto lost = e.fleet.lost_at();
+        const bool hold = lost && now < *lost + f.lease_ttl && now - e.fleet.heard_at() <= f.lease_ttl;
+        if (hold) limit = fleet_share::limit_during_hold(limit, f.expected_workers, e.fleet.others());
+        else if (e.fleet.store_down()) limit = fleet_share::limit(limit, f.expected_workers);
+        if (hold || e.fleet.store_down()) rate = fleet_share::rate(rate, f.expected_workers);
     }
     e.g.set_limits({limit, rate, p.burst, p.queue.max_waiting, p.enforce, fair_.load(std::memory_order_relaxed)}, now);
     e.g.set_pause(e.robots_hold ? clock::time_point::max() : std::max(e.health.paused_until(), e.api_pause_until));
@@ -109,7 +112,7 @@ permit host_gates::try_acquire(const std::string& key, const std::string& addres
                                const std::shared_ptr<client_state>& client) {
     // With the store up every request needs a lease (acquire); without it, fail_closed
     // refuses in acquire, and local_share departs on the local gate alone.
-    if (fleet_ && (fleet_needs_lease() || fleet_fails_closed())) return {};
+    if (fleet_ && (fleet_needs_lease(key) || fleet_fails_closed())) return {};
     shard& s = table_.of(key);
     // Wake-ups are owed only when a client's cap makes it give group slots back (most
     // requests, nobody's, skip making the object).
@@ -128,13 +131,13 @@ task<acquire_result> host_gates::acquire(std::string key, std::string address, s
     if (permit p = try_acquire(key, address, client)) co_return acquire_result{std::move(p), {}, {}};
     const auto start = time_.now();
     for (;;) {
-        if (fleet_ && !fleet_needs_lease() && fleet_fails_closed()) {
+        if (fleet_ && !fleet_needs_lease(key) && fleet_fails_closed()) {
             count_rejected(key, client.get());
             co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
         }
         auto local = co_await acquire_local(key, address, start, client);
         if (!local.granted || !fleet_) co_return local;
-        if (!fleet_needs_lease()) {
+        if (!fleet_needs_lease(key)) {
             if (fleet_fails_closed()) {
                 local.granted.counted_ = false;  // the slot ends no request: the refusal is counted
                 count_rejected(key, client.get());

@@ -20,12 +20,12 @@ fleet_line::answer line_answer(const fleet::lease_answer& a) {
 }  // namespace
 
 void host_gates::publish_locked(const host_entry& e, clock::time_point now) const {
-    if (!fleet_ || fleet_down_.load(std::memory_order_acquire)) return;
+    if (!fleet_needs_lease(e.key)) return;
     const auto pause = e.health.paused_until() > now ? e.health.paused_until() - now : clock::duration::zero();
     fleet_->publish(e.key, e.health.limit(), e.health.rate(), pause);
 }
 
-bool host_gates::fleet_needs_lease() const { return fleet_ && !fleet_down_.load(std::memory_order_acquire); }
+bool host_gates::fleet_needs_lease(const std::string& key) const { return fleet_ && fleet_->up_for(key); }
 
 bool host_gates::fleet_fails_closed() const {
     return fleet_ && fleet_->config().on_store_failure == fleet_config::failure_mode::fail_closed;
@@ -52,7 +52,7 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
 
     // The line (policy/fleet_line) decides who asks and when; this loop asks and waits.
     for (;;) {
-        if (!fleet_needs_lease()) co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
+        if (!fleet_needs_lease(e.key)) co_return acquire_result{{}, errc::fleet_unavailable, fleet_retry_after};
         bool head = false;
         fleet::lease_terms terms;
         {
@@ -149,25 +149,26 @@ void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) 
         left = e.fleet.leave(w, granted);
         if (left.wake) wake.add(left.wake);  // the next one asks at once
     }
-    if (left.withdraw && fleet_needs_lease()) fleet_->withdraw(e.key);
+    if (left.withdraw && fleet_needs_lease(e.key)) fleet_->withdraw(e.key);
 }
 
-void host_gates::attach_fleet(fleet::fleet_client& f) {
-    fleet_ = &f;
-    fleet_down_since_.store(time_.now().time_since_epoch().count(), std::memory_order_release);
-    fleet_down_.store(!f.store_up(), std::memory_order_release);
-}
+void host_gates::attach_fleet(fleet::fleet_client& f) { fleet_ = &f; }
 
-void host_gates::fleet_store_changed(bool up) {
-    if (!up) {
-        fleet_down_since_.store(time_.now().time_since_epoch().count(), std::memory_order_release);
-        fleet_hold_pending_.store(true, std::memory_order_release);
-    }
-    fleet_down_.store(!up, std::memory_order_release);
-    // Limits move to the share (or back); requests waiting for a lease wake to see it.
-    for_each_entry_reapplying([](host_entry& e, clock::time_point, wakeups& wake) {
+void host_gates::fleet_store_changed() {
+    bool lost = false;
+    const auto now = time_.now();
+    // Limits move to the share (or back) where the host's node went (or came back);
+    // requests waiting for a lease wake to see it.
+    for_each_entry_reapplying([this, &lost](host_entry& e, clock::time_point at, wakeups& wake) {
+        const bool up = fleet_->up_for(e.key);
+        if (!up && !e.fleet.store_down()) lost = true;
+        e.fleet.store_reach(up, at);
         e.fleet.for_each([&wake](gate::waiter& w) { wake.add(&w); });
     });
+    if (lost) {
+        fleet_holds_end_.store((now + fleet_->config().lease_ttl).time_since_epoch().count(), std::memory_order_release);
+        fleet_hold_pending_.store(true, std::memory_order_release);
+    }
 }
 
 void host_gates::fleet_held(const std::string& key, std::size_t held) {
@@ -178,11 +179,9 @@ void host_gates::fleet_held(const std::string& key, std::size_t held) {
 
 void host_gates::tick(clock::time_point now) {
     if (!fleet_ || !fleet_hold_pending_.load(std::memory_order_acquire)) return;
-    const clock::time_point since{clock::duration(fleet_down_since_.load(std::memory_order_acquire))};
-    if (now < since + fleet_->config().lease_ttl) return;
+    if (now < clock::time_point{clock::duration(fleet_holds_end_.load(std::memory_order_acquire))}) return;
     fleet_hold_pending_.store(false, std::memory_order_release);
-    if (fleet_down_.load(std::memory_order_acquire))
-        for_each_entry_reapplying([](host_entry&, clock::time_point, wakeups&) {});  // the hold is over: the share applies
+    for_each_entry_reapplying([](host_entry&, clock::time_point, wakeups&) {});  // the holds are over
 }
 
 }  // namespace politeproxy

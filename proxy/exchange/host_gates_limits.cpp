@@ -3,6 +3,7 @@
 // table's (host_table.cpp); here they take in the groups.
 #include "host_gates_parts.hpp"
 
+#include "politeproxy/fleet/fleet_client.hpp"
 #include "politeproxy/policy/public_suffixes.hpp"
 
 namespace politeproxy {
@@ -46,7 +47,10 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     join_domain_group(*cfg, *entry);
     // Made while the fleet store is unreachable (or before it was ever reached): the
     // local share from the start, as every host that lived through the outage has.
-    if (fleet_ && fleet_down_.load(std::memory_order_acquire)) apply_health(*entry, now);
+    if (fleet_ && !fleet_->up_for(key)) {
+        entry->fleet.store_reach(false, now);
+        apply_health(*entry, now);
+    }
     if (cfg->robots.honor) {
         std::lock_guard lock(robots_mutex_);
         entry->robots_rate = robots_.rate_cap(key, now);  // read before this gate was last forgotten

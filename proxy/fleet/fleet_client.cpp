@@ -2,16 +2,19 @@
 
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/log.hpp"
+#include "politeproxy/fleet/cluster_slots.hpp"
 #include "politeproxy/fleet/lease_scripts.hpp"
-#include "politeproxy/fleet/redis_connection.hpp"
+#include "politeproxy/fleet/redis_store.hpp"
 #include "politeproxy/policy/fleet_lease.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 
 #include <cstdio>
 #include <mutex>
 #include <random>
+#include <unordered_map>
 
 namespace politeproxy::fleet {
 namespace asio = boost::asio;
@@ -28,6 +31,13 @@ constexpr auto shared_state_ttl = std::chrono::minutes(2);
 constexpr auto waiter_stale = std::chrono::milliseconds(500);
 // A lease id carries its lane in the top bits: a release finds the lane that renews it.
 constexpr int lane_shift = 48;
+// A lease given back waits this long for the host's next acquire, which carries it (one
+// command for both); then it goes alone, with the others of its host.
+constexpr auto release_linger = std::chrono::milliseconds(2);
+// Members per command (a command's arguments are bounded).
+constexpr std::size_t most_wanted = 16;
+constexpr std::size_t most_given = 16;
+constexpr std::size_t most_removed = 48;
 
 std::string ms(clock::duration d) {
     return std::to_string(std::max<long long>(0, std::chrono::ceil<std::chrono::milliseconds>(d).count()));
@@ -54,21 +64,39 @@ std::vector<std::string> script_loads() {
 }  // namespace
 
 struct fleet_client::impl {
+    // A request's acquire, waiting for its batch's answer.
+    struct wanted {
+        std::uint64_t id;
+        std::string member;
+        clock::time_point sent;
+        std::move_only_function<void(lease_answer)> done;
+    };
+    // One host's acquires of this event-loop turn and leases given back, not yet sent.
+    struct host_batch {
+        lease_terms terms;
+        std::vector<wanted> acquires;
+        std::vector<std::string> given;
+    };
     // One worker's share of the client.
     struct lane {
         lane(impl& owner, asio::io_context& ioc, std::size_t index)
             : ioc(ioc),
               index(index),
               book(owner.tag),
-              conn(ioc, redis_target{owner.cfg.host, owner.cfg.port, owner.cfg.password, owner.cfg.db},
-                   owner.cfg.timeout, owner.log, script_loads(), [&owner, this](bool up) { owner.on_lane_state(*this, up); }) {}
+              store(make_redis_store(ioc, owner.cfg, owner.log, script_loads(),
+                                     [&owner, this](bool came_up) { owner.on_lane_state(*this, came_up); })),
+              linger(ioc.get_executor()) {}
 
         asio::io_context& ioc;
         std::size_t index;
         std::mutex mutex;  ///< book, and the order of renewals against releases
         lease_book book;
-        redis_connection conn;
-        bool up = false;  ///< under impl::state_mutex
+        std::unique_ptr<redis_store> store;
+        // On the lane's loop only:
+        std::unordered_map<std::string, host_batch> batches;
+        bool flush_posted = false;
+        bool linger_armed = false;
+        steady_timer linger;
     };
 
     impl(const fleet_config& cfg, metrics& m, const logger& log, callbacks cb)
@@ -87,33 +115,119 @@ struct fleet_client::impl {
     lane& lane_of(std::uint64_t lease) { return *lanes[std::min<std::size_t>(lease >> lane_shift, lanes.size() - 1)]; }
 
     // EVALSHA; EVAL when the store lost its scripts (SCRIPT FLUSH): the same arguments
-    // with the script's body in place of its digest.
-    void eval(lane& l, const lua_script& s, std::vector<std::string_view> args, redis_connection::handler done) {
+    // with the script's body in place of its digest. `slot`: the keys' (all one host's).
+    void eval(lane& l, std::uint16_t slot, const lua_script& s, std::vector<std::string_view> args,
+              redis_connection::handler done) {
         args.insert(args.begin(), {"EVALSHA", s.sha1});
         std::string command = redis_command(args);
         // The arguments after the digest, as formatted: kept for the rare EVAL.
         const std::size_t tail = command.find(s.sha1) + s.sha1.size() + 2;
-        auto on_reply = [&l, &s, count = args.size(), tail, command, done = std::move(done)](
+        auto on_reply = [&l, slot, &s, count = args.size(), tail, command, done = std::move(done)](
                             boost::system::error_code ec, redis_reply r) mutable {
             if (!ec && r.is_error() && r.text.starts_with("NOSCRIPT")) {
                 std::string eval = "*" + std::to_string(count) + "\r\n$4\r\nEVAL\r\n$" + std::to_string(s.body.size()) +
                                    "\r\n" + s.body + "\r\n";
                 eval.append(command, tail);
-                l.conn.send(std::move(eval), std::move(done));
+                l.store->send(slot, std::move(eval), std::move(done));
                 return;
             }
             done(ec, std::move(r));
         };
-        l.conn.send(std::move(command), std::move(on_reply));
+        l.store->send(slot, std::move(command), std::move(on_reply));
     }
 
-    template <class Token>
-    auto async_eval(lane& l, const lua_script& s, std::vector<std::string_view> args, Token&& token) {
-        return asio::async_initiate<Token, void(boost::system::error_code, redis_reply)>(
-            [this, &l, &s](auto done, std::vector<std::string_view> args) {
-                eval(l, s, std::move(args), redis_connection::on_callers_executor(std::move(done)));
-            },
-            token, std::move(args));
+    // On l's loop: an acquire joins its host's batch, sent at the end of this turn.
+    void want(lane& l, const std::string& key, lease_terms terms, wanted w) {
+        auto& b = l.batches[key];
+        b.terms = terms;
+        b.acquires.push_back(std::move(w));
+        if (std::exchange(l.flush_posted, true)) return;
+        asio::post(l.ioc, [this, &l] {
+            l.flush_posted = false;
+            flush(l, false);
+        });
+    }
+
+    // On l's loop: a lease given back waits for the host's next acquire (release_linger).
+    void give(lane& l, const std::string& key, std::string member) {
+        l.batches[key].given.push_back(std::move(member));
+        if (std::exchange(l.linger_armed, true)) return;
+        l.linger.expires_after(release_linger);
+        l.linger.async_wait([this, &l](boost::system::error_code) {
+            l.linger_armed = false;
+            flush(l, true);
+        });
+    }
+
+    // Sends each host's acquires (carrying what it gave back), and, at the end of a
+    // linger, what was given back without an acquire to carry it.
+    void flush(lane& l, bool lingered) {
+        for (auto it = l.batches.begin(); it != l.batches.end();) {
+            auto& [key, b] = *it;
+            const auto slot = tag_slot(key);
+            while (!b.acquires.empty()) send_acquires(l, key, slot, b);
+            if (lingered)
+                for (std::size_t from = 0; from < b.given.size(); from += most_removed) {
+                    std::vector<std::string_view> args{"ZREM"};
+                    const host_keys k(key);
+                    args.push_back(k.leases);
+                    for (std::size_t i = from; i < std::min(b.given.size(), from + most_removed); ++i)
+                        args.push_back(b.given[i]);
+                    l.store->send(slot, redis_command(args), [](boost::system::error_code, redis_reply) {});
+                }
+            if (lingered) b.given.clear();
+            if (b.given.empty()) it = l.batches.erase(it);
+            else ++it;
+        }
+    }
+
+    // One EVALSHA: up to most_given leases given back, then up to most_wanted asked for.
+    void send_acquires(lane& l, const std::string& key, std::uint16_t slot, host_batch& b) {
+        const std::size_t wanted_n = std::min(b.acquires.size(), most_wanted);
+        const std::size_t given_n = std::min(b.given.size(), most_given);
+        std::vector<wanted> batch(std::make_move_iterator(b.acquires.begin()),
+                                  std::make_move_iterator(b.acquires.begin() + static_cast<std::ptrdiff_t>(wanted_n)));
+        b.acquires.erase(b.acquires.begin(), b.acquires.begin() + static_cast<std::ptrdiff_t>(wanted_n));
+        const std::vector<std::string> given(std::make_move_iterator(b.given.begin()),
+                                             std::make_move_iterator(b.given.begin() + static_cast<std::ptrdiff_t>(given_n)));
+        b.given.erase(b.given.begin(), b.given.begin() + static_cast<std::ptrdiff_t>(given_n));
+        const host_keys k(key);
+        const std::string limit = std::to_string(b.terms.limit), rate = decimal(b.terms.rate),
+                          burst = decimal(b.terms.burst), given_count = std::to_string(given_n);
+        std::vector<std::string_view> args{"4",   k.leases, k.state, k.waiters, k.polled, lease_ttl_ms, limit,
+                                           rate,  burst,    state_ttl_ms, tag_text, waiter_stale_ms, given_count};
+        for (const auto& g : given) args.push_back(g);
+        for (const auto& w : batch) args.push_back(w.member);
+        eval(l, slot, acquire_script(), std::move(args),
+             [this, &l, key, batch = std::move(batch)](boost::system::error_code ec, redis_reply reply) mutable {
+                 answered(l, key, std::move(batch), ec, reply);
+             });
+    }
+
+    // The first `granted` of the batch have their lease; the others are refused (or the
+    // store is down for all of them).
+    void answered(lane& l, const std::string& key, std::vector<wanted> batch, boost::system::error_code ec,
+                  const redis_reply& reply) {
+        const auto now = clock::now();
+        std::optional<lease_answer> read;
+        if (!ec) {
+            read = read_acquire_reply(reply);
+            if (!read) log.write(log_level::error, "fleet", "unexpected answer to acquire: " + reply.text);
+        }
+        if (read && read->granted > 0) {
+            std::lock_guard lock(l.mutex);
+            for (std::size_t i = 0; i < std::min(read->granted, batch.size()); ++i) l.book.add(batch[i].id, key, now);
+        }
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            lease_answer a;
+            if (read) {
+                a = *read;
+                a.what = i < read->granted ? lease_answer::result::granted : lease_answer::result::refused;
+                if (a.what == lease_answer::result::granted) a.lease = batch[i].id;
+            }
+            m.fleet_round_trip(now - batch[i].sent);
+            batch[i].done(a);
+        }
     }
 
     // Under l.mutex, on l's loop, as releases are: a lease released after it was picked
@@ -127,7 +241,7 @@ struct fleet_client::impl {
             for (auto id : ids) members.push_back(l.book.member(id));
             std::vector<std::string_view> args{"1", k.leases, ttl};
             args.insert(args.end(), members.begin(), members.end());
-            eval(l, renew_script(), std::move(args), [this, key](boost::system::error_code ec, redis_reply r) {
+            eval(l, tag_slot(key), renew_script(), std::move(args), [this, key](boost::system::error_code ec, redis_reply r) {
                 const auto answer = ec ? std::nullopt : read_renew_reply(r);
                 if (!answer) return;
                 if (answer->lost > 0) {
@@ -140,24 +254,16 @@ struct fleet_client::impl {
         }
     }
 
-    void on_lane_state(lane& l, bool up) {
-        if (up) {
+    void on_lane_state(lane& l, bool came_up) {
+        if (came_up) {
             std::lock_guard lock(l.mutex);
             renew_locked(l, l.book.take_all(clock::now()));  // re-assert what this lane holds
         }
-        bool changed = false;
-        bool all_up = false;
-        {
-            std::lock_guard lock(state_mutex);
-            l.up = up;
-            if (up) ++lanes_up;
-            else --lanes_up;
-            all_up = lanes_up == lanes.size();
-            changed = all_up != store_up.load(std::memory_order_relaxed);
-            store_up.store(all_up, std::memory_order_release);
-        }
-        if (!changed) return;
-        m.fleet_store(all_up);
+        bool all_up = true;
+        for (auto& each : lanes) all_up = all_up && each->store->up();
+        std::lock_guard lock(state_mutex);
+        if (all_up != store_up.exchange(all_up, std::memory_order_acq_rel)) m.fleet_store(all_up);
+        // Every change: a cluster's node may have come or gone while the whole is still down.
         if (cb.on_store_state) cb.on_store_state(all_up);
     }
 
@@ -171,7 +277,6 @@ struct fleet_client::impl {
             const auto now = clock::now();
             if (l.index == 0 && !store_up.load(std::memory_order_acquire)) m.fleet_degraded(now - last);
             last = now;
-            if (!l.conn.up()) continue;
             std::lock_guard lock(l.mutex);
             renew_locked(l, l.book.due(now, cfg.lease_ttl / 3));
         }
@@ -184,8 +289,7 @@ struct fleet_client::impl {
     std::uint64_t tag;
     std::string tag_text;
     std::vector<std::unique_ptr<lane>> lanes;
-    std::mutex state_mutex;
-    std::size_t lanes_up = 0;  ///< under state_mutex
+    std::mutex state_mutex;  ///< the order of on_store_state calls
     std::atomic<bool> store_up{false};
     bool started = false;
     // Arguments every acquire sends, formatted once.
@@ -208,7 +312,7 @@ void fleet_client::add_lane(asio::io_context& ioc) {
 bool fleet_client::start() {
     impl_->started = true;
     for (auto& l : impl_->lanes) {
-        l->conn.start();
+        l->store->start();
         asio::co_spawn(l->ioc, impl_->renewal_loop(*l), asio::detached);
     }
     // The loops' threads are not running yet: run them here until every lane is up.
@@ -223,52 +327,50 @@ bool fleet_client::start() {
 void fleet_client::stop() {
     if (!impl_->started) return;
     impl_->started = false;
-    for (auto& l : impl_->lanes) l->conn.close_now();
+    for (auto& l : impl_->lanes) l->store->close_now();
 }
 
 bool fleet_client::store_up() const { return impl_->store_up.load(std::memory_order_acquire); }
 
+bool fleet_client::up_for(const std::string& key) const {
+    if (impl_->lanes.empty()) return false;
+    const auto slot = tag_slot(key);
+    for (const auto& l : impl_->lanes)
+        if (!l->store->up_for(slot)) return false;
+    return true;
+}
+
 task<lease_answer> fleet_client::acquire(const std::string& key, lease_terms terms) {
-    lease_answer answer;
     auto& l = impl_->current_lane();
-    if (!l.conn.up()) co_return answer;
-    std::uint64_t id;
-    std::string member;
+    if (!l.store->up_for(tag_slot(key))) co_return lease_answer{};
+    impl::wanted w;
     {
         std::lock_guard lock(l.mutex);
-        id = (static_cast<std::uint64_t>(l.index) << lane_shift) | l.book.next_id();
-        member = l.book.member(id);
+        w.id = (static_cast<std::uint64_t>(l.index) << lane_shift) | l.book.next_id();
+        w.member = l.book.member(w.id);
     }
-    const host_keys k(key);
-    const std::string limit = std::to_string(terms.limit), rate = decimal(terms.rate), burst = decimal(terms.burst);
-    std::vector<std::string_view> args{"4",   k.leases, k.state, k.waiters,        k.polled,
-                                       member, impl_->lease_ttl_ms, limit, rate, burst,
-                                       impl_->state_ttl_ms, impl_->tag_text, impl_->waiter_stale_ms};
-    const auto sent = clock::now();
-    auto [ec, reply] = co_await impl_->async_eval(l, acquire_script(), std::move(args), use_tuple);
-    const auto now = clock::now();
-    impl_->m.fleet_round_trip(now - sent);
-    if (ec) co_return answer;
-    auto read = read_acquire_reply(reply);
-    if (!read) {
-        impl_->log.write(log_level::error, "fleet", "unexpected answer to acquire: " + reply.text);
-        co_return answer;
-    }
-    answer = *read;
-    if (answer.what == lease_answer::result::granted) {
-        std::lock_guard lock(l.mutex);
-        l.book.add(id, key, now);
-        answer.lease = id;
-    }
-    co_return answer;
+    w.sent = clock::now();
+    co_return co_await asio::async_initiate<decltype(asio::deferred), void(lease_answer)>(
+        [this, &l, &key, terms, &w](auto handler) {
+            w.done = [handler = std::move(handler)](lease_answer a) mutable {
+                auto ex = asio::get_associated_executor(handler);
+                asio::post(ex, [handler = std::move(handler), a]() mutable { std::move(handler)(a); });
+            };
+            impl_->want(l, key, terms, std::move(w));
+        },
+        asio::deferred);
 }
 
 void fleet_client::release(const std::string& key, std::uint64_t lease) {
     auto& l = impl_->lane_of(lease);
-    std::lock_guard lock(l.mutex);
-    if (!l.book.remove(lease) || !impl_->started) return;
-    l.conn.send(redis_command({"ZREM", host_keys(key).leases, l.book.member(lease)}),
-                [](boost::system::error_code, redis_reply) {});
+    std::string member;
+    {
+        std::lock_guard lock(l.mutex);
+        if (!l.book.remove(lease) || !impl_->started) return;
+        member = l.book.member(lease);
+    }
+    if (l.ioc.get_executor().running_in_this_thread()) return impl_->give(l, key, std::move(member));
+    asio::post(l.ioc, [this, &l, key, member = std::move(member)]() mutable { impl_->give(l, key, std::move(member)); });
 }
 
 std::uint64_t fleet_client::hold_unasserted(const std::string& key) {
@@ -282,14 +384,14 @@ std::uint64_t fleet_client::hold_unasserted(const std::string& key) {
 void fleet_client::publish(const std::string& key, std::size_t limit, double rate, clock::duration pause) {
     const host_keys k(key);
     const std::string limit_text = std::to_string(limit), rate_text = decimal(rate), pause_text = ms(pause);
-    impl_->eval(impl_->current_lane(), publish_script(),
+    impl_->eval(impl_->current_lane(), tag_slot(key), publish_script(),
                 {"1", k.state, limit_text, rate_text, pause_text, impl_->state_ttl_ms},
                 [](boost::system::error_code, redis_reply) {});
 }
 
 void fleet_client::withdraw(const std::string& key) {
     const host_keys k(key);
-    impl_->eval(impl_->current_lane(), withdraw_script(), {"2", k.waiters, k.polled, impl_->tag_text},
+    impl_->eval(impl_->current_lane(), tag_slot(key), withdraw_script(), {"2", k.waiters, k.polled, impl_->tag_text},
                 [](boost::system::error_code, redis_reply) {});
 }
 

@@ -50,7 +50,8 @@ std::optional<lease_answer> read_acquire_reply(const redis_reply& r) {
     if (!integers(r, 6)) return std::nullopt;
     const auto& e = r.elements;
     lease_answer a;
-    a.what = e[0].integer == 1 ? lease_answer::result::granted : lease_answer::result::refused;
+    a.granted = count(e[0].integer);
+    a.what = a.granted > 0 ? lease_answer::result::granted : lease_answer::result::refused;
     a.held = count(e[1].integer);
     a.limit = count(e[2].integer, 1);
     a.rate = static_cast<double>(std::max(0LL, e[3].integer)) / 1e6;  // micro-tokens per second
@@ -66,10 +67,14 @@ std::optional<renew_answer> read_renew_reply(const redis_reply& r) {
 
 const lua_script& acquire_script() {
     static const lua_script s = make(std::string(store_now) + R"lua(
+local given = tonumber(ARGV[8])
+if given > 0 then redis.call('ZREM', KEYS[1], unpack(ARGV, 9, 8 + given)) end
+local first = 9 + given
+local want = #ARGV - first + 1
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local waiting = redis.call('ZCARD', KEYS[3])
 if waiting > 0 then
-  local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[8]))
+  local stale = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[7]))
   if #stale > 0 then
     redis.call('ZREM', KEYS[3], unpack(stale))
     redis.call('ZREM', KEYS[4], unpack(stale))
@@ -77,39 +82,58 @@ if waiting > 0 then
   end
 end
 local s = redis.call('HMGET', KEYS[2], 'limit', 'rate', 'pause_until', 'tat')
-local limit = tonumber(s[1]) or tonumber(ARGV[3])
-local rate = tonumber(s[2]) or tonumber(ARGV[4])
+local limit = tonumber(s[1]) or tonumber(ARGV[2])
+local rate = tonumber(s[2]) or tonumber(ARGV[3])
 local held = redis.call('ZCARD', KEYS[1])
 local micro = math.floor(rate * 1000000 + 0.5)
 local function refuse(pause, wait)
-  redis.call('ZADD', KEYS[3], 'NX', now, ARGV[7])
-  redis.call('ZADD', KEYS[4], now, ARGV[7])
-  redis.call('PEXPIRE', KEYS[3], ARGV[8])
-  redis.call('PEXPIRE', KEYS[4], ARGV[8])
+  redis.call('ZADD', KEYS[3], 'NX', now, ARGV[6])
+  redis.call('ZADD', KEYS[4], now, ARGV[6])
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  redis.call('PEXPIRE', KEYS[4], ARGV[7])
   return {0, held, limit, micro, pause, wait}
 end
+if want < 1 then return {0, held, limit, micro, 0, 0} end
 local pause = (tonumber(s[3]) or 0) - now
 if pause > 0 then return refuse(pause, 0) end
 local free = limit - held
 if free <= 0 then return refuse(0, 0) end
 local rank = nil
+local ahead = 0
 if waiting > 0 then
-  rank = redis.call('ZRANK', KEYS[3], ARGV[7])
-  if (rank or waiting) >= free then return refuse(0, 0) end
+  rank = redis.call('ZRANK', KEYS[3], ARGV[6])
+  ahead = rank or waiting
+  if ahead >= free then return refuse(0, 0) end
 end
+local n = math.min(want, free - ahead)
 local interval = 1000 / rate
 local tat = math.max(tonumber(s[4]) or now, now)
-local wait = tat - (tonumber(ARGV[5]) - 1) * interval - now
-if wait > 0 then return refuse(0, math.ceil(wait)) end
-redis.call('HSET', KEYS[2], 'tat', string.format('%.3f', tat + interval))
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[6]) then redis.call('PEXPIRE', KEYS[2], ARGV[6]) end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 1000)
-if rank then
-  redis.call('ZREM', KEYS[3], ARGV[7])
-  redis.call('ZREM', KEYS[4], ARGV[7])
+local allowance = (tonumber(ARGV[4]) - 1) * interval
+local granted = 0
+local wait = 0
+while granted < n do
+  wait = tat - allowance - now
+  if wait > 0 then break end
+  tat = tat + interval
+  granted = granted + 1
 end
-return {1, held + 1, limit, micro, 0, 0}
+if granted == 0 then return refuse(0, math.ceil(wait)) end
+redis.call('HSET', KEYS[2], 'tat', string.format('%.3f', tat))
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end
+local expiry = now + tonumber(ARGV[1])
+local scored = {}
+for i = 0, granted - 1 do
+  scored[2 * i + 1] = expiry
+  scored[2 * i + 2] = ARGV[first + i]
+end
+redis.call('ZADD', KEYS[1], unpack(scored))
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) + 1000)
+if rank then
+  redis.call('ZREM', KEYS[3], ARGV[6])
+  redis.call('ZREM', KEYS[4], ARGV[6])
+end
+wait = math.max(0, tat - allowance - now)
+return {granted, held + granted, limit, micro, 0, math.ceil(wait)}
 )lua");
     return s;
 }

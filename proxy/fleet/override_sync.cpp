@@ -2,7 +2,8 @@
 
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/base/log.hpp"
-#include "politeproxy/fleet/redis_connection.hpp"
+#include "politeproxy/fleet/cluster_slots.hpp"
+#include "politeproxy/fleet/redis_store.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -28,12 +29,13 @@ constexpr std::size_t page_size = 30;
 // operator overrides by hand, and a bound on what a stuck store can cost.
 constexpr std::size_t most_unsent = 10'000;
 
-// Not hash-tagged: the script touches four keys, which under Redis Cluster would have to
-// share one slot (e.g. all under pp:{overrides}:..., overrides are few).
-constexpr const char* version_key = "pp:overrides:version";  // INCR per change
-constexpr const char* changes_key = "pp:overrides:changes";  // sorted set: host -> its last change's version
-constexpr const char* epoch_key = "pp:overrides:epoch";      // stamped by the first change into an empty store
-std::string value_key(std::string_view host) { return "pp:override:" + std::string(host); }
+// Every key shares the hash tag {pp:overrides}: the script touches four keys, which
+// under Redis Cluster must share one slot (overrides are few: one node holds them all).
+constexpr const char* version_key = "pp:{pp:overrides}:version";  // INCR per change
+constexpr const char* changes_key = "pp:{pp:overrides}:changes";  // sorted set: host -> its last change's version
+constexpr const char* epoch_key = "pp:{pp:overrides}:epoch";      // stamped by the first change into an empty store
+std::string value_key(std::string_view host) { return "pp:{pp:overrides}:override:" + std::string(host); }
+const std::uint16_t overrides_slot = key_slot(version_key);
 
 // KEYS: version, changes, value, epoch. ARGV: host, then value and TTL ms (0: none) for a
 // put, nothing more for a removal. Sent with EVAL, not EVALSHA: a NOSCRIPT answer re-sent
@@ -77,10 +79,10 @@ struct override_sync::impl {
         : ioc(ioc),
           log(log),
           cb(std::move(cb)),
-          conn(ioc, redis_target{cfg.host, cfg.port, cfg.password, cfg.db}, cfg.timeout, log, {},
-               [this](bool up) {
-                   if (up) send_unsent();
-               }),
+          store(make_redis_store(ioc, cfg, log, {},
+                                 [this](bool came_up) {
+                                     if (came_up && store->up_for(overrides_slot)) send_unsent();
+                                 })),
           tick(ioc.get_executor()) {}
 
     // From any thread: the connection posts the command to its own; the answer (and the
@@ -95,7 +97,7 @@ struct override_sync::impl {
         const std::string vkey = value_key(host);
         std::vector<std::string_view> args{"EVAL", change_script, "4", version_key, changes_key, vkey, epoch_key, host};
         if (value) args.insert(args.end(), {*value, ttl});
-        conn.send(redis_command(args), [this, host, value, expires](boost::system::error_code ec, redis_reply r) mutable {
+        store->send(overrides_slot, redis_command(args), [this, host, value, expires](boost::system::error_code ec, redis_reply r) mutable {
             // Replies come in the order sent: a change taken supersedes an earlier one kept.
             if (!ec && !r.is_error()) return void(unsent_changes.erase(host));
             if (!ec) log.write(log_level::error, "overrides", "the store refused a change of " + host + ": " + r.text);
@@ -128,18 +130,18 @@ struct override_sync::impl {
             [this](auto done, std::vector<std::string> commands) {
                 auto replies = std::make_shared<std::vector<redis_reply>>(commands.size());
                 auto failed = std::make_shared<boost::system::error_code>();
-                auto store = [replies, failed](std::size_t i, boost::system::error_code ec, redis_reply r) {
+                auto keep_reply = [replies, failed](std::size_t i, boost::system::error_code ec, redis_reply r) {
                     if (ec && !*failed) *failed = ec;
                     (*replies)[i] = std::move(r);
                 };
                 const std::size_t last = commands.size() - 1;
                 for (std::size_t i = 0; i < last; ++i)
-                    conn.send(std::move(commands[i]), [store, i](boost::system::error_code ec, redis_reply r) { store(i, ec, std::move(r)); });
+                    store->send(overrides_slot, std::move(commands[i]), [keep_reply, i](boost::system::error_code ec, redis_reply r) { keep_reply(i, ec, std::move(r)); });
                 // Replies (and failures) come in order: the last one completes the batch.
                 auto ex = asio::get_associated_executor(done, ioc.get_executor());
-                conn.send(std::move(commands[last]), [store, last, replies, failed, ex, done = std::move(done)](
+                store->send(overrides_slot, std::move(commands[last]), [keep_reply, last, replies, failed, ex, done = std::move(done)](
                                                          boost::system::error_code ec, redis_reply r) mutable {
-                    store(last, ec, std::move(r));
+                    keep_reply(last, ec, std::move(r));
                     asio::post(ex, [done = std::move(done), replies, failed]() mutable { std::move(done)(*failed, std::move(*replies)); });
                 });
             },
@@ -150,7 +152,7 @@ struct override_sync::impl {
         for (;;) {
             tick.expires_after(poll_period);
             if (auto [ec] = co_await tick.async_wait(use_tuple); ec || stopped) co_return;
-            if (conn.up()) co_await poll();
+            if (store->up_for(overrides_slot)) co_await poll();
         }
     }
 
@@ -211,7 +213,7 @@ struct override_sync::impl {
     asio::io_context& ioc;
     const logger& log;
     callbacks cb;
-    redis_connection conn;
+    std::unique_ptr<redis_store> store;
     steady_timer tick;
     bool started = false;
     bool stopped = false;
@@ -228,7 +230,7 @@ override_sync::~override_sync() { stop(); }
 
 void override_sync::start() {
     impl_->started = true;
-    impl_->conn.start();
+    impl_->store->start();
     asio::co_spawn(impl_->ioc, impl_->poll_loop(), asio::detached);
 }
 
@@ -236,7 +238,7 @@ void override_sync::stop() {
     if (!impl_->started || impl_->stopped) return;
     impl_->stopped = true;
     impl_->tick.cancel();
-    impl_->conn.close_now();
+    impl_->store->close_now();
 }
 
 void override_sync::put(const std::string& key, const std::string& value, std::optional<std::chrono::milliseconds> ttl) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 
 namespace politeproxy::fleet {
 namespace asio = boost::asio;
@@ -51,6 +52,17 @@ void redis_connection::close_now() {
     backoff_timer_.cancel();
     wake_writer_.cancel();
     fail_all();
+}
+
+void redis_connection::retarget(redis_target target) {
+    asio::post(ioc_, [this, target = std::move(target)]() mutable {
+        if (stopped_) return;
+        target_ = std::move(target);
+        retargeted_ = true;
+        boost::system::error_code ignored;
+        socket_.close(ignored);  // the loops end; run() connects to the new target
+        backoff_timer_.cancel();
+    });
 }
 
 void redis_connection::send(std::string command, handler done) {
@@ -104,6 +116,7 @@ task<void> redis_connection::run() {
         fail_all();
         reader_.reset();
         if (stopped_) break;
+        if (std::exchange(retargeted_, false)) continue;
         // Jitter: a fleet that lost its store together does not come back in lockstep.
         const auto jittered = backoff / 2 + std::chrono::duration_cast<clock::duration>(
                                                 backoff * std::uniform_real_distribution<double>(0, 0.5)(random));
@@ -196,6 +209,11 @@ task<void> redis_connection::read_loop() {
                 co_return;
             }
             if (got == redis_reply_reader::status::need_more) break;
+            if (on_push_ && reply.type == redis_reply::kind::array && !reply.elements.empty() &&
+                reply.elements[0].text == "message") {
+                on_push_(reply);
+                continue;
+            }
             if (awaiting_.empty()) co_return;  // a reply nobody asked for: out of step
             auto p = std::move(awaiting_.front());
             awaiting_.pop_front();

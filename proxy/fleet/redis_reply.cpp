@@ -32,7 +32,11 @@ void free_reader(redisReader* r) { redisReaderFree(r); }
 // announcing a billion elements would make it allocate gigabytes. Its object functions
 // can refuse (a null object is "out of memory" to the reader, which then fails): the
 // reader here uses hiredis' own functions, with arrays bounded.
-constexpr int most_elements = 64;  // the scripts answer 6 at most
+// Nested arrays are small (the scripts answer 6 figures; a CLUSTER SLOTS range holds a
+// few nodes); the top level holds up to one range per cluster slot. A reply's bytes are
+// bounded too, so the nested tables, 64 x 8 bytes each, stay bounded with them.
+constexpr int most_elements = 64;
+constexpr int most_top_level_elements = 16384;
 
 const redisReplyObjectFunctions& hiredis_functions() {
     static const redisReplyObjectFunctions functions = [] {
@@ -46,7 +50,7 @@ const redisReplyObjectFunctions& hiredis_functions() {
 }
 
 void* bounded_array(const redisReadTask* task, int elements) {
-    if (elements < 0 || elements > most_elements) return nullptr;
+    if (elements < 0 || elements > (task->parent ? most_elements : most_top_level_elements)) return nullptr;
     return hiredis_functions().createArray(task, elements);
 }
 
@@ -63,7 +67,7 @@ redisReader* bounded_reader() {
 
 template <class Range>
 std::string format_command(const Range& args) {
-    constexpr std::size_t most = 32;  // every command the proxy sends has fewer arguments
+    constexpr std::size_t most = 64;  // every command the proxy sends has fewer arguments
     std::array<const char*, most> argv;
     std::array<std::size_t, most> lengths;
     std::size_t n = 0;

@@ -35,7 +35,11 @@ namespace {
 std::vector<lease_book::batch> grouped(std::map<std::string_view, std::vector<lease_book::id>>& by_key) {
     std::vector<lease_book::batch> out;
     out.reserve(by_key.size());
-    for (auto& [key, ids] : by_key) out.emplace_back(std::string(key), std::move(ids));
+    for (auto& [key, ids] : by_key)
+        for (std::size_t from = 0; from < ids.size(); from += lease_book::most_per_batch) {
+            const auto to = std::min(ids.size(), from + lease_book::most_per_batch);
+            out.emplace_back(std::string(key), std::vector<lease_book::id>(ids.begin() + from, ids.begin() + to));
+        }
     return out;
 }
 

@@ -173,7 +173,7 @@ int proxy_server::run() {
         fleet = std::make_unique<fleet::fleet_client>(
             *cfg_->fleet, m, log_,
             fleet::fleet_client::callbacks{
-                [&gates](bool up) { gates.fleet_store_changed(up); },
+                [&gates](bool) { gates.fleet_store_changed(); },
                 [&gates](const std::string& key, std::size_t held) { gates.fleet_held(key, held); }});
         for (auto& w : workers) fleet->add_lane(w->ioc);
         gates.attach_fleet(*fleet);

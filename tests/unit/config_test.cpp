@@ -143,8 +143,8 @@ TEST_CASE("fleet: the store's URL and the lease settings") {
     const config c = load_ok("fleet:\n  redis: redis://:s3cret@redis.internal:6380/2\n  lease_ttl: 10s\n"
                              "  expected_workers: 6\n  on_store_failure: fail_closed\n  timeout: 250ms\n");
     REQUIRE(c.fleet);
-    CHECK(c.fleet->host == "redis.internal");
-    CHECK(c.fleet->port == 6380);
+    CHECK(c.fleet->kind == fleet_config::topology::single);
+    CHECK(c.fleet->nodes == std::vector<fleet_config::endpoint>{{"redis.internal", 6380}});
     CHECK(c.fleet->password == "s3cret");
     CHECK(c.fleet->db == 2);
     CHECK(c.fleet->lease_ttl == std::chrono::seconds(10));
@@ -152,8 +152,7 @@ TEST_CASE("fleet: the store's URL and the lease settings") {
     CHECK(c.fleet->on_store_failure == fleet_config::failure_mode::fail_closed);
     CHECK(c.fleet->timeout == std::chrono::milliseconds(250));
     const config d = load_ok("fleet: { redis: \"redis://[::1]\" }\n");
-    CHECK(d.fleet->host == "::1");
-    CHECK(d.fleet->port == 6379);
+    CHECK(d.fleet->nodes == std::vector<fleet_config::endpoint>{{"::1", 6379}});
     CHECK(d.fleet->lease_ttl == std::chrono::seconds(30));
     CHECK(d.fleet->on_store_failure == fleet_config::failure_mode::local_share);
     CHECK_FALSE(load_ok("").fleet);
@@ -171,6 +170,26 @@ TEST_CASE("fleet: the store's URL and the lease settings") {
     CHECK(load_error("fleet: { redis: \"redis://x\", expected_workers: 0 }\n").find("expected_workers") !=
           std::string::npos);
     CHECK(load_error("fleet: { redis: \"redis://x\", ttl: 1s }\n").find("unknown key 'ttl'") != std::string::npos);
+}
+
+TEST_CASE("fleet: Redis Cluster seeds and Sentinel's master") {
+    using topology = fleet_config::topology;
+    const config c = load_ok("fleet: { redis: \"redis+cluster://:pw@10.0.0.1:7000,node-b:7001,[::1]\" }\n");
+    CHECK(c.fleet->kind == topology::cluster);
+    CHECK(c.fleet->nodes ==
+          std::vector<fleet_config::endpoint>{{"10.0.0.1", 7000}, {"node-b", 7001}, {"::1", 6379}});
+    CHECK(c.fleet->password == "pw");
+    CHECK(load_ok("fleet: { redis: \"redis+cluster://a:1/0\" }\n").fleet->db == 0);
+    const config s = load_ok("fleet: { redis: \"redis+sentinel://s1:26379,s2:26380/pp-master/3\" }\n");
+    CHECK(s.fleet->kind == topology::sentinel);
+    CHECK(s.fleet->nodes == std::vector<fleet_config::endpoint>{{"s1", 26379}, {"s2", 26380}});
+    CHECK(s.fleet->master_name == "pp-master");
+    CHECK(s.fleet->db == 3);
+    CHECK(load_error("fleet: { redis: \"redis+sentinel://s1:26379\" }\n").find("master's name") != std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis+cluster://a:1/2\" }\n").find("only database 0") != std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis://a:1,b:2\" }\n").find("one node only") != std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis+cluster://a:1,,b:2\" }\n").find("no host") != std::string::npos);
+    CHECK(load_error("fleet: { redis: \"redis+cluster://a:0\" }\n").find("invalid port") != std::string::npos);
 }
 
 TEST_CASE("tls: intercept needs a CA; its keys are checked") {

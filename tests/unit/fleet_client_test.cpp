@@ -27,8 +27,7 @@ namespace {
 
 fleet_config config_for(int port) {
     fleet_config c;
-    c.host = "127.0.0.1";
-    c.port = static_cast<std::uint16_t>(port);
+    c.nodes = {{"127.0.0.1", static_cast<std::uint16_t>(port)}};
     c.lease_ttl = 3s;
     c.timeout = 500ms;
     return c;

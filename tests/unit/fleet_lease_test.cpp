@@ -73,3 +73,18 @@ TEST_CASE("lease members carry the process tag, so two processes never share one
     CHECK(p.member(1) != q.member(1));
     CHECK(p.member(7) == "0000000000000001:7");
 }
+
+TEST_CASE("the leases of a busy host are renewed in bounded batches (a command's arguments are bounded)") {
+    lease_book book(7);
+    const clock::time_point t0{std::chrono::hours(1)};
+    for (int i = 0; i < 100; ++i) book.add(book.next_id(), "busy.test", t0);
+    const auto batches = book.take_all(t0);
+    REQUIRE(batches.size() == 3);
+    std::size_t total = 0;
+    for (const auto& [key, ids] : batches) {
+        CHECK(key == "busy.test");
+        CHECK(ids.size() <= lease_book::most_per_batch);
+        total += ids.size();
+    }
+    CHECK(total == 100);
+}

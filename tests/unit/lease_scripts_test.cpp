@@ -24,14 +24,28 @@ struct host_view {
     acquired acquire(const std::string& member, long long ttl_ms, long long limit, double rate = 1000,
                      double burst = 1000) {
         const auto& s = acquire_script();
-        auto r = store.command({"EVAL", s.body, "4", keys.leases, keys.state, keys.waiters, keys.polled, member,
-                                std::to_string(ttl_ms), std::to_string(limit), std::to_string(rate),
-                                std::to_string(burst), "120000", tag, "500"});
+        const auto r = batch({}, {member}, ttl_ms, limit, rate, burst);
+        return {r.granted == 1, r.held, r.limit, r.rate_micro, r.pause_ms, r.wait_ms};
+    }
+    struct batch_reply {
+        long long granted, held, limit, rate_micro, pause_ms, wait_ms;
+    };
+    // One command: `given` back, then `wanted` asked for (what fleet_client sends).
+    batch_reply batch(const std::vector<std::string>& given, const std::vector<std::string>& wanted, long long ttl_ms,
+                      long long limit, double rate = 1000, double burst = 1000) {
+        const auto& s = acquire_script();
+        std::vector<std::string> args{"EVAL", s.body, "4", keys.leases, keys.state, keys.waiters, keys.polled,
+                                      std::to_string(ttl_ms), std::to_string(limit), std::to_string(rate),
+                                      std::to_string(burst), "120000", tag, "500", std::to_string(given.size())};
+        args.insert(args.end(), given.begin(), given.end());
+        args.insert(args.end(), wanted.begin(), wanted.end());
+        auto r = store.command(args);
         REQUIRE(r->type == REDIS_REPLY_ARRAY);
         REQUIRE(r->elements == 6);
         auto at = [&](int i) { return r->element[i]->integer; };
-        return {at(0) == 1, at(1), at(2), at(3), at(4), at(5)};
+        return {at(0), at(1), at(2), at(3), at(4), at(5)};
     }
+    long long held() { return store.command({"ZCARD", keys.leases})->integer; }
     long long release(const std::string& member) {
         store.command({"ZREM", keys.leases, member});  // what fleet_client sends
         return store.command({"ZCARD", keys.leases})->integer;
@@ -190,4 +204,37 @@ TEST_CASE("every key of a host shares its hash tag: one Redis Cluster slot per h
         REQUIRE(open != std::string::npos);
         CHECK(key.substr(open + 1, close - open - 1) == "api.example.com");
     }
+}
+
+TEST_CASE("a batch: several leases in one command, as many as the bound and the bucket allow") {
+    redis_server store;
+    host_view h{store, host_keys("batch.test"), "p1"};
+    auto r = h.batch({}, {"p1:1", "p1:2", "p1:3"}, 30000, 2);
+    CHECK(r.granted == 2);  // the first two members; the third is refused
+    CHECK(r.held == 2);
+    CHECK(h.store.command({"ZSCORE", h.keys.leases, "p1:3"})->type == REDIS_REPLY_NIL);
+    // Given back and asked for in one command: the bound is counted after the release.
+    r = h.batch({"p1:1"}, {"p1:4", "p1:5"}, 30000, 2);
+    CHECK(r.granted == 1);
+    CHECK(h.held() == 2);
+    CHECK(h.store.command({"ZSCORE", h.keys.leases, "p1:1"})->type == REDIS_REPLY_NIL);
+    CHECK(h.store.command({"ZSCORE", h.keys.leases, "p1:4"})->type != REDIS_REPLY_NIL);
+    // Releases alone (nothing wanted): removed, nothing granted, nobody queued.
+    r = h.batch({"p1:2", "p1:4"}, {}, 30000, 2);
+    CHECK(r.granted == 0);
+    CHECK(h.held() == 0);
+    CHECK(h.store.command({"ZCARD", h.keys.waiters})->integer == 0);  // asked for nothing: not queued
+}
+
+TEST_CASE("a batch takes one token per lease from the fleet's bucket") {
+    redis_server store;
+    host_view h{store, host_keys("bucket-batch.test"), "p1"};
+    // rate 1/s, burst 3: three at once, the fourth waits about a second.
+    auto r = h.batch({}, {"a", "b", "c", "d"}, 30000, 100, 1, 3);
+    CHECK(r.granted == 3);
+    CHECK(r.wait_ms > 900);
+    CHECK(r.wait_ms <= 1000);
+    r = h.batch({}, {"e"}, 30000, 100, 1, 3);
+    CHECK(r.granted == 0);
+    CHECK(r.wait_ms > 900);
 }

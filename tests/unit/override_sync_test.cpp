@@ -25,8 +25,7 @@ namespace {
 
 fleet_config config_for(int port) {
     fleet_config c;
-    c.host = "127.0.0.1";
-    c.port = static_cast<std::uint16_t>(port);
+    c.nodes = {{"127.0.0.1", static_cast<std::uint16_t>(port)}};
     c.timeout = 500ms;
     return c;
 }
@@ -112,7 +111,7 @@ TEST_CASE("a put and a removal on A reach B within a second") {
     REQUIRE(run_until(ioc, [&] { return b.gone("reach.example"); }));
     CHECK(steady::now() - t0 < 1s);
     CHECK(run_until(ioc, [&] { return a.gone("reach.example"); }));  // its own change comes back too
-    CHECK(store.command({"EXISTS", "pp:override:reach.example"})->integer == 0);
+    CHECK(store.command({"EXISTS", "pp:{pp:overrides}:override:reach.example"})->integer == 0);
 }
 
 TEST_CASE("a TTL: a process that joins before it ends reads the override, one after it does not") {
@@ -154,7 +153,7 @@ TEST_CASE("a store that lost everything (FLUSHALL, a restart) is given A's overr
     // what B read. Only the epoch the first re-publication stamped tells B of the loss.
     store->command({"FLUSHALL"});
     REQUIRE(run_until(loop_a, told_again(a, a.told["three.example"])));
-    CHECK(stored(*store, "pp:overrides:version") == "3");
+    CHECK(stored(*store, "pp:{pp:overrides}:version") == "3");
     REQUIRE(run_until(loop_b, told_again(b, b.told["three.example"])));
     for (const auto& h : hosts) CHECK(b.has(h, R"({"limit":3})"));
 
@@ -165,7 +164,7 @@ TEST_CASE("a store that lost everything (FLUSHALL, a restart) is given A's overr
     REQUIRE(run_until({&loop_a, &loop_b}, told_again(b, before), 10s));
     for (const auto& h : hosts) {
         CHECK(b.has(h, R"({"limit":3})"));
-        CHECK(stored(*store, "pp:override:" + h) == R"({"limit":3})");
+        CHECK(stored(*store, "pp:{pp:overrides}:override:" + h) == R"({"limit":3})");
     }
 }
 

@@ -88,8 +88,14 @@ TEST_CASE("a store's garbage or oversized reply breaks the reader, for good") {
         reader.feed("*1000000000\r\n");
         CHECK(reader.next(r) == status::broken);
         reader.reset();
-        reader.feed("*65\r\n");
+        reader.feed("*16385\r\n");
         CHECK(reader.next(r) == status::broken);
+        reader.reset();  // nested: 64 at most
+        reader.feed("*1\r\n*65\r\n");
+        CHECK(reader.next(r) == status::broken);
+        reader.reset();  // a slot map's top level: a range per slot
+        reader.feed("*16384\r\n");
+        CHECK(reader.next(r) == status::need_more);
         redis_reply_reader negative;
         negative.feed("*-7\r\n");
         CHECK(negative.next(r) == status::broken);

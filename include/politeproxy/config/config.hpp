@@ -104,11 +104,22 @@ struct fleet_config {
         local_share,  ///< store unreachable: each process enforces limit/expected_workers, rate/expected_workers
         fail_closed,  ///< store unreachable: answer 503
     };
-    std::string redis;  ///< the URL as written: redis://[:password@]host[:port][/db]
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 6379;
-    std::string password;
-    unsigned db = 0;
+    /// What the URL names: one Redis, a Redis Cluster (seed nodes), or the master that a
+    /// set of sentinels names.
+    enum class topology { single, cluster, sentinel };
+    struct endpoint {
+        std::string host;  ///< a name or an address
+        std::uint16_t port = 6379;
+        bool operator==(const endpoint&) const = default;
+    };
+    /// The URL as written: redis://[:password@]host[:port][/db],
+    /// redis+cluster://[:password@]h1:p1,h2:p2,... or redis+sentinel://[:password@]s1:p1,.../MASTER
+    std::string redis;
+    topology kind = topology::single;
+    std::vector<endpoint> nodes{{"127.0.0.1", 6379}};  ///< the node; the seeds; the sentinels
+    std::string master_name;                           ///< sentinel: the master's name
+    std::string password;                              ///< the data nodes' (sentinels take none)
+    unsigned db = 0;                                   ///< single and sentinel; a cluster has only 0
     clock::duration lease_ttl = 30s;  ///< a lease not renewed for this long is gone (a crashed process)
     std::size_t expected_workers = 1;
     failure_mode on_store_failure = failure_mode::local_share;

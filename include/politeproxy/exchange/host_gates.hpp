@@ -111,8 +111,8 @@ public:
     /// (it takes at most fleet.timeout).
     task<acquire_result> acquire_leased_at_once(const std::string& key, const std::string& address = {},
                                                 const std::shared_ptr<client_state>& client = {});
-    /// Every request needs a lease now (a fleet whose store is up).
-    bool fleet_needs_lease() const;
+    /// Every request for `key` needs a lease now (a fleet whose store serves it).
+    bool fleet_needs_lease(const std::string& key) const;
 
     /// A reload: new requests use `cfg`; tracked hosts take their new limits at once,
     /// keeping their in-flight counts and parked requests.
@@ -176,12 +176,13 @@ public:
     void attach_fleet(fleet::fleet_client& f);
     /// Shutdown, once the loops stopped: permits released from now on give back no lease.
     void detach_fleet() { fleet_ = nullptr; }
-    /// The fleet store went away or came back (from a lane: a worker loop).
-    void fleet_store_changed(bool up);
+    /// The fleet store, or one node of it, went away or came back (from a lane: a worker
+    /// loop): each host looks at whether its own is reachable.
+    void fleet_store_changed();
     /// The store said `key` holds `held` leases fleet-wide (from a lane: a worker loop).
     void fleet_held(const std::string& key, std::size_t held);
-    /// Housekeeping, about once a second: after the store was lost, ends each host's hold
-    /// (see fleet_share) once lease_ttl has passed.
+    /// Housekeeping, about once a second: after the store (a host's node) was lost, ends
+    /// the hosts' holds (see fleet_share) once lease_ttl has passed.
     void tick(clock::time_point now);
 
 private:
@@ -259,8 +260,7 @@ private:
     robots_book robots_;
     fleet::fleet_client* fleet_ = nullptr;  ///< set once, before any request
     std::atomic<std::size_t> parked_{0};  ///< requests waiting at a gate, all hosts (limits.max_parked)
-    std::atomic<bool> fleet_down_{false};
-    std::atomic<clock::rep> fleet_down_since_{0};  ///< clock ticks
+    std::atomic<clock::rep> fleet_holds_end_{0};   ///< clock ticks: every host's hold is over then
     std::atomic<bool> fleet_hold_pending_{false};  ///< a hold may still be running (tick re-applies)
 };
 

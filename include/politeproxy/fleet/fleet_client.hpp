@@ -30,14 +30,20 @@ struct lease_terms {
 /// The fleet store's client: the I/O half of the lease protocol (lease_book and
 /// fleet_share are its sans-io half, the Lua scripts in lease_scripts its store half).
 ///
-/// One lane per worker loop: a pipelined Redis connection, the leases taken through it
-/// and their renewal timer, all on that worker's thread, so a request's round trip never
-/// crosses threads (a hop each way cost more CPU than the round trip itself). A granted
-/// lease is renewed while its request runs (lease_book), given back by release(), and
-/// expires in the store after lease_ttl if this process dies. When the store comes back
-/// after an outage, every lease still held (those taken while it was away too) is
-/// re-asserted; a lease the store had lost counts in fleet_lease_lost_total. The store
-/// counts as up while every lane's connection is.
+/// One lane per worker loop: the store (redis_store: one Redis, a Redis Cluster, or the
+/// master Sentinels name), the leases taken through it and their renewal timer, all on
+/// that worker's thread, so a request's round trip never crosses threads (a hop each way
+/// cost more CPU than the round trip itself).
+///
+/// Batches: the acquires of one host made in one event-loop turn go in one command, and
+/// a lease given back waits up to 2 ms for the host's next acquire to carry it (a busy
+/// host: one command per request instead of two); then it goes alone, with the others of
+/// its host given back meanwhile (one ZREM). A granted lease is renewed while its request
+/// runs (lease_book) and expires in the store after lease_ttl if this process dies. When
+/// the store (a node of it) comes back after an outage, every lease still held (those
+/// taken while it was away too) is re-asserted; a lease the store had lost counts in
+/// fleet_lease_lost_total. The store counts as up while every lane's is (a cluster's:
+/// every slot's master); a host's part of it may be up while the whole is not (up_for).
 ///
 /// Thread safety: acquire() on a lane's loop; release(), hold_unasserted(), publish()
 /// and withdraw() from any thread (they use the calling worker's lane, else the first).
@@ -45,6 +51,7 @@ struct lease_terms {
 class fleet_client {
 public:
     struct callbacks {
+        /// The store, or a node of it, came or went (`up`: the whole store is up).
         std::function<void(bool up)> on_store_state;
         /// A renewal's answer said how many leases a host holds fleet-wide.
         std::function<void(const std::string& key, std::size_t held)> on_held;
@@ -65,12 +72,16 @@ public:
     void stop();
 
     bool store_up() const;
+    /// The store's node for `key` is reachable from every lane. From any thread.
+    bool up_for(const std::string& key) const;
     const fleet_config& config() const { return cfg_; }
 
-    /// One round trip on the calling worker's lane: a lease for `key`, or why not. Within
-    /// fleet.timeout; not cancellable (a grant that arrives is the caller's to release).
+    /// One round trip on the calling worker's lane (with the host's other acquires of this
+    /// turn): a lease for `key`, or why not. Within fleet.timeout; not cancellable (a
+    /// grant that arrives is the caller's to release).
     task<lease_answer> acquire(const std::string& key, lease_terms terms);
-    /// Gives a lease back: one ZREM, sent at once; nothing waits for the answer.
+    /// Gives a lease back: carried by the host's next acquire within 2 ms, else in one
+    /// ZREM; nothing waits for the answer.
     void release(const std::string& key, std::uint64_t lease);
     /// A request that departs while the store is unreachable: held here, asserted in the
     /// store when it is back, released like any other.

@@ -18,14 +18,19 @@ struct lua_script {
     std::string sha1;  ///< for EVALSHA (hex)
 };
 
-/// KEYS: leases, state, waiters, polled. ARGV: lease member, lease ttl ms, limit, rate,
-/// burst, state ttl ms, process tag, waiter stale ms.
-/// Purges expired leases and stale waiters; then grants a lease when the host is not
-/// paused, a slot is free for this process (processes that asked earlier and still ask
-/// come first, one place each: a fleet-wide FIFO of the processes' queue heads) and the
-/// fleet-wide token bucket (GCRA) has a token. The limit and rate are the shared ones
-/// when a process published them, else the caller's.
-/// Returns {granted 0|1, leases held, limit, rate in micro-tokens/s, pause ms, token wait ms}.
+/// KEYS: leases, state, waiters, polled. ARGV: lease ttl ms, limit, rate, burst, state
+/// ttl ms, process tag, waiter stale ms, the number of members given back, those members,
+/// then the members wanted (one per request of one batch: several of one host in one
+/// event-loop turn).
+/// First removes the members given back (a release carried by the next acquire: one
+/// command instead of two). Purges expired leases and stale waiters; then grants leases
+/// to the first members wanted, as many as the host is not paused, slots are free for
+/// this process (processes that asked earlier and still ask come first, one place each: a
+/// fleet-wide FIFO of the processes' queue heads) and the fleet-wide token bucket (GCRA)
+/// has tokens, one per lease. The limit and rate are the shared ones when a process
+/// published them, else the caller's.
+/// Returns {leases granted, leases held, limit, rate in micro-tokens/s, pause ms, token
+/// wait ms (refused: for the first; granted: for the next)}.
 const lua_script& acquire_script();
 
 /// KEYS: leases. ARGV: lease ttl ms, members... Extends each lease to now + ttl, and
@@ -44,11 +49,12 @@ struct lease_answer {
     enum class result : std::uint8_t { granted, refused, store_down };
     result what = result::store_down;
     std::uint64_t lease = 0;            ///< granted: give it back with release()
+    std::size_t granted = 0;            ///< the reply: leases its batch was granted
     std::size_t held = 0;               ///< leases held fleet-wide, this one included
     std::size_t limit = 0;              ///< the fleet's limit for the host
     double rate = 0;                    ///< the fleet's rate for the host
     clock::duration paused_for{};       ///< refused: the host is paused this much longer
-    clock::duration token_in{};         ///< refused: the fleet's next token is due then
+    clock::duration token_in{};         ///< the fleet's next token is due then
 };
 
 

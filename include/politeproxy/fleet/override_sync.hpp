@@ -42,7 +42,9 @@ namespace fleet {
 /// lost its data and a process that still held it re-publishes it after the removal.
 /// The sorted set keeps one member per host ever changed (removed ones too), read once by
 /// each process that starts. A store that evicts keys (maxmemory) loses overrides
-/// silently. The keys are not hash-tagged: not for Redis Cluster yet.
+/// silently. Every key carries the hash tag {pp:overrides}: on Redis Cluster they live in
+/// one slot, on one node (a node lost: overrides wait for it, the leases of hosts on
+/// other nodes do not).
 ///
 /// Locking: none. The poll, the replies and the waiting changes live on the io_context's
 /// thread; put() and remove() only hand a command to the connection, which posts it there.

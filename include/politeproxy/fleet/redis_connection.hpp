@@ -60,6 +60,13 @@ public:
 
     /// Starts connecting (and reconnecting until closed).
     void start();
+    /// From now on connects to `target` (a Sentinel's new master): the connection in use
+    /// is closed (its commands fail) and the next one is made at once, without backoff.
+    /// From any thread.
+    void retarget(redis_target target);
+    /// Pub/sub: a reply that is a `message` (an array whose first element is "message")
+    /// goes to `push` instead of the command waiting. Before start().
+    void on_push(std::function<void(const redis_reply&)> push) { on_push_ = std::move(push); }
     /// Closes the connection and fails every command waiting; no reconnect after. Only
     /// while no thread runs the io_context (shutdown, after the loops stopped).
     void close_now();
@@ -101,6 +108,8 @@ private:
     const logger& log_;
     std::vector<std::string> setup_;
     std::function<void(bool)> on_state_;
+    std::function<void(const redis_reply&)> on_push_;
+    bool retargeted_ = false;  ///< the next connect skips the backoff
     std::atomic<bool> up_{false};
     bool stopped_ = false;
     tcp_socket socket_;

@@ -29,8 +29,9 @@ std::string redis_command(std::initializer_list<std::string_view> args);
 std::string redis_command(const std::vector<std::string_view>& args);
 
 /// Reads replies from the bytes a store sends. The store is not trusted to be sane:
-/// anything unparseable, nesting deeper than hiredis allows, an array of more than 64
-/// elements, or one reply larger than `max_reply` bytes (a bulk string announced as a
+/// anything unparseable, nesting deeper than hiredis allows, a nested array of more than
+/// 64 elements or a top-level one of more than 16384 (CLUSTER SLOTS: a range per slot at
+/// most), or one reply larger than `max_reply` bytes (a bulk string announced as a
 /// gigabyte, or nested arrays of large strings) makes the reader broken, and the
 /// connection is dropped. hiredis 0.14 has none of these bounds but the nesting.
 class redis_reply_reader {

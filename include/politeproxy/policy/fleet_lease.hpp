@@ -42,8 +42,10 @@ struct fleet_share {
 class lease_book {
 public:
     using id = std::uint64_t;
-    /// Leases of one host key due for renewal.
+    /// Leases of one host key due for renewal, at most most_per_batch (one command each:
+    /// a command's arguments are bounded).
     using batch = std::pair<std::string, std::vector<id>>;
+    static constexpr std::size_t most_per_batch = 48;
 
     explicit lease_book(std::uint64_t process_tag);
 

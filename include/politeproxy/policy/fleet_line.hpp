@@ -67,6 +67,16 @@ public:
     /// One of this process's leases went back.
     void returned();
 
+    /// The store's node for this host is reachable (`up`) or not, as of `now`: a loss
+    /// starts the hold (fleet_share), which runs lease_ttl from it.
+    void store_reach(bool up, clock::time_point now) {
+        if (!up && !down_) lost_at_ = now;
+        down_ = !up;
+    }
+    bool store_down() const { return down_; }
+    /// When the store was last lost for this host, if ever.
+    std::optional<clock::time_point> lost_at() const { return lost_at_; }
+
     std::size_t leased() const { return leased_; }  ///< this process's requests holding a lease
     std::optional<std::size_t> held() const { return held_; }  ///< fleet-wide, as last heard
     std::size_t others() const { return others_; }  ///< other processes' leases, as last heard
@@ -79,6 +89,8 @@ private:
     std::optional<std::size_t> held_;
     std::size_t others_ = 0;
     clock::time_point heard_at_{};
+    bool down_ = false;
+    std::optional<clock::time_point> lost_at_;
 };
 
 }  // namespace politeproxy
