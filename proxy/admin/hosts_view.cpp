@@ -56,6 +56,7 @@ void append_host_json(std::string& out, const host_snapshot& h, const parent_set
     out += h.h2 ? ", \"upstream_protocol\": \"h2\"" : ", \"upstream_protocol\": \"http/1.1\"";
     out += ", \"in_flight\": " + std::to_string(h.in_flight);
     out += ", \"fleet_in_flight\": " + (h.fleet_in_flight ? std::to_string(*h.fleet_in_flight) : std::string("null"));
+    out += ", \"fleet_store_up\": " + (h.fleet_store_up ? std::string(*h.fleet_store_up ? "true" : "false") : std::string("null"));
     out += ", \"waiting\": " + std::to_string(h.waiting);
     out += ", \"rate\": ";
     append_number(out, h.rate);

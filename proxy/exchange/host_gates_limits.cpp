@@ -99,7 +99,10 @@ std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_f
 std::size_t host_gates::size() const { return table_.size(); }
 
 std::vector<host_snapshot> host_gates::snapshot(clock::time_point now, bool client_queues) const {
-    return table_.snapshot(now, groups_, client_queues);
+    auto hosts = table_.snapshot(now, groups_, client_queues);
+    if (fleet_)
+        for (auto& h : hosts) h.fleet_store_up = fleet_->up_for(h.key);
+    return hosts;
 }
 
 namespace {

@@ -1,8 +1,10 @@
 // What a fleet store sends back, as hostile bytes: the reader never crashes or buffers
 // past its bound, and every reply read as a script's answer has figures the proxy can
-// hold (no overflowing count or time point).
+// hold (no overflowing count or time point); a cluster's slot map and redirections read
+// from it name only slots that exist and ports that can be dialled.
 #include "fuzz_input.hpp"
 
+#include "politeproxy/fleet/cluster_slots.hpp"
 #include "politeproxy/fleet/lease_scripts.hpp"
 #include "politeproxy/fleet/redis_reply.hpp"
 
@@ -30,6 +32,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                               "a token wait outside [0, 30 days]");
                 fuzz::require(a->held <= 1'000'000'000, "a count past its clamp");
             }
+            const node_address asked{"10.0.0.1", 7000};
+            if (const auto ranges = read_cluster_slots(r, asked))
+                for (const auto& range : *ranges)
+                    fuzz::require(range.first <= range.last && range.last < cluster_slots && range.master.port != 0,
+                                  "a slot range outside the cluster, or a node without a port");
+            if (r.is_error())
+                if (const auto to = read_redirection(r.text, asked))
+                    fuzz::require(to->slot < cluster_slots && to->to.port != 0 && !to->to.host.empty(),
+                                  "a redirection to no slot or no node");
             if (const auto n = read_renew_reply(r))
                 fuzz::require(n->lost <= 1'000'000'000 && n->held <= 1'000'000'000, "a count past its clamp");
         }

@@ -1,5 +1,6 @@
 // The Redis protocol half without a server: commands formatted, replies read in pieces,
 // a store's hostile bytes refused, and the scripts' replies read with their figures clamped.
+#include "politeproxy/fleet/cluster_slots.hpp"
 #include "politeproxy/fleet/lease_scripts.hpp"
 #include "politeproxy/fleet/redis_reply.hpp"
 
@@ -173,4 +174,91 @@ TEST_CASE("the renew reply is read with its counts clamped") {
     CHECK(r->lost == 0);
     CHECK(r->held == 1'000'000'000);
     CHECK_FALSE(read_renew_reply(integers({1})));
+}
+
+namespace {
+
+redis_reply text(std::string s, redis_reply::kind k = redis_reply::kind::string) {
+    redis_reply r;
+    r.type = k;
+    r.text = std::move(s);
+    return r;
+}
+
+redis_reply number(long long n) {
+    redis_reply r;
+    r.type = redis_reply::kind::integer;
+    r.integer = n;
+    return r;
+}
+
+redis_reply array(std::vector<redis_reply> elements) {
+    redis_reply r;
+    r.type = redis_reply::kind::array;
+    r.elements = std::move(elements);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("Redis Cluster: a key's slot is CRC16 of its hash tag, as Redis computes it") {
+    // Values from the Redis Cluster specification and CLUSTER KEYSLOT.
+    CHECK(key_slot("123456789") == (0x31C3 & 16383));
+    CHECK(key_slot("foo") == 12182);
+    CHECK(key_slot("{user1000}.following") == key_slot("{user1000}.followers"));
+    CHECK(key_slot("{user1000}.following") == key_slot("user1000"));
+    CHECK(key_slot("foo{}{bar}") == key_slot("foo{}{bar}"));  // an empty tag: the whole key
+    CHECK(key_slot("foo{}{bar}") != key_slot("bar"));
+    CHECK(key_slot("foo{{bar}}zap") == key_slot("{bar"));
+    CHECK(key_slot("foo{bar}{zap}") == key_slot("bar"));
+    // Every key of a host is on the slot tag_slot() names without building them.
+    for (const char* host : {"example.com", "a.b.c.example.org", "10.0.0.1", "2001:db8::1", "x"}) {
+        const host_keys k(host);
+        CHECK(tag_slot(host) == key_slot(k.leases));
+        CHECK(key_slot(k.state) == key_slot(k.leases));
+        CHECK(key_slot(k.waiters) == key_slot(k.polled));
+    }
+    CHECK(tag_slot("}odd") == key_slot("pp:{}odd}:x"));
+}
+
+TEST_CASE("Redis Cluster: CLUSTER SLOTS read into ranges, a malformed map refused") {
+    const node_address asked{"10.0.0.9", 7000};
+    auto node = [](std::string host, long long port) { return array({text(std::move(host)), number(port), text("id")}); };
+    const auto map = array({array({number(0), number(5460), node("10.0.0.1", 7000), node("10.0.0.4", 7003)}),
+                            array({number(5461), number(16383), node("?", 7001)})});
+    const auto ranges = read_cluster_slots(map, asked);
+    REQUIRE(ranges);
+    REQUIRE(ranges->size() == 2);
+    CHECK((*ranges)[0].first == 0);
+    CHECK((*ranges)[0].last == 5460);
+    CHECK((*ranges)[0].master == node_address{"10.0.0.1", 7000});
+    CHECK((*ranges)[1].master == node_address{"10.0.0.9", 7001});  // unknown address: the node asked
+    CHECK_FALSE(read_cluster_slots(array({array({number(0), number(16384), node("a", 1)})}), asked));
+    CHECK_FALSE(read_cluster_slots(array({array({number(9), number(3), node("a", 1)})}), asked));
+    CHECK_FALSE(read_cluster_slots(array({array({number(0), number(3), node("a", 0)})}), asked));
+    CHECK_FALSE(read_cluster_slots(array({array({number(0), number(3)})}), asked));
+    CHECK_FALSE(read_cluster_slots(text("ERR This instance has cluster support disabled", redis_reply::kind::error), asked));
+    CHECK(read_cluster_slots(array({}), asked)->empty());
+}
+
+TEST_CASE("Redis Cluster: MOVED and ASK read; anything else is not a redirection") {
+    const node_address asked{"10.0.0.9", 7000};
+    auto moved = read_redirection("MOVED 3999 127.0.0.1:6381", asked);
+    REQUIRE(moved);
+    CHECK(moved->moved);
+    CHECK(moved->slot == 3999);
+    CHECK(moved->to == node_address{"127.0.0.1", 6381});
+    auto ask = read_redirection("ASK 16383 ::1:7002", asked);
+    REQUIRE(ask);
+    CHECK_FALSE(ask->moved);
+    CHECK(ask->to == node_address{"::1", 7002});
+    CHECK(read_redirection("MOVED 1 :7005", asked)->to == node_address{"10.0.0.9", 7005});  // the same host
+    CHECK_FALSE(read_redirection("MOVED 16384 a:1", asked));
+    CHECK_FALSE(read_redirection("MOVED 1 a:0", asked));
+    CHECK_FALSE(read_redirection("MOVED 1", asked));
+    CHECK_FALSE(read_redirection("ASK x a:1", asked));
+    CHECK_FALSE(read_redirection("ERR unknown command", asked));
+    CHECK(is_try_again("TRYAGAIN Multiple keys request during rehashing of slot"));
+    CHECK(is_cluster_down("CLUSTERDOWN Hash slot not served"));
+    CHECK_FALSE(is_try_again("ERR"));
 }

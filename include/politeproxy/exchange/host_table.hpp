@@ -75,6 +75,7 @@ struct host_snapshot {
     std::string key;
     std::size_t in_flight = 0;
     std::optional<std::size_t> fleet_in_flight;  ///< across the fleet, at the store's last answer
+    std::optional<bool> fleet_store_up;          ///< with a fleet: the store's node for this host is reachable
     std::size_t waiting = 0;
     std::size_t limit = 0;  ///< the gate's: health's limit, capped by the stream ceiling
     std::size_t configured_limit = 0;
