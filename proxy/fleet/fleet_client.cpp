@@ -31,9 +31,6 @@ constexpr auto shared_state_ttl = std::chrono::minutes(2);
 constexpr auto waiter_stale = std::chrono::milliseconds(500);
 // A lease id carries its lane in the top bits: a release finds the lane that renews it.
 constexpr int lane_shift = 48;
-// A lease given back waits this long for the host's next acquire, which carries it (one
-// command for both); then it goes alone, with the others of its host.
-constexpr auto release_linger = std::chrono::milliseconds(2);
 // Members per command (a command's arguments are bounded).
 constexpr std::size_t most_wanted = 16;
 constexpr std::size_t most_given = 16;
@@ -152,7 +149,7 @@ struct fleet_client::impl {
     void give(lane& l, const std::string& key, std::string member) {
         l.batches[key].given.push_back(std::move(member));
         if (std::exchange(l.linger_armed, true)) return;
-        l.linger.expires_after(release_linger);
+        l.linger.expires_after(fleet_client::release_linger);
         l.linger.async_wait([this, &l](boost::system::error_code) {
             l.linger_armed = false;
             flush(l, true);

@@ -68,7 +68,14 @@ std::optional<renew_answer> read_renew_reply(const redis_reply& r) {
 const lua_script& acquire_script() {
     static const lua_script s = make(std::string(store_now) + R"lua(
 local given = tonumber(ARGV[8])
-if given > 0 then redis.call('ZREM', KEYS[1], unpack(ARGV, 9, 8 + given)) end
+if given > 0 then
+  local expired = {}
+  for i = 1, given do
+    expired[2 * i - 1] = 0
+    expired[2 * i] = ARGV[8 + i]
+  end
+  redis.call('ZADD', KEYS[1], 'XX', unpack(expired))
+end
 local first = 9 + given
 local want = #ARGV - first + 1
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)

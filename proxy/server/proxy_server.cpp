@@ -340,6 +340,10 @@ int proxy_server::run() {
         }
         if (sessions.size() > 0)
             log_.write(log_level::warn, "server", std::to_string(sessions.size()) + " sessions cut at drain_timeout");
+        if (fleet) {  // the last leases given back linger for a carrier: let them reach the store
+            drain.expires_after(fleet::fleet_client::release_linger * 10);
+            co_await drain.async_wait(use_tuple);
+        }
         admin_acceptor.close(ignored);
         stop_all();
     }, asio::detached);

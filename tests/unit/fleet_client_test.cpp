@@ -143,3 +143,64 @@ TEST_CASE("the store going away is noticed and reported; leases held are re-asse
     w.thread.join();
     f.stop();
 }
+
+namespace {
+
+// How many times the store ran `command` since the last CONFIG RESETSTAT.
+long long calls(redis_server& store, const std::string& command) {
+    const auto r = store.command({"INFO", "commandstats"});
+    const std::string text(r->str, r->len);
+    const auto at = text.find("cmdstat_" + command + ":calls=");
+    if (at == std::string::npos) return 0;
+    return std::stoll(text.substr(at + command.size() + 15));
+}
+
+}  // namespace
+
+TEST_CASE("one host's acquires of one loop turn go in one command; a release rides on the host's next acquire") {
+    redis_server store;
+    metrics m;
+    logger log(log_level::error);
+    worker w;
+    fleet_client f(config_for(store.port()), m, log, {});
+    f.add_lane(w.ioc);
+    REQUIRE(f.start());
+    w.run();
+    store.command({"CONFIG", "RESETSTAT"});
+
+    // Three requests of one host in one turn of the worker's loop, limit 2.
+    auto three = boost::asio::post(w.ioc, boost::asio::use_future([&] {
+        std::vector<std::future<lease_answer>> out;
+        for (int i = 0; i < 3; ++i)
+            out.push_back(boost::asio::co_spawn(w.ioc, f.acquire("batch.example", lease_terms{2, 1000, 1000}),
+                                                boost::asio::use_future));
+        return out;
+    })).get();
+    std::vector<lease_answer> answers;
+    for (auto& a : three) answers.push_back(a.get());
+    CHECK(answers[0].what == lease_answer::result::granted);
+    CHECK(answers[1].what == lease_answer::result::granted);
+    CHECK(answers[2].what == lease_answer::result::refused);  // the bound holds within a batch
+    CHECK(calls(store, "evalsha") == 1);
+
+    // A lease given back and the host's next acquire: one command for both.
+    auto next = boost::asio::post(w.ioc, boost::asio::use_future([&] {
+        f.release("batch.example", answers[0].lease);
+        return boost::asio::co_spawn(w.ioc, f.acquire("batch.example", lease_terms{2, 1000, 1000}), boost::asio::use_future);
+    })).get().get();
+    CHECK(next.what == lease_answer::result::granted);
+    CHECK(calls(store, "evalsha") == 2);
+    CHECK(calls(store, "zrem") == 0);
+    CHECK(store.command({"ZCARD", "pp:{batch.example}:leases"})->integer == 2);
+
+    // Given back with no acquire to carry them: after the linger, one ZREM for both.
+    boost::asio::post(w.ioc, boost::asio::use_future([&] {
+        f.release("batch.example", answers[1].lease);
+        f.release("batch.example", next.lease);
+    })).get();
+    CHECK(eventually([&] { return store.command({"ZCARD", "pp:{batch.example}:leases"})->integer == 0; }));
+    CHECK(calls(store, "zrem") == 1);
+    w.ioc.stop();
+    w.thread.join();
+    f.stop();
+}

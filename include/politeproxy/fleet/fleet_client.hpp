@@ -50,6 +50,9 @@ struct lease_terms {
 /// `on_store_state` and `on_held` run on a lane's loop.
 class fleet_client {
 public:
+    /// How long a lease given back waits for its host's next acquire to carry it.
+    static constexpr clock::duration release_linger = std::chrono::milliseconds(2);
+
     struct callbacks {
         /// The store, or a node of it, came or went (`up`: the whole store is up).
         std::function<void(bool up)> on_store_state;

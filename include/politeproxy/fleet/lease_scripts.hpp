@@ -23,7 +23,8 @@ struct lua_script {
 /// then the members wanted (one per request of one batch: several of one host in one
 /// event-loop turn).
 /// First removes the members given back (a release carried by the next acquire: one
-/// command instead of two). Purges expired leases and stale waiters; then grants leases
+/// command instead of two; they expire at once and go with the expired ones, so a ZREM
+/// in the store's statistics stays a release sent alone). Purges expired leases and stale waiters; then grants leases
 /// to the first members wanted, as many as the host is not paused, slots are free for
 /// this process (processes that asked earlier and still ask come first, one place each: a
 /// fleet-wide FIFO of the processes' queue heads) and the fleet-wide token bucket (GCRA)
