@@ -96,6 +96,11 @@ struct fleet_client::impl {
         steady_timer linger;
     };
 
+    // The Redis Cluster slot of a host's keys; one node has them all otherwise.
+    std::uint16_t slot_of(const std::string& key) const {
+        return cfg.kind == fleet_config::topology::cluster ? tag_slot(key) : 0;
+    }
+
     impl(const fleet_config& cfg, metrics& m, const logger& log, callbacks cb)
         : cfg(cfg), m(m), log(log), cb(std::move(cb)), tag(random_tag()) {
         char text[20];
@@ -161,7 +166,7 @@ struct fleet_client::impl {
     void flush(lane& l, bool lingered) {
         for (auto it = l.batches.begin(); it != l.batches.end();) {
             auto& [key, b] = *it;
-            const auto slot = tag_slot(key);
+            const auto slot = slot_of(key);
             while (!b.acquires.empty()) send_acquires(l, key, slot, b);
             if (lingered)
                 for (std::size_t from = 0; from < b.given.size(); from += most_removed) {
@@ -238,7 +243,7 @@ struct fleet_client::impl {
             for (auto id : ids) members.push_back(l.book.member(id));
             std::vector<std::string_view> args{"1", k.leases, ttl};
             args.insert(args.end(), members.begin(), members.end());
-            eval(l, tag_slot(key), renew_script(), std::move(args), [this, key](boost::system::error_code ec, redis_reply r) {
+            eval(l, slot_of(key), renew_script(), std::move(args), [this, key](boost::system::error_code ec, redis_reply r) {
                 const auto answer = ec ? std::nullopt : read_renew_reply(r);
                 if (!answer) return;
                 if (answer->lost > 0) {
@@ -331,7 +336,7 @@ bool fleet_client::store_up() const { return impl_->store_up.load(std::memory_or
 
 bool fleet_client::up_for(const std::string& key) const {
     if (impl_->lanes.empty()) return false;
-    const auto slot = tag_slot(key);
+    const auto slot = impl_->slot_of(key);
     for (const auto& l : impl_->lanes)
         if (!l->store->up_for(slot)) return false;
     return true;
@@ -339,7 +344,7 @@ bool fleet_client::up_for(const std::string& key) const {
 
 task<lease_answer> fleet_client::acquire(const std::string& key, lease_terms terms) {
     auto& l = impl_->current_lane();
-    if (!l.store->up_for(tag_slot(key))) co_return lease_answer{};
+    if (!l.store->up_for(impl_->slot_of(key))) co_return lease_answer{};
     impl::wanted w;
     {
         std::lock_guard lock(l.mutex);
@@ -381,14 +386,14 @@ std::uint64_t fleet_client::hold_unasserted(const std::string& key) {
 void fleet_client::publish(const std::string& key, std::size_t limit, double rate, clock::duration pause) {
     const host_keys k(key);
     const std::string limit_text = std::to_string(limit), rate_text = decimal(rate), pause_text = ms(pause);
-    impl_->eval(impl_->current_lane(), tag_slot(key), publish_script(),
+    impl_->eval(impl_->current_lane(), impl_->slot_of(key), publish_script(),
                 {"1", k.state, limit_text, rate_text, pause_text, impl_->state_ttl_ms},
                 [](boost::system::error_code, redis_reply) {});
 }
 
 void fleet_client::withdraw(const std::string& key) {
     const host_keys k(key);
-    impl_->eval(impl_->current_lane(), tag_slot(key), withdraw_script(), {"2", k.waiters, k.polled, impl_->tag_text},
+    impl_->eval(impl_->current_lane(), impl_->slot_of(key), withdraw_script(), {"2", k.waiters, k.polled, impl_->tag_text},
                 [](boost::system::error_code, redis_reply) {});
 }
 

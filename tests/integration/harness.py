@@ -29,7 +29,8 @@ The names live in one module per concept, all re-exported here:
                     connect_tunnel, free_port
   harness_bounds    overlap_peak, check_peak_across, check_tunnel_holds_slot
   harness_tools     promtool_check, chromium
-  harness_runner    TestContext, find_binary, main
+  harness_runner    TestContext (t.redis(), t.redis_cluster(), t.redis_sentinel(), t.store_kind),
+                    find_binary, main (--store single|cluster|sentinel)
 and origin.py's Origin and make_cert.
 """
 import os

@@ -2,7 +2,8 @@
 stores it starts, all stopped at cleanup), find_binary (--proxy PATH or
 $POLITEPROXY_BIN) and main(), which runs a test function under a hard timeout, prints
 "PASS name" or "FAIL name: why" with the proxies' output, and exits 0, 1, 3 (timeout)
-or 4 (signal)."""
+or 4 (signal). `--store single|cluster|sentinel` (default single) picks the kind of
+fleet store the fleet tests run against (t.store_kind, fleet_common.make_store)."""
 import argparse
 import os
 import shutil
@@ -20,10 +21,16 @@ from harness_proxy import Proxy, _kill_all_live, _pdeathsig
 from origin import Origin, make_cert
 
 
+STORE_KINDS = ("single", "cluster", "sentinel")
+# what starting a store of each kind may add to a test's hard timeout (seconds)
+STORE_SETUP_ALLOWANCE = {"single": 0, "cluster": 30, "sentinel": 30}
+
+
 class TestContext:
-    def __init__(self, binary, verbose=False):
+    def __init__(self, binary, verbose=False, store_kind="single"):
         self.binary = binary
         self.verbose = verbose
+        self.store_kind = store_kind
         self._tmp = tempfile.TemporaryDirectory(prefix="pp-it-")
         self.workdir = self._tmp.name
         self.proxies = []
@@ -46,6 +53,20 @@ class TestContext:
         store = RedisStore(self.workdir)
         self.stores.append(store)
         return store.start()
+
+    def redis_cluster(self, masters=3):
+        """A Redis Cluster of this test's own (see redis_cluster.py), started."""
+        from redis_cluster import RedisCluster
+        cluster = RedisCluster(self.workdir, masters)
+        self.stores.append(cluster)
+        return cluster.start()
+
+    def redis_sentinel(self, name="pp-master"):
+        """A master, a replica and 3 sentinels of this test's own (see redis_sentinel.py), started."""
+        from redis_sentinel import RedisSentinelSet
+        sentinels = RedisSentinelSet(self.workdir, name)
+        self.stores.append(sentinels)
+        return sentinels.start()
 
     def parent(self, kind, user=None, password=None, names=None):
         """A parent proxy of this test's own, started: Squid or tinyproxy (parent_proxies.py)."""
@@ -119,12 +140,19 @@ class TestContext:
         self._tmp.cleanup()
 
 
-def find_binary(argv):
+def parse_args(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--proxy", default=os.environ.get("POLITEPROXY_BIN"),
                     help="path of the politeproxy binary (default: $POLITEPROXY_BIN)")
     ap.add_argument("--verbose", action="store_true")
-    a = ap.parse_args(argv)
+    ap.add_argument("--store", choices=STORE_KINDS, default="single",
+                    help="the fleet store the fleet tests use: one redis-server (default), "
+                         "a Redis Cluster of 3 masters, or a master and replica behind 3 sentinels")
+    return ap.parse_args(argv)
+
+
+def find_binary(argv):
+    a = parse_args(argv)
     if not a.proxy:
         print("FAIL: no proxy binary: pass --proxy PATH or set POLITEPROXY_BIN",
               file=sys.stderr)
@@ -140,9 +168,13 @@ def main(test_fn, timeout=45, argv=None):
     """Run test_fn(TestContext) with a hard timeout; exit 0 on success, 1 on failure,
     3 on timeout. Every proxy started is stopped (by PID) whatever happens."""
     name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
-    binary, verbose = find_binary(sys.argv[1:] if argv is None else argv)
-    timeout *= SLOW
-    ctx = TestContext(binary, verbose)
+    argv = sys.argv[1:] if argv is None else argv
+    binary, verbose = find_binary(argv)
+    store_kind = parse_args(argv).store
+    if store_kind != "single":
+        name += "." + store_kind
+    timeout = timeout * SLOW + STORE_SETUP_ALLOWANCE[store_kind] * SLOW
+    ctx = TestContext(binary, verbose, store_kind)
 
     def on_timeout():
         print("FAIL %s: hard timeout: still running after %ss" % (name, timeout),

@@ -10,6 +10,8 @@ B: a DELETE through B of an override put through A reaches A the same way.
 C: an override with expires_in 1s disappears everywhere by itself (A, B, and the store).
 D: the store restarts empty: the processes put back what they know (the store holds the
    override again), and a process started after that learns it from the store.
+--store cluster|sentinel runs the same against a Redis Cluster of 3 masters or a master
+and replica behind 3 sentinels (fleet_common.make_store; kill/pause act on every data node).
 """
 import os
 import sys
@@ -19,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 import redis_store  # noqa: E402
 from control_api import api, token_file  # noqa: E402
-from fleet_common import fleet_config  # noqa: E402
+from fleet_common import fleet_config, make_store  # noqa: E402
 
 REACH = 1.0
 
@@ -48,7 +50,7 @@ def test(t):
     if not redis_store.available():
         print("SKIP: no redis-server")
         return
-    store = t.redis()
+    store = make_store(t)
     origin = t.origin()
     port = origin.port
     cfg = fleet_config(store, concurrency=4, defaults={"queue": {"max_wait": "10s"}})

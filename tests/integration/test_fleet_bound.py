@@ -4,13 +4,16 @@ proxies with concurrency 3, all sharing one redis-server: 12 requests through ea
 proxy at once (0.3 s each at the origin) -> all 200, and the origin's own peak for the
 host equals the bound exactly (without the fleet it would be 2 x 2 and 4 x 3). /hosts
 shows the fleet-wide in-flight count next to the local one, and both processes served
-some of the requests (the fleet's queue takes the processes in turn)."""
+some of the requests (the fleet's queue takes the processes in turn).
+--store cluster|sentinel runs the same against a Redis Cluster of 3 masters or a master
+and replica behind 3 sentinels (fleet_common.make_store; kill/pause act on every data node)."""
 import os
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+from fleet_common import make_store  # noqa: E402
 
 
 def fleet_config(store, concurrency, **fleet):
@@ -63,7 +66,7 @@ def run_round(t, store, origin, processes, concurrency, host):
 
 
 def test(t):
-    store = t.redis()
+    store = make_store(t)
     origin = t.origin()
     run_round(t, store, origin, processes=2, concurrency=2, host="two.test")
     run_round(t, store, origin, processes=4, concurrency=3, host="four.test")

@@ -7,14 +7,16 @@
 2. A crash: proxy A holds both slots (concurrency 2) with requests of 8 s; B's two
    requests wait. kill -9 of A: B's requests reach the origin once A's leases expire,
    between 1/2 x lease_ttl after the kill (A renewed them at most a third of the TTL
-   before it died; the rest is the test's slack) and lease_ttl + 1 s."""
+   before it died; the rest is the test's slack) and lease_ttl + 1 s.
+--store cluster|sentinel runs the same against a Redis Cluster of 3 masters or a master
+and replica behind 3 sentinels (fleet_common.make_store; kill/pause act on every data node)."""
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from fleet_common import fleet_config, records  # noqa: E402
+from fleet_common import fleet_config, make_store, records  # noqa: E402
 
 TTL = 1.5
 
@@ -57,7 +59,7 @@ def crash(t, a, b, origin):
 
 
 def test(t):
-    store = t.redis()
+    store = make_store(t)
     origin = t.origin()
     cfg = fleet_config(store, concurrency=2, hosts={"renew.test": {"concurrency": 1}})
     a = t.proxy(cfg, name="A")

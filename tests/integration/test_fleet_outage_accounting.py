@@ -10,14 +10,16 @@ counted once, under its real outcome.
 3. Accounting with a fleet (store up): requests that park (quick path missed, then a
    lease) are counted as ok, never as error; a queue timeout while waiting for a lease
    is counted once, as rejected (not rejected + error).
-4. fail_closed with the store down: each refused request is counted once, as rejected."""
+4. fail_closed with the store down: each refused request is counted once, as rejected.
+--store cluster|sentinel runs the same against a Redis Cluster of 3 masters or a master
+and replica behind 3 sentinels (fleet_common.make_store; kill/pause act on every data node)."""
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from fleet_common import fleet_config  # noqa: E402
+from fleet_common import fleet_config, make_store  # noqa: E402
 
 
 def outcomes(proxy, host):
@@ -36,7 +38,7 @@ def store_up(proxy):
 
 def test(t):
     origin = t.origin()
-    store = t.redis()
+    store = make_store(t)
 
     # 1. Started while the store is down.
     store.kill()

@@ -4,7 +4,9 @@ requests to one host; one request through A gets 429 with Retry-After: 3. From t
 moment the origin sent that 429, no request for the host reaches the origin from either
 process for 3 s (allowing 0.1 s for requests the fleet had already let go), and then
 they resume. B adopted the collapse: its limit for the host is 1, its last change
-"fleet"."""
+"fleet".
+--store cluster|sentinel runs the same against a Redis Cluster of 3 masters or a master
+and replica behind 3 sentinels (fleet_common.make_store; kill/pause act on every data node)."""
 import os
 import sys
 import threading
@@ -12,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from fleet_common import fleet_config  # noqa: E402
+from fleet_common import fleet_config, make_store  # noqa: E402
 
 HOST = "pause.test"
 RETRY_AFTER = 3.0
@@ -20,7 +22,7 @@ SLACK = 0.1
 
 
 def test(t):
-    store = t.redis()
+    store = make_store(t)
     origin = t.origin()
     cfg = fleet_config(store, defaults={"backoff": {"initial": "100ms", "jitter": 0}})
     a = t.proxy(cfg, name="A")

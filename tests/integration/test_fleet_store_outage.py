@@ -12,7 +12,9 @@
 3. A hung store (SIGSTOP): a request is answered within fleet.timeout plus a little,
    not held until the store wakes; SIGCONT, and the processes rejoin.
 4. fail_closed: with the store down, a proxy answers 503 with Retry-After and
-   Proxy-Status error=proxy_internal_error."""
+   Proxy-Status error=proxy_internal_error.
+--store cluster|sentinel runs the same against a Redis Cluster of 3 masters or a master
+and replica behind 3 sentinels (fleet_common.make_store; kill/pause act on every data node)."""
 import os
 import sys
 import threading
@@ -20,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from fleet_common import fleet_config  # noqa: E402
+from fleet_common import fleet_config, make_store  # noqa: E402
 
 
 def store_up(proxy):
@@ -47,7 +49,7 @@ def all_ok(results, what):
 
 
 def test(t):
-    store = t.redis()
+    store = make_store(t)
     origin = t.origin()
     a = t.proxy(fleet_config(store), name="A")
     b = t.proxy(fleet_config(store), name="B")
