@@ -214,7 +214,10 @@ struct fleet_client::impl {
         std::optional<lease_answer> read;
         if (!ec) {
             read = read_acquire_reply(reply);
-            if (!read) log.write(log_level::error, "fleet", "unexpected answer to acquire: " + reply.text);
+            // A slot mid-migration or unserved past fleet.timeout is no surprise: the
+            // requests wait (or take their share) as when the store is down.
+            if (!read && !is_try_again(reply.text) && !is_cluster_down(reply.text))
+                log.write(log_level::error, "fleet", "unexpected answer to acquire: " + reply.text);
         }
         if (read && read->granted > 0) {
             std::lock_guard lock(l.mutex);

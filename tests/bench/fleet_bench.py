@@ -115,13 +115,12 @@ def run_cell(bench, a, h, m, proxy, store):
     cpu0 = RB.proc_cpu_seconds(proxy.pid)
     rcpu0 = store.cpu_seconds() if store else 0.0
     res = bench.run_wrk("http://127.0.0.1:%d/" % proxy.port, a.connections, a.duration, "hosts.lua", wrk_args(bench, h))
-    if store:
-        time.sleep(0.3)  # the last releases (lingering 2 ms at most) reach the store
     n = max(1, res.get("requests", 0))
     run = {"rps": res.get("rps", 0), "p50_us": res.get("p50_us"), "p99_us": res.get("p99_us"),
            "requests": res.get("requests", 0), "cpu_us": (RB.proc_cpu_seconds(proxy.pid) - cpu0) * 1e6 / n,
            "error": res.get("error")}
     if store:
+        time.sleep(0.3)  # the last releases (lingering 2 ms at most) reach the store
         s1 = store.stats()
         run.update({"redis_cpu_us": (store.cpu_seconds() - rcpu0) * 1e6 / n,
                     "commands": (s1["lease_calls"] - s0["lease_calls"]) / n,
@@ -281,7 +280,8 @@ def report(a, runs, memory, elapsed, load_start, failures):
     if memory:
         lines += ["", "Store memory after every cell (%d hosts the most; no lease is left, each host keeps its "
                       "bucket hash; used_memory with the keys minus empty, over the store's nodes): %s." % (
-                          max(a.hosts), "; ".join("%s %d keys, %.0f bytes each" % (m, v["keys"], v["bytes_per_idle_host"])
+                          max(a.hosts), "; ".join("%s %d keys, %s" % (m, v["keys"], "%.0f bytes each" % v["bytes_per_idle_host"]
+                                                           if v["keys"] >= 100 else "too few to tell")
                                                   for m, v in memory.items()))]
     if failures:
         lines += ["", "## Failures", ""] + ["- " + f for f in failures]
