@@ -178,6 +178,10 @@ def migration(t, cluster, origin, proxies, keys, where, others):
              sorted(set(gauges))))
     H.check(cluster.owner_port(slot) == cluster.nodes[dst], "slot %d is not on master %d after the move" % (slot, dst))
     H.check(moved["keys"] >= 1, "slot %d held none of %s's keys under load: nothing moved" % (slot, busy))
+    # The proxies followed ASK (ASKING goes only before a command sent where ASK said).
+    asking = cluster.node_client(dst).info("commandstats").get("cmdstat_asking", {}).get("calls", 0)
+    H.log("phase 3: ASKING received by the destination: %d" % asking)
+    H.check(asking >= 1, "no ASK was followed while slot %d was open" % slot)
     check_answered(results, "phase 3 (a slot moving)")
     peak = tagged_peak(origin, busy, "phase3")
     H.log("phase 3: %s's origin peak %d while its slot moved" % (busy, peak))
