@@ -31,10 +31,10 @@ constexpr auto shared_state_ttl = std::chrono::minutes(2);
 constexpr auto waiter_stale = std::chrono::milliseconds(500);
 // A lease id carries its lane in the top bits: a release finds the lane that renews it.
 constexpr int lane_shift = 48;
-// Members per command (a command's arguments are bounded).
+// Members per command (a command's arguments are bounded: redis_command's 128).
 constexpr std::size_t most_wanted = 16;
-constexpr std::size_t most_given = 16;
-constexpr std::size_t most_removed = 48;
+constexpr std::size_t most_given = 40;
+constexpr std::size_t most_released = 60;
 
 std::string ms(clock::duration d) {
     return std::to_string(std::max<long long>(0, std::chrono::ceil<std::chrono::milliseconds>(d).count()));
@@ -53,7 +53,7 @@ std::uint64_t random_tag() {
 
 std::vector<std::string> script_loads() {
     std::vector<std::string> out;
-    for (const lua_script* s : {&acquire_script(), &renew_script(), &publish_script(), &withdraw_script()})
+    for (const lua_script* s : {&acquire_script(), &release_script(), &renew_script(), &publish_script(), &withdraw_script()})
         out.push_back(redis_command({"SCRIPT", "LOAD", s->body}));
     return out;
 }
@@ -161,46 +161,62 @@ struct fleet_client::impl {
         });
     }
 
-    // Sends each host's acquires (carrying what it gave back), and, at the end of a
+    // Sends each host's acquires (carrying what was given back), and, at the end of a
     // linger, what was given back without an acquire to carry it.
     void flush(lane& l, bool lingered) {
-        for (auto it = l.batches.begin(); it != l.batches.end();) {
-            auto& [key, b] = *it;
-            const auto slot = slot_of(key);
-            while (!b.acquires.empty()) send_acquires(l, key, slot, b);
-            if (lingered)
-                for (std::size_t from = 0; from < b.given.size(); from += most_removed) {
-                    std::vector<std::string_view> args{"ZREM"};
-                    const host_keys k(key);
-                    args.push_back(k.leases);
-                    for (std::size_t i = from; i < std::min(b.given.size(), from + most_removed); ++i)
-                        args.push_back(b.given[i]);
-                    l.store->send(slot, redis_command(args), [](boost::system::error_code, redis_reply) {});
-                }
-            if (lingered) b.given.clear();
-            if (b.given.empty()) it = l.batches.erase(it);
-            else ++it;
-        }
+        for (auto& [key, b] : l.batches)
+            while (!b.acquires.empty()) send_acquires(l, key, b);
+        if (lingered) send_releases(l);
+        std::erase_if(l.batches, [](const auto& entry) { return entry.second.acquires.empty() && entry.second.given.empty(); });
     }
 
-    // One EVALSHA: up to most_given leases given back, then up to most_wanted asked for.
-    void send_acquires(lane& l, const std::string& key, std::uint16_t slot, host_batch& b) {
+    // Leases given back, as (leases key, member) pairs, at most `most`: `key`'s only on a
+    // cluster (a script's keys share a slot), else any host's, `key`'s first.
+    std::vector<std::pair<std::string, std::string>> take_given(lane& l, const std::string& key, std::size_t most) {
+        std::vector<std::pair<std::string, std::string>> out;
+        auto take_from = [&](const std::string& host, host_batch& b) {
+            if (b.given.empty() || out.size() == most) return;
+            const std::string leases = host_keys(host).leases;
+            while (!b.given.empty() && out.size() < most) {
+                out.emplace_back(leases, std::move(b.given.back()));
+                b.given.pop_back();
+            }
+        };
+        if (auto it = l.batches.find(key); it != l.batches.end()) take_from(key, it->second);
+        if (cfg.kind != fleet_config::topology::cluster)
+            for (auto& [host, b] : l.batches) take_from(host, b);
+        return out;
+    }
+
+    // The releases no acquire carried: one command per most_released (per host on a cluster).
+    void send_releases(lane& l) {
+        for (auto& [key, b] : l.batches)
+            while (!b.given.empty()) {
+                const auto given = take_given(l, key, most_released);
+                std::vector<std::string_view> args{std::to_string(given.size())};
+                for (const auto& g : given) args.push_back(g.first);
+                for (const auto& g : given) args.push_back(g.second);
+                eval(l, slot_of(key), release_script(), std::move(args), [](boost::system::error_code, redis_reply) {});
+            }
+    }
+
+    // One EVALSHA: up to most_wanted leases of `key` asked for, carrying up to most_given
+    // leases given back.
+    void send_acquires(lane& l, const std::string& key, host_batch& b) {
         const std::size_t wanted_n = std::min(b.acquires.size(), most_wanted);
-        const std::size_t given_n = std::min(b.given.size(), most_given);
         std::vector<wanted> batch(std::make_move_iterator(b.acquires.begin()),
                                   std::make_move_iterator(b.acquires.begin() + static_cast<std::ptrdiff_t>(wanted_n)));
         b.acquires.erase(b.acquires.begin(), b.acquires.begin() + static_cast<std::ptrdiff_t>(wanted_n));
-        const std::vector<std::string> given(std::make_move_iterator(b.given.begin()),
-                                             std::make_move_iterator(b.given.begin() + static_cast<std::ptrdiff_t>(given_n)));
-        b.given.erase(b.given.begin(), b.given.begin() + static_cast<std::ptrdiff_t>(given_n));
+        const auto given = take_given(l, key, most_given);
         const host_keys k(key);
-        const std::string limit = std::to_string(b.terms.limit), rate = decimal(b.terms.rate),
-                          burst = decimal(b.terms.burst), given_count = std::to_string(given_n);
-        std::vector<std::string_view> args{"4",   k.leases, k.state, k.waiters, k.polled, lease_ttl_ms, limit,
-                                           rate,  burst,    state_ttl_ms, tag_text, waiter_stale_ms, given_count};
-        for (const auto& g : given) args.push_back(g);
+        const std::string key_count = std::to_string(4 + given.size()), limit = std::to_string(b.terms.limit),
+                          rate = decimal(b.terms.rate), burst = decimal(b.terms.burst);
+        std::vector<std::string_view> args{key_count, k.leases, k.state, k.waiters, k.polled};
+        for (const auto& g : given) args.push_back(g.first);
+        args.insert(args.end(), {lease_ttl_ms, limit, rate, burst, state_ttl_ms, tag_text, waiter_stale_ms});
+        for (const auto& g : given) args.push_back(g.second);
         for (const auto& w : batch) args.push_back(w.member);
-        eval(l, slot, acquire_script(), std::move(args),
+        eval(l, slot_of(key), acquire_script(), std::move(args),
              [this, &l, key, batch = std::move(batch)](boost::system::error_code ec, redis_reply reply) mutable {
                  answered(l, key, std::move(batch), ec, reply);
              });

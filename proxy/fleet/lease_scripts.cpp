@@ -67,16 +67,9 @@ std::optional<renew_answer> read_renew_reply(const redis_reply& r) {
 
 const lua_script& acquire_script() {
     static const lua_script s = make(std::string(store_now) + R"lua(
-local given = tonumber(ARGV[8])
-if given > 0 then
-  local expired = {}
-  for i = 1, given do
-    expired[2 * i - 1] = 0
-    expired[2 * i] = ARGV[8 + i]
-  end
-  redis.call('ZADD', KEYS[1], 'XX', unpack(expired))
-end
-local first = 9 + given
+local given = #KEYS - 4
+for i = 1, given do redis.call('ZADD', KEYS[4 + i], 'XX', 0, ARGV[7 + i]) end
+local first = 8 + given
 local want = #ARGV - first + 1
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local waiting = redis.call('ZCARD', KEYS[3])
@@ -155,6 +148,14 @@ for i = 2, #ARGV do
 end
 redis.call('PEXPIRE', KEYS[1], ttl + 1000)
 return {added, redis.call('ZCARD', KEYS[1])}
+)lua");
+    return s;
+}
+
+const lua_script& release_script() {
+    static const lua_script s = make(R"lua(
+for i = 1, #KEYS do redis.call('ZADD', KEYS[i], 'XX', 0, ARGV[i]) end
+return #KEYS
 )lua");
     return s;
 }

@@ -67,7 +67,7 @@ redisReader* bounded_reader() {
 
 template <class Range>
 std::string format_command(const Range& args) {
-    constexpr std::size_t most = 64;  // every command the proxy sends has fewer arguments
+    constexpr std::size_t most = 128;  // every command the proxy sends has fewer arguments
     std::array<const char*, most> argv;
     std::array<std::size_t, most> lengths;
     std::size_t n = 0;

@@ -34,9 +34,11 @@ struct host_view {
     batch_reply batch(const std::vector<std::string>& given, const std::vector<std::string>& wanted, long long ttl_ms,
                       long long limit, double rate = 1000, double burst = 1000) {
         const auto& s = acquire_script();
-        std::vector<std::string> args{"EVAL", s.body, "4", keys.leases, keys.state, keys.waiters, keys.polled,
-                                      std::to_string(ttl_ms), std::to_string(limit), std::to_string(rate),
-                                      std::to_string(burst), "120000", tag, "500", std::to_string(given.size())};
+        std::vector<std::string> args{"EVAL", s.body, std::to_string(4 + given.size()), keys.leases, keys.state,
+                                      keys.waiters, keys.polled};
+        for (std::size_t i = 0; i < given.size(); ++i) args.push_back(keys.leases);
+        args.insert(args.end(), {std::to_string(ttl_ms), std::to_string(limit), std::to_string(rate),
+                                 std::to_string(burst), "120000", tag, "500"});
         args.insert(args.end(), given.begin(), given.end());
         args.insert(args.end(), wanted.begin(), wanted.end());
         auto r = store.command(args);
@@ -45,10 +47,12 @@ struct host_view {
         auto at = [&](int i) { return r->element[i]->integer; };
         return {at(0), at(1), at(2), at(3), at(4), at(5)};
     }
-    long long held() { return store.command({"ZCARD", keys.leases})->integer; }
+    long long held() { return store.command({"ZCOUNT", keys.leases, "1", "+inf"})->integer; }
+    // What fleet_client sends for a release no acquire carried; the count as the next
+    // acquire or renewal sees it (expired leases purged first).
     long long release(const std::string& member) {
-        store.command({"ZREM", keys.leases, member});  // what fleet_client sends
-        return store.command({"ZCARD", keys.leases})->integer;
+        store.command({"EVAL", release_script().body, "1", keys.leases, member});
+        return store.command({"ZCOUNT", keys.leases, "1", "+inf"})->integer;
     }
     std::pair<long long, long long> renew(long long ttl_ms, std::vector<std::string> members) {
         std::vector<std::string> args{"EVAL", renew_script().body, "1", keys.leases, std::to_string(ttl_ms)};
@@ -217,7 +221,7 @@ TEST_CASE("a batch: several leases in one command, as many as the bound and the 
     r = h.batch({"p1:1"}, {"p1:4", "p1:5"}, 30000, 2);
     CHECK(r.granted == 1);
     CHECK(h.held() == 2);
-    CHECK(h.store.command({"ZSCORE", h.keys.leases, "p1:1"})->type == REDIS_REPLY_NIL);
+    CHECK(h.store.command({"ZSCORE", h.keys.leases, "p1:1"})->type == REDIS_REPLY_NIL);  // purged
     CHECK(h.store.command({"ZSCORE", h.keys.leases, "p1:4"})->type != REDIS_REPLY_NIL);
     // Releases alone (nothing wanted): removed, nothing granted, nobody queued.
     r = h.batch({"p1:2", "p1:4"}, {}, 30000, 2);
@@ -237,4 +241,22 @@ TEST_CASE("a batch takes one token per lease from the fleet's bucket") {
     r = h.batch({}, {"e"}, 30000, 100, 1, 3);
     CHECK(r.granted == 0);
     CHECK(r.wait_ms > 900);
+}
+
+TEST_CASE("one acquire carries the releases of other hosts; a release never adds a lease") {
+    redis_server store;
+    host_view a{store, host_keys("a.test"), "p1"};
+    host_view b{store, host_keys("b.test"), "p1"};
+    REQUIRE(b.acquire("p1:b1", 30000, 1).granted);
+    CHECK_FALSE(b.acquire("p1:b2", 30000, 1).granted);
+    // a's acquire gives b's lease back: b's next acquire finds the slot free.
+    const auto& s = acquire_script();
+    auto r = store.command({"EVAL", s.body, "5", a.keys.leases, a.keys.state, a.keys.waiters, a.keys.polled, b.keys.leases,
+                            "30000", "1", "1000", "1000", "120000", "p1", "500", "p1:b1", "p1:a1"});
+    REQUIRE(r->type == REDIS_REPLY_ARRAY);
+    CHECK(r->element[0]->integer == 1);
+    CHECK(b.acquire("p1:b3", 30000, 1).granted);
+    // Giving back what is not held adds nothing.
+    CHECK(b.release("p1:never") == 1);
+    CHECK(store.command({"ZSCORE", b.keys.leases, "p1:never"})->type == REDIS_REPLY_NIL);
 }

@@ -37,8 +37,10 @@ struct lease_terms {
 ///
 /// Batches: the acquires of one host made in one event-loop turn go in one command, and
 /// a lease given back waits up to 2 ms for the host's next acquire to carry it (a busy
-/// host: one command per request instead of two); then it goes alone, with the others of
-/// its host given back meanwhile (one ZREM). A granted lease is renewed while its request
+/// host: one command per request instead of two). On one Redis (or Sentinel's master) an
+/// acquire carries the leases of any host given back; on a cluster, its own host's (a
+/// script's keys share a slot). A release no acquire carried within 2 ms goes with the
+/// others of that moment in one command (a cluster: one per host). A granted lease is renewed while its request
 /// runs (lease_book) and expires in the store after lease_ttl if this process dies. When
 /// the store (a node of it) comes back after an outage, every lease still held (those
 /// taken while it was away too) is re-asserted; a lease the store had lost counts in
@@ -83,8 +85,8 @@ public:
     /// turn): a lease for `key`, or why not. Within fleet.timeout; not cancellable (a
     /// grant that arrives is the caller's to release).
     task<lease_answer> acquire(const std::string& key, lease_terms terms);
-    /// Gives a lease back: carried by the host's next acquire within 2 ms, else in one
-    /// ZREM; nothing waits for the answer.
+    /// Gives a lease back: carried by an acquire within 2 ms, else sent with the others
+    /// given back meanwhile; nothing waits for the answer.
     void release(const std::string& key, std::uint64_t lease);
     /// A request that departs while the store is unreachable: held here, asserted in the
     /// store when it is back, released like any other.

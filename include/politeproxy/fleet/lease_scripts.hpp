@@ -18,21 +18,27 @@ struct lua_script {
     std::string sha1;  ///< for EVALSHA (hex)
 };
 
-/// KEYS: leases, state, waiters, polled. ARGV: lease ttl ms, limit, rate, burst, state
-/// ttl ms, process tag, waiter stale ms, the number of members given back, those members,
-/// then the members wanted (one per request of one batch: several of one host in one
-/// event-loop turn).
-/// First removes the members given back (a release carried by the next acquire: one
-/// command instead of two; they expire at once and go with the expired ones, so a ZREM
-/// in the store's statistics stays a release sent alone). Purges expired leases and stale waiters; then grants leases
-/// to the first members wanted, as many as the host is not paused, slots are free for
-/// this process (processes that asked earlier and still ask come first, one place each: a
-/// fleet-wide FIFO of the processes' queue heads) and the fleet-wide token bucket (GCRA)
-/// has tokens, one per lease. The limit and rate are the shared ones when a process
-/// published them, else the caller's.
+/// KEYS: leases, state, waiters, polled, then one leases key per lease given back (any
+/// host's: one store; this host's: a cluster, one slot). ARGV: lease ttl ms, limit, rate,
+/// burst, state ttl ms, process tag, waiter stale ms, the members given back (one per
+/// extra key), then the members wanted (one per request of one batch: several of one host
+/// in one event-loop turn).
+/// First expires the leases given back (releases carried by an acquire: one command
+/// instead of two or more; see release_script). Purges expired leases and stale waiters;
+/// then grants leases to the first members wanted, as many as the host is not paused,
+/// slots are free for this process (processes that asked earlier and still ask come
+/// first, one place each: a fleet-wide FIFO of the processes' queue heads) and the
+/// fleet-wide token bucket (GCRA) has tokens, one per lease. The limit and rate are the
+/// shared ones when a process published them, else the caller's.
 /// Returns {leases granted, leases held, limit, rate in micro-tokens/s, pause ms, token
 /// wait ms (refused: for the first; granted: for the next)}.
 const lua_script& acquire_script();
+
+/// KEYS: a leases key per lease given back. ARGV: its member. Expires each at once (score
+/// 0, XX: never adds one): every count purges expired leases first, so it is gone for the
+/// bound. Releases that found no acquire to carry them, several hosts' in one command
+/// (a cluster: one host's).
+const lua_script& release_script();
 
 /// KEYS: leases. ARGV: lease ttl ms, members... Extends each lease to now + ttl, and
 /// re-asserts one that is gone. Returns {re-asserted (were lost), leases held}.
@@ -71,7 +77,6 @@ struct renew_answer {
 };
 std::optional<renew_answer> read_renew_reply(const redis_reply& r);
 
-/// A release is a plain `ZREM leases member`: no script, the cheapest command there is.
 
 /// One host key's keys in the store, hash-tagged `{key}` so every script touches one
 /// Redis Cluster slot.
