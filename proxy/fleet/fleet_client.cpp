@@ -150,7 +150,7 @@ struct fleet_client::impl {
         });
     }
 
-    // On l's loop: a lease given back waits for the host's next acquire (release_linger).
+    // On l's loop: a lease given back waits for an acquire to carry it (release_linger).
     void give(lane& l, const std::string& key, std::string member) {
         l.batches[key].given.push_back(std::move(member));
         if (std::exchange(l.linger_armed, true)) return;

@@ -65,10 +65,29 @@ std::optional<renew_answer> read_renew_reply(const redis_reply& r) {
     return renew_answer{count(r.elements[0].integer), count(r.elements[1].integer)};
 }
 
+// Leases given back: KEYS[first_key..] with ARGV[first_arg..], one member each; a run of
+// one key's in one ZADD. Expired at once (score 0; XX never adds one): every count purges
+// expired leases first.
+constexpr const char* expire_given = R"lua(
+local function expire_given(first_key, first_arg)
+  local i = first_key
+  while i <= #KEYS do
+    local key = KEYS[i]
+    local scored = {}
+    while i <= #KEYS and KEYS[i] == key do
+      scored[#scored + 1] = 0
+      scored[#scored + 1] = ARGV[first_arg + i - first_key]
+      i = i + 1
+    end
+    redis.call('ZADD', key, 'XX', unpack(scored))
+  end
+end
+)lua";
+
 const lua_script& acquire_script() {
-    static const lua_script s = make(std::string(store_now) + R"lua(
+    static const lua_script s = make(std::string(store_now) + expire_given + R"lua(
 local given = #KEYS - 4
-for i = 1, given do redis.call('ZADD', KEYS[4 + i], 'XX', 0, ARGV[7 + i]) end
+expire_given(5, 8)
 local first = 8 + given
 local want = #ARGV - first + 1
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -153,8 +172,8 @@ return {added, redis.call('ZCARD', KEYS[1])}
 }
 
 const lua_script& release_script() {
-    static const lua_script s = make(R"lua(
-for i = 1, #KEYS do redis.call('ZADD', KEYS[i], 'XX', 0, ARGV[i]) end
+    static const lua_script s = make(std::string(expire_given) + R"lua(
+expire_given(1, 1)
 return #KEYS
 )lua");
     return s;
