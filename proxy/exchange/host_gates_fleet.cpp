@@ -154,21 +154,23 @@ void host_gates::leave_fleet_line(host_entry& e, gate::waiter& w, bool granted) 
 
 void host_gates::attach_fleet(fleet::fleet_client& f) { fleet_ = &f; }
 
+void host_gates::store_lost_locked(host_entry& e, clock::time_point now) {
+    e.fleet.store_reach(false, now);
+    apply_health(e, now);
+    // tick() lifts the hold once it is over (the latest loss's end: every earlier one's too).
+    fleet_holds_end_.store((now + fleet_->config().lease_ttl).time_since_epoch().count(), std::memory_order_release);
+    fleet_hold_pending_.store(true, std::memory_order_release);
+}
+
 void host_gates::fleet_store_changed() {
-    bool lost = false;
-    const auto now = time_.now();
     // Limits move to the share (or back) where the host's node went (or came back);
     // requests waiting for a lease wake to see it.
-    for_each_entry_reapplying([this, &lost](host_entry& e, clock::time_point at, wakeups& wake) {
+    for_each_entry_reapplying([this](host_entry& e, clock::time_point now, wakeups& wake) {
         const bool up = fleet_->up_for(e.key);
-        if (!up && !e.fleet.store_down()) lost = true;
-        e.fleet.store_reach(up, at);
+        if (!up && !e.fleet.store_down()) store_lost_locked(e, now);
+        else e.fleet.store_reach(up, now);
         e.fleet.for_each([&wake](gate::waiter& w) { wake.add(&w); });
     });
-    if (lost) {
-        fleet_holds_end_.store((now + fleet_->config().lease_ttl).time_since_epoch().count(), std::memory_order_release);
-        fleet_hold_pending_.store(true, std::memory_order_release);
-    }
 }
 
 void host_gates::fleet_held(const std::string& key, std::size_t held) {

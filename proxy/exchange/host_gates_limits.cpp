@@ -33,7 +33,11 @@ std::shared_ptr<const config> host_gates::current_config() const {
 }
 
 std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::string& key, clock::time_point now) {
-    if (auto found = table_.find(s, key)) return found;
+    if (auto found = table_.find(s, key)) {
+        // Its node lost since the last sweep (fleet_store_changed comes after): the share now.
+        if (fleet_ && !found->fleet.store_down() && !fleet_->up_for(key)) store_lost_locked(*found, now);
+        return found;
+    }
     const auto cfg = current_config();
     const host_override* o = cfg->override_for(key, utc_today());
     auto live = live_for(key);
@@ -47,10 +51,7 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
     join_domain_group(*cfg, *entry);
     // Made while the fleet store is unreachable (or before it was ever reached): the
     // local share from the start, as every host that lived through the outage has.
-    if (fleet_ && !fleet_->up_for(key)) {
-        entry->fleet.store_reach(false, now);
-        apply_health(*entry, now);
-    }
+    if (fleet_ && !fleet_->up_for(key)) store_lost_locked(*entry, now);
     if (cfg->robots.honor) {
         std::lock_guard lock(robots_mutex_);
         entry->robots_rate = robots_.rate_cap(key, now);  // read before this gate was last forgotten

@@ -68,6 +68,7 @@ std::optional<std::vector<slot_range>> read_cluster_slots(const redis_reply& r, 
     if (r.type != redis_reply::kind::array) return std::nullopt;
     std::vector<slot_range> out;
     out.reserve(r.elements.size());
+    std::size_t covered = 0;
     for (const auto& range : r.elements) {
         if (range.type != redis_reply::kind::array || range.elements.size() < 3) return std::nullopt;
         const auto& first = range.elements[0];
@@ -75,6 +76,8 @@ std::optional<std::vector<slot_range>> read_cluster_slots(const redis_reply& r, 
         if (first.type != redis_reply::kind::integer || last.type != redis_reply::kind::integer) return std::nullopt;
         if (first.integer < 0 || last.integer >= static_cast<long long>(cluster_slots) || first.integer > last.integer)
             return std::nullopt;
+        covered += static_cast<std::size_t>(last.integer - first.integer + 1);
+        if (covered > cluster_slots) return std::nullopt;  // overlapping ranges: not a map
         auto master = read_node(range.elements[2], asked);
         if (!master) return std::nullopt;
         out.push_back({static_cast<std::uint16_t>(first.integer), static_cast<std::uint16_t>(last.integer),

@@ -150,9 +150,8 @@ private:
             a.ask = nullptr;
             return retry_later(std::move(a));
         }
-        if (down) {
+        if (down && owner_[a.slot].exchange(0, std::memory_order_acq_rel) != 0) {
             // The slot is not served: its keys are down until the map says otherwise.
-            owner_[a.slot].store(0, std::memory_order_release);
             recompute(false);
             refresh();
         }

@@ -86,7 +86,7 @@ struct fleet_client::impl {
 
         asio::io_context& ioc;
         std::size_t index;
-        std::mutex mutex;  ///< book, and the order of renewals against releases
+        std::mutex mutex;  ///< book (releases and holds come from any thread)
         lease_book book;
         std::unique_ptr<redis_store> store;
         // On the lane's loop only:
@@ -193,7 +193,8 @@ struct fleet_client::impl {
         for (auto& [key, b] : l.batches)
             while (!b.given.empty()) {
                 const auto given = take_given(l, key, most_released);
-                std::vector<std::string_view> args{std::to_string(given.size())};
+                const std::string key_count = std::to_string(given.size());
+                std::vector<std::string_view> args{key_count};
                 for (const auto& g : given) args.push_back(g.first);
                 for (const auto& g : given) args.push_back(g.second);
                 eval(l, slot_of(key), release_script(), std::move(args), [](boost::system::error_code, redis_reply) {});
@@ -251,9 +252,11 @@ struct fleet_client::impl {
         }
     }
 
-    // Under l.mutex, on l's loop, as releases are: a lease released after it was picked
-    // for renewal has its release queued after the renewal, never before (which would
-    // re-assert a finished request).
+    // Under l.mutex, on l's loop. A lease released after it was picked for renewal is
+    // given back after the renewal is sent (a release waits for its linger on this loop),
+    // so the renewal cannot re-assert a finished request; on a cluster a renewal retried
+    // (TRYAGAIN) may still land after it: the lease then lives until its TTL, a slot
+    // held too long, never one too many.
     void renew_locked(lane& l, std::vector<lease_book::batch> batches) {
         for (auto& [key, ids] : batches) {
             const host_keys k(key);

@@ -59,6 +59,7 @@ void redis_connection::retarget(redis_target target) {
         if (stopped_) return;
         target_ = std::move(target);
         retargeted_ = true;
+        ++generation_;  // a connect under way to the old target gives up
         boost::system::error_code ignored;
         socket_.close(ignored);  // the loops end; run() connects to the new target
         backoff_timer_.cancel();
@@ -143,15 +144,18 @@ task<bool> redis_connection::connect_once() {
         ~cancel_on_exit() { t.cancel(); }
     } cancel{deadline};
 
+    const auto started_generation = generation_;
     asio::ip::basic_resolver<asio::ip::tcp, executor> resolver(ioc_.get_executor());
     auto [rec, endpoints] = co_await resolver.async_resolve(target_.host, std::to_string(target_.port), use_tuple);
-    if (rec || expired || stopped_) co_return false;
+    // Retargeted meanwhile: what was looked up is the old target's.
+    auto stale = [&] { return expired || stopped_ || started_generation != generation_; };
+    if (rec || stale()) co_return false;
     bool connected = false;
     for (const auto& e : endpoints) {
         boost::system::error_code ignored;
         socket_.close(ignored);
         auto [cec] = co_await socket_.async_connect(e.endpoint(), use_tuple);
-        if (expired || stopped_) co_return false;
+        if (stale()) co_return false;
         if ((connected = !cec)) break;
     }
     if (!connected) co_return false;
@@ -192,7 +196,7 @@ task<bool> redis_connection::connect_once() {
         }
     }
     last_sent_ = clock::now();
-    co_return !expired;
+    co_return !stale();
 }
 
 task<void> redis_connection::read_loop() {

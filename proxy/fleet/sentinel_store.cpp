@@ -16,6 +16,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto ask_period = 250ms;
+constexpr auto master_patience = 2s;  // then another Sentinel is asked (this one's master may be stale)
 constexpr const char* switch_channel = "+switch-master";
 
 std::optional<std::uint16_t> port_of(std::string_view text) {
@@ -97,13 +98,14 @@ private:
         });
     }
 
+    // The master in use is not one (ROLE, READONLY): the Sentinels are asked again on
+    // ask_loop's period until one names a master that says it is one. Told once.
     void lost_master(const std::string& why) {
+        ask_soon_ = true;
+        if (!role_ok_.exchange(false, std::memory_order_acq_rel)) return;
         log_.write(log_level::warn, "fleet",
                    "master " + cfg_.master_name + " at " + target_.host + ":" + std::to_string(target_.port) + " " + why);
-        const bool was = role_ok_.exchange(false, std::memory_order_acq_rel);
-        ask_soon_ = true;  // until a Sentinel names a master that says it is one
-        ask();
-        if (was && on_state_) on_state_(false);
+        if (on_state_) on_state_(false);
     }
 
     // "+switch-master" payload: "<name> <old ip> <old port> <new ip> <new port>".
@@ -153,18 +155,22 @@ private:
                     });
     }
 
-    // Asks while the master is unknown or lost, every ask_period; a Sentinel that does
-    // not answer for fleet.timeout gives way to the next.
+    // Asks while the master is unknown or lost, every ask_period. A Sentinel that does
+    // not answer for fleet.timeout, or whose master has not worked for master_patience,
+    // gives way to the next.
     task<void> ask_loop() {
         auto sentinel_since = clock::now();
+        auto master_since = clock::now();
         while (!stopped_) {
-            if (!query_.up() && clock::now() - sentinel_since > cfg_.timeout && cfg_.nodes.size() > 1) {
+            const auto now = clock::now();
+            if (query_.up() && (up() || now - master_since <= master_patience)) sentinel_since = now;
+            if (up()) master_since = now;
+            if (now - sentinel_since > cfg_.timeout && (!query_.up() || now - master_since > master_patience) &&
+                cfg_.nodes.size() > 1) {
                 sentinel_ = (sentinel_ + 1) % cfg_.nodes.size();
                 query_.retarget(sentinel(sentinel_));
                 watch_.retarget(sentinel(sentinel_));
-                sentinel_since = clock::now();
-            } else if (query_.up()) {
-                sentinel_since = clock::now();
+                sentinel_since = master_since = now;
             }
             if (ask_soon_ || !master_started_ || !up()) ask();
             ask_timer_.expires_after(ask_period);

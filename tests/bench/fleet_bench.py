@@ -22,7 +22,8 @@ Measured per cell:
   - req/s, p50 and p99 latency (wrk), and the latency added over `off`;
   - proxy CPU per request (utime + stime of the proxy over the run / responses);
   - Redis commands per request (INFO commandstats: EVALSHA + EVAL + ZREM calls, summed
-    over the store's nodes, over responses; a ZREM run inside a script, when a waiter
+    over the store's nodes, over responses; the binary before batching released with a
+    ZREM, today's releases are a script; a ZREM run inside a script, when a waiter
     leaves a queue, would count too: nobody waits here) and Redis CPU per request (all
     its nodes); the JSON has every command's calls per request, scripts' inner ones too;
   - the store's memory per idle host (INFO memory with the hosts' keys and without, after

@@ -130,6 +130,16 @@ class RedisSentinelSet:
         log("redis sentinel set: master %d killed" % master)
         return killed
 
+    def failover(self):
+        """SENTINEL FAILOVER: the master hands over to its replica and stays up as a
+        replica (nothing is killed), with every sentinel's +switch-master already
+        subscribed to; returns time.monotonic() of the command."""
+        self._watch()
+        asked = time.monotonic()
+        self._sentinel(self.sentinel_ports[0]).execute_command("SENTINEL", "FAILOVER", self.name)
+        log("redis sentinel set: SENTINEL FAILOVER %s" % self.name)
+        return asked
+
     def wait_promotion(self, timeout=15):
         """(new master port, time.monotonic() when a sentinel first published
         +switch-master) after kill_master(); TestFailure after `timeout` seconds."""

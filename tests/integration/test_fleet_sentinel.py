@@ -10,7 +10,11 @@ fleet_store_up gauge (polled every 50 ms) drops to 0 and is back to 1 within the
 sentinels' failover time (+switch-master minus the kill) plus 1 s. Every request is
 answered (200, or 503 with Retry-After: counted), and the origin's peak per host is 2
 before the kill and never above 2 during or after it. The figures are logged
-("sentinel failover: ...")."""
+("sentinel failover: ...").
+Then the old master comes back (a replica) and SENTINEL FAILOVER hands the master role
+back while both stay up: nothing breaks the proxies' connections, so they must follow
+the +switch-master announcement (their logs say so) within 1 s of it, every request
+answered, the peak still 2 at most."""
 import os
 import sys
 import threading
@@ -108,5 +112,35 @@ def test(t):
                 % (h, after, BOUND))
 
 
+    graceful(sentinels, origin, proxies)
+
+
+def graceful(sentinels, origin, proxies):
+    sentinels.start()  # the old master back, as a replica
+    H.check(H.wait_until(lambda: all(store_up(p) == 1 for p in proxies), timeout=10), "the proxies lost the store")
+    load = Streams(origin, [(p, h) for p in proxies for h in HOSTS], per=2, delay=0.2, tag="handover", duration=20)
+    time.sleep(1.0)
+    asked = sentinels.failover()
+    try:
+        new_port, switched = sentinels.wait_promotion(timeout=15)
+        followed = H.wait_until(lambda: all(any("(+switch-master)" in line and str(new_port) in line
+                                                for line in list(p.lines)) for p in proxies), timeout=5, interval=0.05)
+        back = H.wait_until(lambda: all(store_up(p) == 1 for p in proxies), timeout=5, interval=0.05)
+        back_at = time.monotonic()
+        time.sleep(1.5)
+    finally:
+        results = load.stop()
+    H.log("graceful failover: +switch-master %.2f s after SENTINEL FAILOVER (master now %d); both proxies "
+          "followed the announcement: %s; fleet_store_up 1 on both %.2f s after it"
+          % (switched - asked, new_port, followed, back_at - switched))
+    H.check(followed, "a proxy did not follow +switch-master to %d:\n%s" % (new_port, proxies[0].tail(20)))
+    H.check(back and back_at - switched <= SLACK, "fleet_store_up not back on both within %.1f s of +switch-master"
+            % SLACK)
+    check_answered(results, "steady load through the handover")
+    for h in HOSTS:
+        peak = H.overlap_peak(records(origin, h, "tag=handover&"))
+        H.check(peak <= BOUND, "%s: %d at the origin at once around the handover, bound %d" % (h, peak, BOUND))
+
+
 if __name__ == "__main__":
-    H.main(test, timeout=60)
+    H.main(test, timeout=90)

@@ -239,6 +239,10 @@ TEST_CASE("Redis Cluster: CLUSTER SLOTS read into ranges, a malformed map refuse
     CHECK_FALSE(read_cluster_slots(array({array({number(0), number(3)})}), asked));
     CHECK_FALSE(read_cluster_slots(text("ERR This instance has cluster support disabled", redis_reply::kind::error), asked));
     CHECK(read_cluster_slots(array({}), asked)->empty());
+    CHECK_FALSE(read_cluster_slots(array({array({number(0), number(16383), node("a", 1)}),
+                                          array({number(0), number(0), node("b", 1)})}),
+                                   asked));  // more slots than a cluster has: overlapping
+
 }
 
 TEST_CASE("Redis Cluster: MOVED and ASK read; anything else is not a redirection") {

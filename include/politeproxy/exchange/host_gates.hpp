@@ -225,6 +225,8 @@ private:
     /// fleet store is away, the fleet share.
     void apply_health(host_entry& e, clock::time_point now) const;
     /// Shares a decision of this process's health controller with the fleet.
+    /// The store's node for `e` is lost as of `now`: the share (and the hold) from now.
+    void store_lost_locked(host_entry& e, clock::time_point now);
     void publish_locked(const host_entry& e, clock::time_point now) const;
     /// Every tracked host applies its limits again (config, fleet state) and wakes who can go.
     /// `f(entry, now, wake)` runs first under the shard lock; the waiters it adds to `wake`

@@ -37,7 +37,8 @@ struct slot_range {
 };
 
 /// CLUSTER SLOTS' reply read into ranges, or nothing when it has not that shape (a slot
-/// out of range, first > last, a port outside 1..65535). A master named "" or "?"
+/// out of range, first > last, a port outside 1..65535, ranges covering more than every
+/// slot: a hostile map of 16384 overlapping full ranges would cost 2.7e8 writes). A master named "" or "?"
 /// (Redis 7: its address is unknown) is the node that answered, `asked`.
 std::optional<std::vector<slot_range>> read_cluster_slots(const redis_reply& r, const node_address& asked);
 

@@ -110,6 +110,7 @@ private:
     std::function<void(bool)> on_state_;
     std::function<void(const redis_reply&)> on_push_;
     bool retargeted_ = false;  ///< the next connect skips the backoff
+    unsigned generation_ = 0;  ///< counts retargets: a connect to an older target gives up
     std::atomic<bool> up_{false};
     bool stopped_ = false;
     tcp_socket socket_;

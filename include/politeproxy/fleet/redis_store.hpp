@@ -45,8 +45,9 @@ public:
     virtual ~redis_store() = default;
     /// Starts connecting (and reconnecting until closed).
     virtual void start() = 0;
-    /// Closes every connection and fails every command waiting. Only while no thread runs
-    /// the io_context.
+    /// Closes every connection and fails every command waiting on one (a cluster's
+    /// commands waiting to be retried are dropped with the loop's handlers). Only while
+    /// no thread runs the io_context.
     virtual void close_now() = 0;
     /// Every node the store needs is reachable (a cluster: every slot's master).
     virtual bool up() const = 0;

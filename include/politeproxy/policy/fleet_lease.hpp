@@ -33,8 +33,7 @@ struct fleet_share {
 /// Algorithm. A lease is renewed once a third of lease_ttl has passed since it was
 /// taken or last renewed; with a round trip bounded by fleet.timeout (at most a third
 /// of the TTL), a running request's lease never has less than a third of its TTL left.
-/// A request shorter than a third of the TTL costs two store commands (acquire,
-/// release). Leases taken while the store was unreachable are kept here too, and
+/// A request shorter than a third of the TTL is never renewed. Leases taken while the store was unreachable are kept here too, and
 /// `take_all` hands every lease over for re-assertion when the store is back.
 ///
 /// Sans-io; ids are `<process tag>:<counter>`, unique across the fleet as long as tags
