@@ -176,7 +176,7 @@ struct fleet_client::impl {
         std::vector<std::pair<std::string, std::string>> out;
         auto take_from = [&](const std::string& host, host_batch& b) {
             if (b.given.empty() || out.size() == most) return;
-            const std::string leases = host_keys(host).leases;
+            const std::string leases = leases_key(host);
             while (!b.given.empty() && out.size() < most) {
                 out.emplace_back(leases, std::move(b.given.back()));
                 b.given.pop_back();

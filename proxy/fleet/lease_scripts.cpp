@@ -66,28 +66,23 @@ std::optional<renew_answer> read_renew_reply(const redis_reply& r) {
 }
 
 // Leases given back: KEYS[first_key..] with ARGV[first_arg..], one member each; a run of
-// one key's in one ZADD. Expired at once (score 0; XX never adds one): every count purges
-// expired leases first.
-constexpr const char* expire_given = R"lua(
-local function expire_given(first_key, first_arg)
-  local i = first_key
-  while i <= #KEYS do
-    local key = KEYS[i]
-    local scored = {}
-    while i <= #KEYS and KEYS[i] == key do
-      scored[#scored + 1] = 0
-      scored[#scored + 1] = ARGV[first_arg + i - first_key]
-      i = i + 1
-    end
-    redis.call('ZADD', key, 'XX', unpack(scored))
-  end
+// one key's in one ZREM. Inline, not a function: the common acquire carries one or none,
+// and every Lua step counts (a script's Redis CPU is the fleet's cost per request).
+std::string remove_given(int first_key, int first_arg) {
+    return "local i = " + std::to_string(first_key) + "\n" + "local shift = " + std::to_string(first_arg - first_key) +
+           "\n" + R"lua(while i <= #KEYS do
+  local key = KEYS[i]
+  local j = i
+  while j < #KEYS and KEYS[j + 1] == key do j = j + 1 end
+  redis.call('ZREM', key, unpack(ARGV, i + shift, j + shift))
+  i = j + 1
 end
 )lua";
+}
 
 const lua_script& acquire_script() {
-    static const lua_script s = make(std::string(store_now) + expire_given + R"lua(
+    static const lua_script s = make(std::string(store_now) + remove_given(5, 8) + R"lua(
 local given = #KEYS - 4
-expire_given(5, 8)
 local first = 8 + given
 local want = #ARGV - first + 1
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -140,12 +135,16 @@ if granted == 0 then return refuse(0, math.ceil(wait)) end
 redis.call('HSET', KEYS[2], 'tat', string.format('%.3f', tat))
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end
 local expiry = now + tonumber(ARGV[1])
-local scored = {}
-for i = 0, granted - 1 do
-  scored[2 * i + 1] = expiry
-  scored[2 * i + 2] = ARGV[first + i]
+if granted == 1 then
+  redis.call('ZADD', KEYS[1], expiry, ARGV[first])
+else
+  local scored = {}
+  for k = 0, granted - 1 do
+    scored[2 * k + 1] = expiry
+    scored[2 * k + 2] = ARGV[first + k]
+  end
+  redis.call('ZADD', KEYS[1], unpack(scored))
 end
-redis.call('ZADD', KEYS[1], unpack(scored))
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) + 1000)
 if rank then
   redis.call('ZREM', KEYS[3], ARGV[6])
@@ -172,10 +171,7 @@ return {added, redis.call('ZCARD', KEYS[1])}
 }
 
 const lua_script& release_script() {
-    static const lua_script s = make(std::string(expire_given) + R"lua(
-expire_given(1, 1)
-return #KEYS
-)lua");
+    static const lua_script s = make(remove_given(1, 1) + "return #KEYS\n");
     return s;
 }
 
@@ -204,6 +200,13 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 )lua");
     return s;
+}
+
+std::string leases_key(std::string_view key) {
+    std::string out = "pp:{";
+    out.append(key);
+    out += "}:leases";
+    return out;
 }
 
 host_keys::host_keys(std::string_view key) {

@@ -21,10 +21,10 @@ run interleaved, in an order rotated each repeat, `--repeats` times; medians are
 Measured per cell:
   - req/s, p50 and p99 latency (wrk), and the latency added over `off`;
   - proxy CPU per request (utime + stime of the proxy over the run / responses);
-  - Redis commands per request (INFO commandstats: EVALSHA + EVAL + ZREM calls, summed
-    over the store's nodes, over responses; the binary before batching released with a
-    ZREM, today's releases are a script; a ZREM run inside a script, when a waiter
-    leaves a queue, would count too: nobody waits here) and Redis CPU per request (all
+  - Redis commands per request (INFO commandstats: EVALSHA + EVAL calls, and for the
+    binary before batching its release ZREMs; today's scripts run ZREM inside, which
+    commandstats cannot tell apart, summed over the store's nodes, over responses) and
+    Redis CPU per request (all
     its nodes); the JSON has every command's calls per request, scripts' inner ones too;
   - the store's memory per idle host (INFO memory with the hosts' keys and without, after
     every cell has run).
@@ -95,6 +95,8 @@ def start_targets(bench, a):
     for m in a.modes:
         try:
             store = starts[m](bench.procs, bench.dir, "redis-" + m) if m in starts else None
+            if store and m == "single-base":
+                store.client_release = True
             proxy = bench.start_politeproxy("pp-" + m, RB.render("politeproxy-fleet.yaml.in",
                                                                  fleet=FLEET % store.url if store else ""),
                                             binary=a.base_binary if m == "single-base" else None)

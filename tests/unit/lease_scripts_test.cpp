@@ -48,8 +48,7 @@ struct host_view {
         return {at(0), at(1), at(2), at(3), at(4), at(5)};
     }
     long long held() { return store.command({"ZCOUNT", keys.leases, "1", "+inf"})->integer; }
-    // What fleet_client sends for a release no acquire carried; the count as the next
-    // acquire or renewal sees it (expired leases purged first).
+    // What fleet_client sends for a release no acquire carried; the leases then held.
     long long release(const std::string& member) {
         store.command({"EVAL", release_script().body, "1", keys.leases, member});
         return store.command({"ZCOUNT", keys.leases, "1", "+inf"})->integer;
@@ -221,7 +220,7 @@ TEST_CASE("a batch: several leases in one command, as many as the bound and the 
     r = h.batch({"p1:1"}, {"p1:4", "p1:5"}, 30000, 2);
     CHECK(r.granted == 1);
     CHECK(h.held() == 2);
-    CHECK(h.store.command({"ZSCORE", h.keys.leases, "p1:1"})->type == REDIS_REPLY_NIL);  // purged
+    CHECK(h.store.command({"ZSCORE", h.keys.leases, "p1:1"})->type == REDIS_REPLY_NIL);  // removed
     CHECK(h.store.command({"ZSCORE", h.keys.leases, "p1:4"})->type != REDIS_REPLY_NIL);
     // Releases alone (nothing wanted): removed, nothing granted, nobody queued.
     r = h.batch({"p1:2", "p1:4"}, {}, 30000, 2);

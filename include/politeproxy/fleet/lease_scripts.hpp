@@ -23,7 +23,7 @@ struct lua_script {
 /// burst, state ttl ms, process tag, waiter stale ms, the members given back (one per
 /// extra key), then the members wanted (one per request of one batch: several of one host
 /// in one event-loop turn).
-/// First expires the leases given back (releases carried by an acquire: one command
+/// First removes the leases given back (releases carried by an acquire: one command
 /// instead of two or more; see release_script). Purges expired leases and stale waiters;
 /// then grants leases to the first members wanted, as many as the host is not paused,
 /// slots are free for this process (processes that asked earlier and still ask come
@@ -34,10 +34,9 @@ struct lua_script {
 /// wait ms (refused: for the first; granted: for the next)}.
 const lua_script& acquire_script();
 
-/// KEYS: a leases key per lease given back. ARGV: its member. Expires each at once (score
-/// 0, XX: never adds one): every count purges expired leases first, so it is gone for the
-/// bound. Releases that found no acquire to carry them, several hosts' in one command
-/// (a cluster: one host's).
+/// KEYS: a leases key per lease given back. ARGV: its member. Removes them (a run of one
+/// key's in one ZREM). Releases that found no acquire to carry them, several hosts' in one
+/// command (a cluster: one host's).
 const lua_script& release_script();
 
 /// KEYS: leases. ARGV: lease ttl ms, members... Extends each lease to now + ttl, and
@@ -77,6 +76,9 @@ struct renew_answer {
 };
 std::optional<renew_answer> read_renew_reply(const redis_reply& r);
 
+
+/// A host's leases key (host_keys::leases without the other three).
+std::string leases_key(std::string_view key);
 
 /// One host key's keys in the store, hash-tagged `{key}` so every script touches one
 /// Redis Cluster slot.
