@@ -12,7 +12,8 @@ B: a pause (pause_for 2s) on paused.test holds its queue: the origin sees nothin
 C: concurrency 1 on busy.test while 4 requests are in flight: those finish, and from then
    on the origin never sees more than 1 of its requests at once.
 D: DELETE puts the host back (404 for a host without an override).
-E: 10 000 overrides are listed in pages (limit=1000, after=...), each once.
+E: 10 000 overrides are listed in pages (limit=1000, after=...), each once (2 000 under
+   the sanitizers: the same pages and paths, a tenth of TSan's minutes).
 F: the overrides survive a restart (admin.state_file); a torn state file is refused at
    start with a clear log line and the proxy serves without it.
 """
@@ -109,11 +110,12 @@ def test(t):
 
     # E
     t1 = time.monotonic()
-    for i in range(10000):
+    count = 10000 if H.SLOW == 1 else 2000
+    for i in range(count):
         status, _, body = api(proxy, "PUT", "/api/hosts/h%05d.many.test/override" % i, {"concurrency": 1})
         if status != 200:
             H.check(False, "override %d: %s %s" % (i, status, body))
-    H.log("10 000 overrides put in %.1fs" % (time.monotonic() - t1))
+    H.log("%d overrides put in %.1fs" % (count, time.monotonic() - t1))
     seen, after, pages = [], None, 0
     while True:
         path = "/api/overrides?limit=1000" + ("&after=" + after if after else "")
@@ -126,7 +128,7 @@ def test(t):
             break
         H.check(pages < 20, "paging does not end")
     many = [k for k in seen if k.endswith(".many.test")]
-    H.check(len(many) == 10000 and len(set(many)) == 10000 and pages == 11,
+    H.check(len(many) == count and len(set(many)) == count and pages == count // 1000 + 1,
             "paged listing: %d keys (%d distinct) in %d pages" % (len(many), len(set(many)), pages))
 
     # F
@@ -137,7 +139,8 @@ def test(t):
             "/api/overrides?filter=paused after a restart: %s %s" % (status, body))
     kept = api(again, "GET", "/api/hosts/paused.test")[2]
     H.check(kept.get("override", {}).get("reason") == "webmaster asked", "after a restart: %s" % kept)
-    H.check(api(again, "GET", "/api/hosts/h09999.many.test")[0] == 200, "the last of the 10 000 after a restart")
+    H.check(api(again, "GET", "/api/hosts/h%05d.many.test" % (count - 1))[0] == 200,
+            "the last of the %d after a restart" % count)
     again.stop()
     state = cfg["admin"]["state_file"]
     with open(state) as f:
