@@ -7,9 +7,11 @@
 #include "politeproxy/fleet/redis_store.hpp"
 #include "politeproxy/policy/fleet_lease.hpp"
 
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 
 #include <cstdio>
 #include <mutex>

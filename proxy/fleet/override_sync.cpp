@@ -5,6 +5,7 @@
 #include "politeproxy/fleet/cluster_slots.hpp"
 #include "politeproxy/fleet/redis_store.hpp"
 
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>

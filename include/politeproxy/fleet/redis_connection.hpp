@@ -4,8 +4,6 @@
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/fleet/redis_reply.hpp"
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <atomic>
@@ -76,15 +74,6 @@ public:
     /// error. From the connection's own thread the command is queued at once (so the
     /// order of sends there is the order on the wire); from another, through a post.
     void send(std::string command, handler done);
-
-    /// Wraps a completion handler so that it runs on its own executor.
-    template <class Handler>
-    static handler on_callers_executor(Handler done) {
-        auto ex = boost::asio::get_associated_executor(done);
-        return [done = std::move(done), ex](boost::system::error_code ec, redis_reply r) mutable {
-            boost::asio::post(ex, [done = std::move(done), ec, r = std::move(r)]() mutable { std::move(done)(ec, std::move(r)); });
-        };
-    }
 
 private:
     struct pending {
