@@ -59,7 +59,7 @@ task<acquire_result> host_gates::lease(permit local, clock::time_point start) {
             std::lock_guard lock(s.mutex);
             if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
             head = e.fleet.is_head(*w);
-            terms = {e.health.limit(), e.health.rate(), e.policy->burst};
+            terms = {e.health.limit(), e.health.rate(), e.policy->burst, e.g.in_flight()};
         }
         auto now = time_.now();
         auto wake_at = deadline;
@@ -117,7 +117,7 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
         if (!local) co_return acquire_result{};
         local.counted_ = false;  // a miss parks: the request is counted where it ends
         const host_entry& e = *local.entry_;
-        terms = {e.health.limit(), e.health.rate(), e.policy->burst};
+        terms = {e.health.limit(), e.health.rate(), e.policy->burst, e.g.in_flight()};
     }
     const auto answer = co_await fleet_->acquire(key, terms);
     if (answer.what == fleet::lease_answer::result::store_down) co_return acquire_result{};

@@ -13,8 +13,10 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <unordered_map>
 
@@ -36,7 +38,7 @@ constexpr int lane_shift = 48;
 // Members per command (a command's arguments are bounded: redis_command's 128).
 constexpr std::size_t most_wanted = 16;
 constexpr std::size_t most_given = 40;
-constexpr std::size_t most_released = 60;
+constexpr std::size_t most_released = 30;  // plus a state key per host given tokens back
 
 std::string ms(clock::duration d) {
     return std::to_string(std::max<long long>(0, std::chrono::ceil<std::chrono::milliseconds>(d).count()));
@@ -70,11 +72,40 @@ struct fleet_client::impl {
         clock::time_point sent;
         std::move_only_function<void(lease_answer)> done;
     };
+    // A lease granted with spare tokens, from its grant until it goes back to the store:
+    // handed on while it has some left, is younger than handover_life and the store has
+    // not come or gone since.
+    struct chain {
+        std::size_t spares = 0;
+        double token_ms = 0;  // the bucket's time of one token (given back if not spent)
+        clock::time_point ends;
+        std::uint64_t epoch = 0;  // the lane's store_epoch at the grant
+        lease_answer answer;      // what a handover answers: the grant's figures
+    };
+    // A lease given back, not yet sent: the bucket time of the spare tokens it did not spend.
+    struct given_lease {
+        std::uint64_t id;
+        clock::time_point at;
+        double refund_ms = 0;
+    };
+    // A lease given back with spare tokens, for the process's next request of its host
+    // (any lane's) until release_linger has passed.
+    struct parked_lease {
+        std::uint64_t id;
+        clock::time_point at;
+        chain* spare;  // in its lane's chains
+    };
     // One host's acquires of this event-loop turn and leases given back, not yet sent.
     struct host_batch {
         lease_terms terms;
         std::vector<wanted> acquires;
-        std::vector<std::string> given;
+        std::vector<given_lease> given;
+    };
+    // A lease taken from the batches to be sent back: its host, its member in the store.
+    struct taken {
+        const std::string* host;
+        std::string member;
+        double refund_ms;
     };
     // One worker's share of the client.
     struct lane {
@@ -88,8 +119,12 @@ struct fleet_client::impl {
 
         asio::io_context& ioc;
         std::size_t index;
-        std::mutex mutex;  ///< book (releases and holds come from any thread)
+        // Releases, holds and handovers come from any thread.
+        std::mutex mutex;  ///< guards book, chains, parked, store_epoch
         lease_book book;
+        std::unordered_map<std::uint64_t, chain> chains;  ///< leases with spare tokens, by id
+        std::unordered_map<std::string, std::vector<parked_lease>> parked;  ///< by host
+        std::uint64_t store_epoch = 0;  ///< the store's comings and goings
         std::unique_ptr<redis_store> store;
         // On the lane's loop only:
         std::unordered_map<std::string, host_batch> batches;
@@ -140,6 +175,20 @@ struct fleet_client::impl {
         l.store->send(slot, std::move(command), std::move(on_reply));
     }
 
+    // Under l.mutex.
+    bool live(const lane& l, const chain& c, clock::time_point now) const {
+        return c.spares > 0 && now < c.ends && c.epoch == l.store_epoch;
+    }
+
+    // Under l.mutex: the bucket time of the lease's spare tokens not spent; its chain ends.
+    double settle_locked(lane& l, std::uint64_t id) {
+        const auto c = l.chains.find(id);
+        if (c == l.chains.end()) return 0;
+        const double refund_ms = static_cast<double>(c->second.spares) * c->second.token_ms;
+        l.chains.erase(c);
+        return refund_ms;
+    }
+
     // On l's loop: an acquire joins its host's batch, sent at the end of this turn.
     void want(lane& l, const std::string& key, lease_terms terms, wanted w) {
         auto& b = l.batches[key];
@@ -152,11 +201,76 @@ struct fleet_client::impl {
         });
     }
 
-    // On l's loop: a lease given back waits for an acquire to carry it (release_linger).
-    void give(lane& l, const std::string& key, std::string member) {
-        l.batches[key].given.push_back(std::move(member));
+    // A lease of `key` parked with a spare token, for the caller's request: the calling
+    // worker's lane's first, then the others'.
+    std::optional<lease_answer> hand_on(lane& current, const std::string& key) {
+        if (auto a = hand_on_from(current, key)) return a;
+        for (auto& l : lanes)
+            if (l.get() != &current)
+                if (auto a = hand_on_from(*l, key)) return a;
+        return std::nullopt;
+    }
+
+    std::optional<lease_answer> hand_on_from(lane& l, const std::string& key) {
+        std::lock_guard lock(l.mutex);
+        const auto p = l.parked.find(key);
+        if (p == l.parked.end()) return std::nullopt;
+        const auto now = clock::now();
+        auto& leases = p->second;
+        const auto it = std::find_if(leases.begin(), leases.end(), [&](const parked_lease& g) { return live(l, *g.spare, now); });
+        if (it == leases.end()) return std::nullopt;
+        const auto id = it->id;
+        chain& c = *it->spare;
+        leases.erase(it);
+        lease_answer a = c.answer;
+        a.lease = id;
+        if (--c.spares == 0) l.chains.erase(id);
+        l.book.add(id, key, now);
+        if (leases.empty()) l.parked.erase(p);
+        return a;
+    }
+
+    // On l's loop: a lease given back waits for an acquire to take it (parked, while it
+    // has spare tokens) or carry it (release_linger).
+    void give(lane& l, const std::string& key, std::uint64_t id) {
+        const auto now = clock::now();
+        given_lease g{id, now};
+        {
+            std::lock_guard lock(l.mutex);
+            const auto c = l.chains.find(id);
+            if (c != l.chains.end() && live(l, c->second, now)) {
+                l.parked[key].push_back({id, now, &c->second});
+                return arm_linger(l, now + fleet_client::release_linger);
+            }
+            g.refund_ms = settle_locked(l, id);
+        }
+        l.batches[key].given.push_back(g);
+        arm_linger(l, now + fleet_client::release_linger);
+    }
+
+    // On l's loop: parked leases given back by `due_by` (or whose chain ended) join the
+    // releases; when the next of the others is due.
+    std::optional<clock::time_point> unpark(lane& l, clock::time_point due_by) {
+        const auto now = clock::now();
+        std::optional<clock::time_point> next;
+        std::lock_guard lock(l.mutex);
+        for (auto p = l.parked.begin(); p != l.parked.end();) {
+            std::erase_if(p->second, [&](const parked_lease& g) {
+                if (g.at > due_by && live(l, *g.spare, now)) {
+                    if (!next || g.at < *next) next = g.at;
+                    return false;
+                }
+                l.batches[p->first].given.push_back({g.id, g.at, settle_locked(l, g.id)});
+                return true;
+            });
+            p = p->second.empty() ? l.parked.erase(p) : std::next(p);
+        }
+        return next;
+    }
+
+    void arm_linger(lane& l, clock::time_point at) {
         if (std::exchange(l.linger_armed, true)) return;
-        l.linger.expires_after(fleet_client::release_linger);
+        l.linger.expires_at(at);
         l.linger.async_wait([this, &l](boost::system::error_code) {
             l.linger_armed = false;
             flush(l, true);
@@ -164,43 +278,81 @@ struct fleet_client::impl {
     }
 
     // Sends each host's acquires (carrying what was given back), and, at the end of a
-    // linger, what was given back without an acquire to carry it.
+    // linger, what was given back release_linger ago without an acquire to carry it.
     void flush(lane& l, bool lingered) {
         for (auto& [key, b] : l.batches)
             while (!b.acquires.empty()) send_acquires(l, key, b);
-        if (lingered) send_releases(l);
+        std::optional<clock::time_point> next;
+        if (lingered) {
+            const auto due_by = clock::now() - fleet_client::release_linger;
+            const auto parked = unpark(l, due_by);
+            next = send_releases(l, due_by);
+            if (parked && (!next || *parked < *next)) next = parked;
+        }
         std::erase_if(l.batches, [](const auto& entry) { return entry.second.acquires.empty() && entry.second.given.empty(); });
+        if (next) arm_linger(l, *next + fleet_client::release_linger);
     }
 
-    // Leases given back, as (leases key, member) pairs, at most `most`: `key`'s only on a
-    // cluster (a script's keys share a slot), else any host's, `key`'s first.
-    std::vector<std::pair<std::string, std::string>> take_given(lane& l, const std::string& key, std::size_t most) {
-        std::vector<std::pair<std::string, std::string>> out;
+    // Leases given back, at most `most`: `key`'s first, then (not a cluster: a script's
+    // keys share a slot) other hosts'. `due_by` (the linger's end): those given back by
+    // then. Else (an acquire carries them): every one of `key`'s, and other hosts' that
+    // give no tokens back (their bucket is not the acquire's).
+    std::vector<taken> take_given(lane& l, const std::string& key, std::size_t most,
+                                  std::optional<clock::time_point> due_by) {
+        std::vector<taken> out;
         auto take_from = [&](const std::string& host, host_batch& b) {
-            if (b.given.empty() || out.size() == most) return;
-            const std::string leases = leases_key(host);
-            while (!b.given.empty() && out.size() < most) {
-                out.emplace_back(leases, std::move(b.given.back()));
-                b.given.pop_back();
-            }
+            const bool own = host == key;
+            std::erase_if(b.given, [&](const given_lease& g) {
+                if (out.size() == most) return false;
+                const bool take = due_by ? g.at <= *due_by : own || g.refund_ms <= 0;
+                if (take) out.push_back({&host, l.book.member(g.id), g.refund_ms});
+                return take;
+            });
         };
-        if (auto it = l.batches.find(key); it != l.batches.end()) take_from(key, it->second);
+        const auto it = l.batches.find(key);
+        if (it != l.batches.end()) take_from(it->first, it->second);
         if (cfg.kind != fleet_config::topology::cluster)
-            for (auto& [host, b] : l.batches) take_from(host, b);
+            for (auto& [host, b] : l.batches)
+                if (host != key) take_from(host, b);
         return out;
     }
 
-    // The releases no acquire carried: one command per most_released (per host on a cluster).
-    void send_releases(lane& l) {
+    // The releases no acquire carried, given back by `due_by`: one command per
+    // most_released (per host on a cluster). When the next of the others is due.
+    std::optional<clock::time_point> send_releases(lane& l, clock::time_point due_by) {
         for (auto& [key, b] : l.batches)
-            while (!b.given.empty()) {
-                const auto given = take_given(l, key, most_released);
-                const std::string key_count = std::to_string(given.size());
+            for (;;) {
+                const auto given = take_given(l, key, most_released, due_by);
+                if (given.empty()) break;
+                // Spare tokens not spent, summed per host: given back to its bucket.
+                std::vector<std::pair<const std::string*, double>> refunds;
+                for (const auto& g : given) {
+                    if (g.refund_ms <= 0) continue;
+                    auto same = std::find_if(refunds.begin(), refunds.end(), [&](const auto& r) { return *r.first == *g.host; });
+                    if (same == refunds.end()) same = refunds.insert(refunds.end(), {g.host, 0.0});
+                    same->second += g.refund_ms;
+                }
+                // KEYS: the leases keys, then the state keys; ARGV: how many leases, their
+                // members, the bucket time per state key.
+                std::vector<std::string> keys, texts;
+                for (const auto& g : given) keys.push_back(leases_key(*g.host));
+                for (const auto& [host, refund_ms] : refunds) {
+                    keys.push_back(host_keys(*host).state);
+                    texts.push_back(decimal(refund_ms));
+                }
+                const std::string key_count = std::to_string(keys.size()), lease_count = std::to_string(given.size());
                 std::vector<std::string_view> args{key_count};
-                for (const auto& g : given) args.push_back(g.first);
-                for (const auto& g : given) args.push_back(g.second);
+                args.insert(args.end(), keys.begin(), keys.end());
+                args.push_back(lease_count);
+                for (const auto& g : given) args.push_back(g.member);
+                args.insert(args.end(), texts.begin(), texts.end());
                 eval(l, slot_of(key), release_script(), std::move(args), [](boost::system::error_code, redis_reply) {});
             }
+        std::optional<clock::time_point> next;
+        for (const auto& [key, b] : l.batches)
+            for (const auto& g : b.given)
+                if (!next || g.at < *next) next = g.at;
+        return next;
     }
 
     // One EVALSHA: up to most_wanted leases of `key` asked for, carrying up to most_given
@@ -210,25 +362,34 @@ struct fleet_client::impl {
         std::vector<wanted> batch(std::make_move_iterator(b.acquires.begin()),
                                   std::make_move_iterator(b.acquires.begin() + static_cast<std::ptrdiff_t>(wanted_n)));
         b.acquires.erase(b.acquires.begin(), b.acquires.begin() + static_cast<std::ptrdiff_t>(wanted_n));
-        const auto given = take_given(l, key, most_given);
+        const auto given = take_given(l, key, most_given, std::nullopt);
         const host_keys k(key);
+        std::vector<std::string> leases_keys;
+        double refund_ms = 0;
+        for (const auto& g : given) {
+            leases_keys.push_back(leases_key(*g.host));
+            if (*g.host == key) refund_ms += g.refund_ms;
+        }
+        const std::size_t spares = b.terms.in_flight >= 2 ? fleet_client::handover_spares : 0;
         const std::string key_count = std::to_string(4 + given.size()), limit = std::to_string(b.terms.limit),
-                          rate = decimal(b.terms.rate), burst = decimal(b.terms.burst);
+                          rate = decimal(b.terms.rate), burst = decimal(b.terms.burst),
+                          spares_text = std::to_string(spares), refund = decimal(refund_ms);
         std::vector<std::string_view> args{key_count, k.leases, k.state, k.waiters, k.polled};
-        for (const auto& g : given) args.push_back(g.first);
-        args.insert(args.end(), {lease_ttl_ms, limit, rate, burst, state_ttl_ms, tag_text, waiter_stale_ms});
-        for (const auto& g : given) args.push_back(g.second);
+        args.insert(args.end(), leases_keys.begin(), leases_keys.end());
+        args.insert(args.end(), {lease_ttl_ms, limit, rate, burst, state_ttl_ms, tag_text, waiter_stale_ms, spares_text, refund});
+        for (const auto& g : given) args.push_back(g.member);
         for (const auto& w : batch) args.push_back(w.member);
         eval(l, slot_of(key), acquire_script(), std::move(args),
-             [this, &l, key, batch = std::move(batch)](boost::system::error_code ec, redis_reply reply) mutable {
-                 answered(l, key, std::move(batch), ec, reply);
+             [this, &l, key, spares, batch = std::move(batch)](boost::system::error_code ec, redis_reply reply) mutable {
+                 answered(l, key, std::move(batch), spares, ec, reply);
              });
     }
 
-    // The first `granted` of the batch have their lease; the others are refused (or the
-    // store is down for all of them).
-    void answered(lane& l, const std::string& key, std::vector<wanted> batch, boost::system::error_code ec,
-                  const redis_reply& reply) {
+    // The first `granted` of the batch have their lease (and up to `spares` spare tokens
+    // each, as many as the store took); the others are refused (or the store is down for
+    // all of them).
+    void answered(lane& l, const std::string& key, std::vector<wanted> batch, std::size_t spares,
+                  boost::system::error_code ec, const redis_reply& reply) {
         const auto now = clock::now();
         std::optional<lease_answer> read;
         if (!ec) {
@@ -240,7 +401,16 @@ struct fleet_client::impl {
         }
         if (read && read->granted > 0) {
             std::lock_guard lock(l.mutex);
-            for (std::size_t i = 0; i < std::min(read->granted, batch.size()); ++i) l.book.add(batch[i].id, key, now);
+            std::size_t spares_left = read->rate > 0 ? read->spares : 0;
+            for (std::size_t i = 0; i < std::min(read->granted, batch.size()); ++i) {
+                l.book.add(batch[i].id, key, now);
+                if (spares_left == 0) continue;
+                const auto own = std::min(spares, spares_left);
+                spares_left -= own;
+                lease_answer a = *read;
+                a.what = lease_answer::result::granted;
+                l.chains.emplace(batch[i].id, chain{own, 1000 / read->rate, now + fleet_client::handover_life, l.store_epoch, a});
+            }
         }
         for (std::size_t i = 0; i < batch.size(); ++i) {
             lease_answer a;
@@ -281,9 +451,10 @@ struct fleet_client::impl {
     }
 
     void on_lane_state(lane& l, bool came_up) {
-        if (came_up) {
+        {
             std::lock_guard lock(l.mutex);
-            renew_locked(l, l.book.take_all(clock::now()));  // re-assert what this lane holds
+            ++l.store_epoch;  // no handover of a lease granted before
+            if (came_up) renew_locked(l, l.book.take_all(clock::now()));  // re-assert what this lane holds
         }
         bool all_up = true;
         for (auto& each : lanes) all_up = all_up && each->store->up();
@@ -369,6 +540,7 @@ bool fleet_client::up_for(const std::string& key) const {
 task<lease_answer> fleet_client::acquire(const std::string& key, lease_terms terms) {
     auto& l = impl_->current_lane();
     if (!l.store->up_for(impl_->slot_of(key))) co_return lease_answer{};
+    if (auto handed = impl_->hand_on(l, key)) co_return *handed;
     impl::wanted w;
     {
         std::lock_guard lock(l.mutex);
@@ -389,14 +561,12 @@ task<lease_answer> fleet_client::acquire(const std::string& key, lease_terms ter
 
 void fleet_client::release(const std::string& key, std::uint64_t lease) {
     auto& l = impl_->lane_of(lease);
-    std::string member;
     {
         std::lock_guard lock(l.mutex);
         if (!l.book.remove(lease) || !impl_->started) return;
-        member = l.book.member(lease);
     }
-    if (l.ioc.get_executor().running_in_this_thread()) return impl_->give(l, key, std::move(member));
-    asio::post(l.ioc, [this, &l, key, member = std::move(member)]() mutable { impl_->give(l, key, std::move(member)); });
+    if (l.ioc.get_executor().running_in_this_thread()) return impl_->give(l, key, lease);
+    asio::post(l.ioc, [this, &l, key, lease] { impl_->give(l, key, lease); });
 }
 
 std::uint64_t fleet_client::hold_unasserted(const std::string& key) {

@@ -47,7 +47,7 @@ clock::duration wait(long long ms) { return std::chrono::milliseconds(std::clamp
 }  // namespace
 
 std::optional<lease_answer> read_acquire_reply(const redis_reply& r) {
-    if (!integers(r, 6)) return std::nullopt;
+    if (!integers(r, 7)) return std::nullopt;
     const auto& e = r.elements;
     lease_answer a;
     a.granted = count(e[0].integer);
@@ -57,6 +57,7 @@ std::optional<lease_answer> read_acquire_reply(const redis_reply& r) {
     a.rate = static_cast<double>(std::max(0LL, e[3].integer)) / 1e6;  // micro-tokens per second
     a.paused_for = wait(e[4].integer);
     a.token_in = wait(e[5].integer);
+    a.spares = count(e[6].integer);
     return a;
 }
 
@@ -65,26 +66,36 @@ std::optional<renew_answer> read_renew_reply(const redis_reply& r) {
     return renew_answer{count(r.elements[0].integer), count(r.elements[1].integer)};
 }
 
-// Leases given back: KEYS[first_key..] with ARGV[first_arg..], one member each; a run of
-// one key's in one ZREM. Inline, not a function: the common acquire carries one or none,
-// and every Lua step counts (a script's Redis CPU is the fleet's cost per request).
-std::string remove_given(int first_key, int first_arg) {
+// Leases given back: KEYS[first_key..last_key] with ARGV from first_arg on, one member
+// each; a run of one key's in one ZREM. Inline, not a function: the common acquire
+// carries one or none, and every Lua step counts (a script's Redis CPU is the fleet's
+// cost per request).
+std::string remove_given(int first_key, int first_arg, const std::string& last_key) {
     return "local i = " + std::to_string(first_key) + "\n" + "local shift = " + std::to_string(first_arg - first_key) +
-           "\n" + R"lua(while i <= #KEYS do
+           "\n" + "local last = " + last_key + "\n" + R"lua(while i <= last do
   local key = KEYS[i]
   local j = i
-  while j < #KEYS and KEYS[j + 1] == key do j = j + 1 end
+  while j < last and KEYS[j + 1] == key do j = j + 1 end
   redis.call('ZREM', key, unpack(ARGV, i + shift, j + shift))
   i = j + 1
 end
 )lua";
 }
 
+// Spare tokens a process did not use, given back to a bucket: `ms` of its time.
+constexpr const char* refund_tat = R"lua(
+local function refund(state, ms)
+  local t = tonumber(redis.call('HGET', state, 'tat'))
+  if t then redis.call('HSET', state, 'tat', string.format('%.3f', t - ms)) end
+end
+)lua";
+
 const lua_script& acquire_script() {
-    static const lua_script s = make(std::string(store_now) + remove_given(5, 8) + R"lua(
+    static const lua_script s = make(std::string(store_now) + refund_tat + remove_given(5, 10, "#KEYS") + R"lua(
 local given = #KEYS - 4
-local first = 8 + given
+local first = 10 + given
 local want = #ARGV - first + 1
+if tonumber(ARGV[9]) > 0 then refund(KEYS[2], tonumber(ARGV[9])) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local waiting = redis.call('ZCARD', KEYS[3])
 if waiting > 0 then
@@ -105,9 +116,9 @@ local function refuse(pause, wait)
   redis.call('ZADD', KEYS[4], now, ARGV[6])
   redis.call('PEXPIRE', KEYS[3], ARGV[7])
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
-  return {0, held, limit, micro, pause, wait}
+  return {0, held, limit, micro, pause, wait, 0}
 end
-if want < 1 then return {0, held, limit, micro, 0, 0} end
+if want < 1 then return {0, held, limit, micro, 0, 0, 0} end
 local pause = (tonumber(s[3]) or 0) - now
 if pause > 0 then return refuse(pause, 0) end
 local free = limit - held
@@ -132,6 +143,14 @@ while granted < n do
   granted = granted + 1
 end
 if granted == 0 then return refuse(0, math.ceil(wait)) end
+local spares = 0
+if waiting - (rank and 1 or 0) <= 0 then
+  local most = tonumber(ARGV[8]) * granted
+  while spares < most and tat - allowance - now <= 0 do
+    tat = tat + interval
+    spares = spares + 1
+  end
+end
 redis.call('HSET', KEYS[2], 'tat', string.format('%.3f', tat))
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end
 local expiry = now + tonumber(ARGV[1])
@@ -151,7 +170,7 @@ if rank then
   redis.call('ZREM', KEYS[4], ARGV[6])
 end
 wait = math.max(0, tat - allowance - now)
-return {granted, held + granted, limit, micro, 0, math.ceil(wait)}
+return {granted, held + granted, limit, micro, 0, math.ceil(wait), spares}
 )lua");
     return s;
 }
@@ -171,7 +190,10 @@ return {added, redis.call('ZCARD', KEYS[1])}
 }
 
 const lua_script& release_script() {
-    static const lua_script s = make(remove_given(1, 1) + "return #KEYS\n");
+    static const lua_script s = make(std::string(refund_tat) + "local n = tonumber(ARGV[1])\n" + remove_given(1, 2, "n") + R"lua(
+for k = n + 1, #KEYS do refund(KEYS[k], tonumber(ARGV[k + 1])) end
+return n
+)lua");
     return s;
 }
 

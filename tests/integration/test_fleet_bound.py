@@ -5,19 +5,25 @@ proxy at once (0.3 s each at the origin) -> all 200, and the origin's own peak f
 host equals the bound exactly (without the fleet it would be 2 x 2 and 4 x 3). /hosts
 shows the fleet-wide in-flight count next to the local one, and both processes served
 some of the requests (the fleet's queue takes the processes in turn).
+Then short requests (5 ms at the origin), concurrency 3, from 6 threads through one
+proxy: it hands its leases on from request to request (fewer than 0.8 scripts in the
+store per request; about 1.1 without handovers); 1 thread through another proxy joins
+after 2 s and still gets its turns (its place in the fleet's queue stops the
+handovers); the origin's peak is exactly 3 throughout.
 --store cluster|sentinel runs the same against a Redis Cluster of 3 masters or a master
 and replica behind 3 sentinels (fleet_common.make_store; kill/pause act on every data node)."""
 import os
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from fleet_common import make_store  # noqa: E402
+from fleet_common import Streams, check_answered, make_store, tagged_peak  # noqa: E402
 
 
-def fleet_config(store, concurrency, **fleet):
-    cfg = H.base_config(concurrency=concurrency, rate=100, burst=100,
+def fleet_config(store, concurrency, rate=100, **fleet):
+    cfg = H.base_config(concurrency=concurrency, rate=rate, burst=rate,
                         adaptive={"enabled": False})
     cfg["fleet"] = dict({"redis": store.url, "lease_ttl": "3s", "expected_workers": 2,
                          "timeout": "500ms"}, **fleet)
@@ -65,11 +71,40 @@ def run_round(t, store, origin, processes, concurrency, host):
         p.stop()
 
 
+def script_calls(store):
+    stats = store.client().info("commandstats")
+    return sum(stats.get("cmdstat_" + c, {}).get("calls", 0) for c in ("evalsha", "eval"))
+
+
+def run_handovers(t, store, origin, host="short.test"):
+    busy, other = [t.proxy(fleet_config(store, 3, rate=1000), name="short-%s" % n) for n in ("busy", "other")]
+    before = script_calls(store)
+    load = Streams(origin, [(busy, host)] * 6, delay=0.005, tag="short", duration=4)
+    time.sleep(2)
+    scripts = script_calls(store) - before
+    alone = sum(1 for r in origin.host(host)["requests"] if "tag=short&" in r["target"])
+    joined = Streams(origin, [(other, host)], delay=0.005, tag="short", duration=2)
+    time.sleep(2)
+    results = load.stop(timeout=30) + joined.stop(timeout=30)
+    check_answered(results, "short requests")
+    served = {name: sum(1 for n, _, r in results if n == name and r.status == 200) for name in ("short-busy", "short-other")}
+    peak = tagged_peak(origin, host, "short")
+    H.log("short requests: %d in the first 2 s with %d scripts in the store (all kinds); then %r answered 200; "
+          "origin peak %d" % (alone, scripts, served, peak))
+    H.check(peak == 3, "origin's peak for %s was %d, expected exactly the fleet bound 3" % (host, peak))
+    H.check(alone >= 100 and scripts < alone * 0.8,
+            "%d scripts for %d requests: the leases were not handed on" % (scripts, alone))
+    H.check(served["short-other"] >= 20, "the proxy with one thread got %d requests through" % served["short-other"])
+    for p in (busy, other):
+        p.stop()
+
+
 def test(t):
     store = make_store(t)
     origin = t.origin()
     run_round(t, store, origin, processes=2, concurrency=2, host="two.test")
     run_round(t, store, origin, processes=4, concurrency=3, host="four.test")
+    run_handovers(t, store, origin)
 
 
 if __name__ == "__main__":

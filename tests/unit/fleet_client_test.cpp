@@ -208,3 +208,81 @@ TEST_CASE("one host's acquires of one loop turn go in one command; a release rid
     w.thread.join();
     f.stop();
 }
+
+TEST_CASE("a busy host's lease is handed on without a round trip; the tokens not spent go back to the bucket") {
+    redis_server store;
+    metrics m;
+    logger log(log_level::error);
+    worker w;
+    fleet_client f(config_for(store.port()), m, log, {});
+    f.add_lane(w.ioc);
+    REQUIRE(f.start());
+    w.run();
+    store.command({"CONFIG", "RESETSTAT"});
+    const std::string state = "pp:{chain.example}:state";
+    auto tat = [&] { return std::stod(store.command({"HGET", state, "tat"})->str); };
+    // rate 10/s (a token: 100 ms of the bucket), burst 20; two requests under way here.
+    const lease_terms busy{5, 10, 20, 2};
+    auto acquire = [&](lease_terms terms, const std::string& key = "chain.example") {
+        return boost::asio::co_spawn(w.ioc, f.acquire(key, terms), boost::asio::use_future).get();
+    };
+    // Given back and asked for again on the loop, as host_gates does when a request ends
+    // and the next one of the host departs.
+    auto release_and_acquire = [&](std::uint64_t lease, lease_terms terms, const std::string& key = "chain.example") {
+        return boost::asio::post(w.ioc, boost::asio::use_future([&] {
+            f.release(key, lease);
+            return boost::asio::co_spawn(w.ioc, f.acquire(key, terms), boost::asio::use_future);
+        })).get().get();
+    };
+
+    const auto first = acquire(busy);
+    REQUIRE(first.what == lease_answer::result::granted);
+    CHECK(calls(store, "evalsha") == 1);
+    const double after_grant = tat();  // the lease's token and its 8 spares
+    // Eight handovers: the same lease, no command, one slot held in the store throughout.
+    std::uint64_t lease = first.lease;
+    for (std::size_t i = 0; i < fleet_client::handover_spares; ++i) {
+        const auto next = release_and_acquire(lease, busy);
+        REQUIRE(next.what == lease_answer::result::granted);
+        CHECK(next.lease == lease);
+        CHECK(held(store, "pp:{chain.example}:leases") == 1);
+    }
+    CHECK(calls(store, "evalsha") == 1);
+    // Its spares spent, the next request asks the store (carrying the lease back).
+    const auto ninth = release_and_acquire(lease, busy);
+    REQUIRE(ninth.what == lease_answer::result::granted);
+    CHECK(ninth.lease != lease);
+    CHECK(calls(store, "evalsha") == 2);
+    CHECK(held(store, "pp:{chain.example}:leases") == 1);
+
+    // One handover, then no request: the lease goes back after the linger with its 7
+    // unspent tokens, 700 ms of the bucket's time.
+    const double before = tat();
+    const auto tenth = release_and_acquire(ninth.lease, busy);
+    CHECK(tenth.lease == ninth.lease);
+    boost::asio::post(w.ioc, boost::asio::use_future([&] { f.release("chain.example", tenth.lease); })).get();
+    CHECK(eventually([&] { return held(store, "pp:{chain.example}:leases") == 0; }));
+    CHECK(tat() == doctest::Approx(before - 700).epsilon(1e-9));
+    CHECK(before - after_grant == doctest::Approx(900));  // the ninth's token and its 8 spares
+
+    // A lease older than handover_life is not handed on.
+    const auto old = acquire(busy);
+    REQUIRE(old.what == lease_answer::result::granted);
+    std::this_thread::sleep_for(fleet_client::handover_life + 5ms);
+    const auto calls_before = calls(store, "evalsha");
+    CHECK(release_and_acquire(old.lease, busy).lease != old.lease);
+    CHECK(calls(store, "evalsha") == calls_before + 1);
+
+    // A quiet host (this request alone here) takes no spares: every lease from the store.
+    const lease_terms quiet{5, 10, 20, 1};
+    const auto q = acquire(quiet, "quiet.example");
+    REQUIRE(q.what == lease_answer::result::granted);
+    const auto q_calls = calls(store, "evalsha");
+    const auto q2 = release_and_acquire(q.lease, quiet, "quiet.example");
+    REQUIRE(q2.what == lease_answer::result::granted);
+    CHECK(q2.lease != q.lease);
+    CHECK(calls(store, "evalsha") == q_calls + 1);
+    w.ioc.stop();
+    w.thread.join();
+    f.stop();
+}

@@ -28,29 +28,31 @@ struct host_view {
         return {r.granted == 1, r.held, r.limit, r.rate_micro, r.pause_ms, r.wait_ms};
     }
     struct batch_reply {
-        long long granted, held, limit, rate_micro, pause_ms, wait_ms;
+        long long granted, held, limit, rate_micro, pause_ms, wait_ms, spares;
     };
-    // One command: `given` back, then `wanted` asked for (what fleet_client sends).
+    // One command: `given` back (and `refund_ms` of unused spare tokens), then `wanted`
+    // asked for with `spares` spare tokens each (what fleet_client sends).
     batch_reply batch(const std::vector<std::string>& given, const std::vector<std::string>& wanted, long long ttl_ms,
-                      long long limit, double rate = 1000, double burst = 1000) {
+                      long long limit, double rate = 1000, double burst = 1000, int spares = 0, double refund_ms = 0) {
         const auto& s = acquire_script();
         std::vector<std::string> args{"EVAL", s.body, std::to_string(4 + given.size()), keys.leases, keys.state,
                                       keys.waiters, keys.polled};
         for (std::size_t i = 0; i < given.size(); ++i) args.push_back(keys.leases);
         args.insert(args.end(), {std::to_string(ttl_ms), std::to_string(limit), std::to_string(rate),
-                                 std::to_string(burst), "120000", tag, "500"});
+                                 std::to_string(burst), "120000", tag, "500", std::to_string(spares),
+                                 std::to_string(refund_ms)});
         args.insert(args.end(), given.begin(), given.end());
         args.insert(args.end(), wanted.begin(), wanted.end());
         auto r = store.command(args);
         REQUIRE(r->type == REDIS_REPLY_ARRAY);
-        REQUIRE(r->elements == 6);
+        REQUIRE(r->elements == 7);
         auto at = [&](int i) { return r->element[i]->integer; };
-        return {at(0), at(1), at(2), at(3), at(4), at(5)};
+        return {at(0), at(1), at(2), at(3), at(4), at(5), at(6)};
     }
     long long held() { return store.command({"ZCOUNT", keys.leases, "1", "+inf"})->integer; }
     // What fleet_client sends for a release no acquire carried; the leases then held.
     long long release(const std::string& member) {
-        store.command({"EVAL", release_script().body, "1", keys.leases, member});
+        store.command({"EVAL", release_script().body, "1", keys.leases, "1", member});
         return store.command({"ZCOUNT", keys.leases, "1", "+inf"})->integer;
     }
     std::pair<long long, long long> renew(long long ttl_ms, std::vector<std::string> members) {
@@ -251,11 +253,52 @@ TEST_CASE("one acquire carries the releases of other hosts; a release never adds
     // a's acquire gives b's lease back: b's next acquire finds the slot free.
     const auto& s = acquire_script();
     auto r = store.command({"EVAL", s.body, "5", a.keys.leases, a.keys.state, a.keys.waiters, a.keys.polled, b.keys.leases,
-                            "30000", "1", "1000", "1000", "120000", "p1", "500", "p1:b1", "p1:a1"});
+                            "30000", "1", "1000", "1000", "120000", "p1", "500", "0", "0", "p1:b1", "p1:a1"});
     REQUIRE(r->type == REDIS_REPLY_ARRAY);
     CHECK(r->element[0]->integer == 1);
     CHECK(b.acquire("p1:b3", 30000, 1).granted);
     // Giving back what is not held adds nothing.
     CHECK(b.release("p1:never") == 1);
     CHECK(store.command({"ZSCORE", b.keys.leases, "p1:never"})->type == REDIS_REPLY_NIL);
+}
+
+TEST_CASE("spare tokens: taken with a lease when nobody else waits and the bucket has them, given back unspent") {
+    redis_server store;
+    host_view h{store, host_keys("spares.test"), "p1"};
+    // rate 10/s, burst 5: a lease and 4 spares, the bucket's 5 tokens (4 asked per lease).
+    auto r = h.batch({}, {"p1:1"}, 30000, 10, 10, 5, 4);
+    CHECK(r.granted == 1);
+    CHECK(r.spares == 4);
+    // The bucket is empty now: the next lease waits for its token, and takes no spare.
+    r = h.batch({}, {"p1:2"}, 30000, 10, 10, 5, 4);
+    CHECK(r.granted == 0);
+    CHECK(r.wait_ms > 50);
+    // Two spares unspent given back with the lease (2 x 100 ms of the bucket's time):
+    // two leases at once again, no spare left for them.
+    r = h.batch({"p1:1"}, {"p1:3", "p1:4", "p1:5"}, 30000, 10, 10, 5, 4, 200);
+    CHECK(r.granted == 2);
+    CHECK(r.spares == 0);
+    CHECK(h.held() == 2);
+    // The release script gives tokens back too: 300 ms -> three leases.
+    store.command({"EVAL", release_script().body, "2", h.keys.leases, h.keys.state, "1", "p1:3", "300"});
+    CHECK(h.held() == 1);
+    r = h.batch({}, {"p1:6", "p1:7", "p1:8", "p1:9"}, 30000, 10, 10, 5);
+    CHECK(r.granted == 3);
+}
+
+TEST_CASE("no spare tokens while another process waits for the host: its place in the queue holds") {
+    redis_server store;
+    host_view p1{store, host_keys("spares-queue.test"), "p1"};
+    auto p2 = p1.as("p2");
+    REQUIRE(p1.batch({}, {"p1:1"}, 30000, 1, 1000, 1000, 4).granted == 1);
+    CHECK_FALSE(p2.acquire("p2:1", 30000, 1).granted);  // p2 waits in the fleet's queue
+    for (const auto asked = store.now_ms(); store.now_ms() == asked;) {  // the queue's next millisecond
+    }
+    // p1 gives its lease back with its next acquire: p2 is ahead, p1 gets nothing.
+    auto r = p1.batch({"p1:1"}, {"p1:2"}, 30000, 1, 1000, 1000, 4);
+    CHECK(r.granted == 0);
+    // p2's turn: granted; it takes spares (nobody else waits).
+    r = p2.batch({}, {"p2:2"}, 30000, 1, 1000, 1000, 4);
+    CHECK(r.granted == 1);
+    CHECK(r.spares == 0);  // p1 waits now: none
 }

@@ -136,15 +136,16 @@ TEST_CASE("a store's garbage or oversized reply breaks the reader, for good") {
 }
 
 TEST_CASE("the acquire reply is read with its figures clamped") {
-    auto a = read_acquire_reply(integers({1, 3, 4, 2'500'000, 0, 0}));
+    auto a = read_acquire_reply(integers({1, 3, 4, 2'500'000, 0, 0, 8}));
     REQUIRE(a);
+    CHECK(a->spares == 8);
     CHECK(a->what == lease_answer::result::granted);
     CHECK(a->held == 3);
     CHECK(a->limit == 4);
     CHECK(a->rate == doctest::Approx(2.5));
     CHECK(a->lease == 0);
 
-    a = read_acquire_reply(integers({0, -5, -1, -7, LLONG_MAX, LLONG_MIN}));
+    a = read_acquire_reply(integers({0, -5, -1, -7, LLONG_MAX, LLONG_MIN, -3}));
     REQUIRE(a);
     CHECK(a->what == lease_answer::result::refused);
     CHECK(a->held == 0);
@@ -152,11 +153,12 @@ TEST_CASE("the acquire reply is read with its figures clamped") {
     CHECK(a->rate == 0);
     CHECK(a->paused_for == std::chrono::hours(24 * 30));
     CHECK(a->token_in == clock::duration::zero());
+    CHECK(a->spares == 0);
     // A time point that far ahead does not overflow.
     CHECK(clock::now() + a->paused_for > clock::now());
 
-    CHECK_FALSE(read_acquire_reply(integers({1, 1, 1, 1, 1})));
-    auto not_integers = integers({1, 1, 1, 1, 1, 1});
+    CHECK_FALSE(read_acquire_reply(integers({1, 1, 1, 1, 1, 1})));
+    auto not_integers = integers({1, 1, 1, 1, 1, 1, 1});
     not_integers.elements[3].type = redis_reply::kind::string;
     CHECK_FALSE(read_acquire_reply(not_integers));
     redis_reply error;

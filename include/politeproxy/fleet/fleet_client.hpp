@@ -25,6 +25,9 @@ struct lease_terms {
     std::size_t limit = 1;
     double rate = 1;
     double burst = 1;
+    /// This process's requests to the host under way, this one included (a busy host's
+    /// leases are handed on from request to request).
+    std::size_t in_flight = 0;
 };
 
 /// The fleet store's client: the I/O half of the lease protocol (lease_book and
@@ -40,7 +43,19 @@ struct lease_terms {
 /// host: one command per request instead of two). On one Redis (or Sentinel's master) an
 /// acquire carries the leases of any host given back; on a cluster, its own host's (a
 /// script's keys share a slot). A release no acquire carried within 2 ms goes with the
-/// others of that moment in one command (a cluster: one per host). A granted lease is renewed while its request
+/// others of that moment in one command (a cluster: one per host).
+///
+/// Handovers: a host busy in this process (two requests or more under way) asks with its
+/// leases for up to handover_spares spare tokens each, which the store grants when no
+/// other process waits for the host and its bucket has them now. A lease given back with
+/// spares left, within handover_life of its grant, goes to the process's next request of
+/// the host without a round trip (one token spent); the tokens not spent go back to the
+/// bucket with the lease. The bound is the store's (the lease is one slot throughout); a
+/// spare token is counted when granted, so the fleet's rate runs ahead by at most
+/// rate x handover_life, and a process that starts waiting for the host meanwhile waits
+/// up to handover_life longer.
+///
+/// A granted lease is renewed while its request
 /// runs (lease_book) and expires in the store after lease_ttl if this process dies. When
 /// the store (a node of it) comes back after an outage, every lease still held (those
 /// taken while it was away too) is re-asserted; a lease the store had lost counts in
@@ -54,6 +69,10 @@ class fleet_client {
 public:
     /// How long a lease given back waits for its host's next acquire to carry it.
     static constexpr clock::duration release_linger = std::chrono::milliseconds(2);
+    /// Spare tokens asked per lease of a busy host: handovers per grant.
+    static constexpr std::size_t handover_spares = 8;
+    /// How long after its grant a lease may be handed on.
+    static constexpr clock::duration handover_life = std::chrono::milliseconds(20);
 
     struct callbacks {
         /// The store, or a node of it, came or went (`up`: the whole store is up).

@@ -20,27 +20,30 @@ struct lua_script {
 
 /// KEYS: leases, state, waiters, polled, then one leases key per lease given back (any
 /// host's: one store; this host's: a cluster, one slot). ARGV: lease ttl ms, limit, rate,
-/// burst, state ttl ms, process tag, waiter stale ms, the members given back (one per
-/// extra key), then the members wanted (one per request of one batch: several of one host
-/// in one event-loop turn).
-/// First removes the leases given back (releases carried by an acquire: one command
-/// instead of two or more; see release_script). Purges expired leases and stale waiters;
-/// then grants leases to the first members wanted, as many as the host is not paused,
-/// slots are free for this process (processes that asked earlier and still ask come
-/// first, one place each: a fleet-wide FIFO of the processes' queue heads) and the
-/// fleet-wide token bucket (GCRA) has tokens, one per lease. The limit and rate are the
-/// shared ones when a process published them, else the caller's.
+/// burst, state ttl ms, process tag, waiter stale ms, spare tokens wanted per lease
+/// granted, bucket ms given back (this host's spare tokens not used), the members given
+/// back (one per extra key), then the members wanted (one per request of one batch:
+/// several of one host in one event-loop turn).
+/// First gives the bucket back its unused tokens and removes the leases given back
+/// (releases carried by an acquire: one command instead of two or more; see
+/// release_script). Purges expired leases and stale waiters; then grants leases to the
+/// first members wanted, as many as the host is not paused, slots are free for this
+/// process (processes that asked earlier and still ask come first, one place each: a
+/// fleet-wide FIFO of the processes' queue heads) and the fleet-wide token bucket (GCRA)
+/// has tokens, one per lease. When no other process waits, it also takes up to the spare
+/// tokens wanted per lease granted that the bucket has now: the process hands a lease on
+/// to its next request of the host with one of them, without a round trip. The limit and
+/// rate are the shared ones when a process published them, else the caller's.
 /// Returns {leases granted, leases held, limit, rate in micro-tokens/s, pause ms, token
-/// wait ms (refused: for the first; granted: for the next)}.
+/// wait ms (refused: for the first; granted: for the next), spare tokens taken}.
 const lua_script& acquire_script();
 
-/// KEYS: a leases key per lease given back. ARGV: its member. Removes them (a run of one
-/// key's in one ZREM). Releases that found no acquire to carry them, several hosts' in one
-/// command (a cluster: one host's).
+/// KEYS: a leases key per lease given back, then state keys. ARGV: how many leases, a
+/// member per leases key, bucket ms per state key. Removes the leases (a run of one key's
+/// in one ZREM) and gives the buckets back their unused spare tokens. Releases that found
+/// no acquire to carry them, several hosts' in one command (a cluster: one host's).
 const lua_script& release_script();
 
-/// KEYS: leases. ARGV: lease ttl ms, members... Extends each lease to now + ttl, and
-/// re-asserts one that is gone. Returns {re-asserted (were lost), leases held}.
 const lua_script& renew_script();
 
 /// KEYS: state. ARGV: limit, rate, pause ms, state ttl ms. A process's decision for the
@@ -61,6 +64,7 @@ struct lease_answer {
     double rate = 0;                    ///< the fleet's rate for the host
     clock::duration paused_for{};       ///< refused: the host is paused this much longer
     clock::duration token_in{};         ///< the fleet's next token is due then
+    std::size_t spares = 0;             ///< the reply: spare tokens its batch took
 };
 
 
