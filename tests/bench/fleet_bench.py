@@ -30,7 +30,8 @@ Measured per cell:
     every cell has run).
 Goals (issue 29): with one Redis, throughput >= 0.85 of `off` with 1 and 1000 hosts and at
 most 1 Redis command per request (acquires batched per host per event-loop turn; a release
-lingers 2 ms so that the host's next acquire carries it). Commands/req is read to two
+lingers 2 ms so that the host's next acquire carries it; a busy host's lease is handed on
+to the process's next request of the host with a spare token, without the store). Commands/req is read to two
 decimals: the acquires of the requests in flight when wrk stops add ~64 / responses. The
 cluster rows are held to the same goals; single-base shows what it was before.
 Writes a markdown report to /tmp/politeproxy-fleet-bench-DATE.md (and .json)."""
