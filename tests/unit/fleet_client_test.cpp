@@ -160,18 +160,33 @@ long long calls(redis_server& store, const std::string& command) {
     return std::stoll(text.substr(at + command.size() + 15));
 }
 
+// A client with one lane on a running worker, started against `store`, whose command
+// counts are then reset.
+struct started_client {
+    explicit started_client(redis_server& store) : f(config_for(store.port()), m, log, {}) {
+        f.add_lane(w.ioc);
+        REQUIRE(f.start());
+        w.run();
+        store.command({"CONFIG", "RESETSTAT"});
+    }
+    ~started_client() {
+        w.ioc.stop();
+        if (w.thread.joinable()) w.thread.join();
+        f.stop();
+    }
+    metrics m;
+    logger log{log_level::error};
+    worker w;
+    fleet_client f;
+};
+
 }  // namespace
 
 TEST_CASE("one host's acquires of one loop turn go in one command; a release rides on the host's next acquire") {
     redis_server store;
-    metrics m;
-    logger log(log_level::error);
-    worker w;
-    fleet_client f(config_for(store.port()), m, log, {});
-    f.add_lane(w.ioc);
-    REQUIRE(f.start());
-    w.run();
-    store.command({"CONFIG", "RESETSTAT"});
+    started_client client(store);
+    auto& w = client.w;
+    auto& f = client.f;
 
     // Three requests of one host in one turn of the worker's loop, limit 2.
     auto three = boost::asio::post(w.ioc, boost::asio::use_future([&] {
@@ -204,21 +219,13 @@ TEST_CASE("one host's acquires of one loop turn go in one command; a release rid
     })).get();
     CHECK(eventually([&] { return held(store, "pp:{batch.example}:leases") == 0; }));
     CHECK(calls(store, "evalsha") == 3);
-    w.ioc.stop();
-    w.thread.join();
-    f.stop();
 }
 
 TEST_CASE("a busy host's lease is handed on without a round trip; the tokens not spent go back to the bucket") {
     redis_server store;
-    metrics m;
-    logger log(log_level::error);
-    worker w;
-    fleet_client f(config_for(store.port()), m, log, {});
-    f.add_lane(w.ioc);
-    REQUIRE(f.start());
-    w.run();
-    store.command({"CONFIG", "RESETSTAT"});
+    started_client client(store);
+    auto& w = client.w;
+    auto& f = client.f;
     const std::string state = "pp:{chain.example}:state";
     auto tat = [&] { return std::stod(store.command({"HGET", state, "tat"})->str); };
     // rate 10/s (a token: 100 ms of the bucket), burst 20; two requests under way here.
@@ -282,7 +289,4 @@ TEST_CASE("a busy host's lease is handed on without a round trip; the tokens not
     REQUIRE(q2.what == lease_answer::result::granted);
     CHECK(q2.lease != q.lease);
     CHECK(calls(store, "evalsha") == q_calls + 1);
-    w.ioc.stop();
-    w.thread.join();
-    f.stop();
 }
