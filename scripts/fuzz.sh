@@ -18,7 +18,7 @@ cmake --build build-fuzz -j 2
 [[ -n $build_only ]] && exit 0
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(request_head chunked_decoder origin_response origin_exchange target retry_after config http2_session http2_client redis_reply proxy_users robots_txt control_api)
+  targets=(request_head chunked_decoder origin_response origin_exchange target retry_after config http2_session http2_client redis_reply proxy_users robots_txt control_api dns_message)
 fi
 mkdir -p build-fuzz/crashes
 # Two targets at a time, one per core; each writes its own log and corpus.

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build ccache make pkg-config
-  libboost1.81-dev libboost-url1.81-dev libyaml-cpp-dev prometheus-cpp-dev doctest-dev libssl-dev libnghttp2-dev libhiredis-dev libcrypt-dev libpsl-dev publicsuffix
+  libboost1.81-dev libboost-url1.81-dev libyaml-cpp-dev prometheus-cpp-dev doctest-dev libssl-dev libnghttp2-dev libhiredis-dev libcrypt-dev libpsl-dev publicsuffix libc-ares-dev
   curl openssl python3 python3-requests python3-yaml prometheus clang
   haproxy  # test_hostile_input_{framing,heads}.py: the HTTP/1.1 differential (skipped without it)
   python3-httpx python3-aiohttp python3-scrapy  # test_intercept_clients.py: real crawlers through interception
@@ -17,6 +17,7 @@ packages=(
   # Real parent proxies (tests/integration/test_parent_*.py): squid-openssl is Squid 5.7 with
   # ssl_bump (it replaces the squid package; plain proxying is the same)
   squid-openssl tinyproxy
+  dnsmasq-base  # test_dns_*.py: a DNS server on a loopback port, records from a file the test writes
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light libnginx-mod-http-echo valgrind mitmproxy)

@@ -120,7 +120,7 @@ void list_hosts(const admin_view& view, const page_query& q, admin_response& res
     const auto wall_now = std::chrono::system_clock::now();
     json(res, http::status::ok,
          page_of(hosts, q, "hosts", [](const host_snapshot& h) -> const std::string& { return h.key; },
-                 [&](std::string& out, const host_snapshot& h) { append_host_json(out, h, view.parents, wall_now); },
+                 [&](std::string& out, const host_snapshot& h) { append_host_json(out, h, view.parents, wall_now, view.names); },
                  q.sort == "key"));
 }
 
@@ -128,7 +128,7 @@ void one_host(const admin_view& view, const std::string& key, admin_response& re
     for (const auto& h : view.gates.snapshot(view.gates.time().now())) {
         if (h.key != key) continue;
         std::string out;
-        append_host_json(out, h, view.parents, std::chrono::system_clock::now());
+        append_host_json(out, h, view.parents, std::chrono::system_clock::now(), view.names);
         return json(res, http::status::ok, out + "\n");
     }
     if (auto live = view.overrides.find(key)) {  // overridden, not tracked (yet, or any more)

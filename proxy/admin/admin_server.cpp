@@ -46,7 +46,8 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
                                           view.overrides.list());
     } else if (path == "/hosts") {
         res.set(http::field::content_type, "application/json");
-        res.body() = render_hosts_json(view.gates, view.parents, view.gates.time().now(), std::chrono::system_clock::now());
+        res.body() = render_hosts_json(view.gates, view.parents, view.gates.time().now(), std::chrono::system_clock::now(),
+                                       view.names);
         if (view.fleet_store) {
             if (const char* state = view.fleet_store()) res.set("Politeproxy-Fleet-Store", state);
         }

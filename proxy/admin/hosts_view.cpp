@@ -2,6 +2,8 @@
 
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
+#include "politeproxy/net/dns_resolver.hpp"
+#include "politeproxy/policy/host_key.hpp"
 #include "politeproxy/policy/wall_time.hpp"
 
 #include <algorithm>
@@ -44,10 +46,26 @@ void append_seconds(std::string& out, const char* name, std::optional<clock::dur
     else out += "null";
 }
 
+// The DNS cache's addresses of a host's key, and how long they hold.
+void append_addresses(std::string& out, const dns_resolver::cached& c) {
+    using kind = dns_cache::hit::kind;
+    if (c.addresses.empty() || c.what == kind::miss) {
+        out += ", \"addresses\": null, \"addresses_ttl_seconds\": null";
+        return;
+    }
+    out += ", \"addresses\": [";
+    for (std::size_t i = 0; i < c.addresses.size(); ++i) {
+        if (i) out += ", ";
+        append_json_string(out, address_text(c.addresses[i]));
+    }
+    out += "], \"addresses_ttl_seconds\": ";
+    append_number(out, std::chrono::duration<double>(c.expires - clock::now()).count());
+}
+
 }  // namespace
 
 void append_host_json(std::string& out, const host_snapshot& h, const parent_set& parents,
-                      std::chrono::system_clock::time_point wall_now) {
+                      std::chrono::system_clock::time_point wall_now, const dns_resolver* names) {
     out += "{\"key\": ";
     append_json_string(out, h.key);
     out += ", \"limit\": " + std::to_string(h.limit);
@@ -123,7 +141,9 @@ void append_host_json(std::string& out, const host_snapshot& h, const parent_set
         if (!std::exchange(first, false)) out += ", ";
         append_json_string(out, name);
     }
-    out += "]}";
+    out += "]";
+    if (names) append_addresses(out, names->peek(h.key));
+    out += "}";
 }
 
 std::string render_clients_json(const host_gates& gates) {
@@ -153,7 +173,7 @@ std::string render_clients_json(const host_gates& gates) {
 }
 
 std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,
-                              std::chrono::system_clock::time_point wall_now) {
+                              std::chrono::system_clock::time_point wall_now, const dns_resolver* names) {
     auto hosts = gates.snapshot(now);
     std::sort(hosts.begin(), hosts.end(), [](const host_snapshot& a, const host_snapshot& b) {
         return a.in_flight + a.waiting != b.in_flight + b.waiting ? a.in_flight + a.waiting > b.in_flight + b.waiting
@@ -162,7 +182,7 @@ std::string render_hosts_json(const host_gates& gates, const parent_set& parents
     std::string out = "[";
     for (const auto& h : hosts) {
         out += out.size() > 1 ? ",\n  " : "\n  ";
-        append_host_json(out, h, parents, wall_now);
+        append_host_json(out, h, parents, wall_now, names);
     }
     out += hosts.empty() ? "]\n" : "\n]\n";
     return out;

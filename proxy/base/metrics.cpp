@@ -149,6 +149,28 @@ struct metrics::impl {
     prometheus::Counter& leaf_minted = leaves.Add({{"result", "minted"}});
     prometheus::Counter& leaf_cached = leaves.Add({{"result", "cached"}});
 
+    prometheus::Family<prometheus::Counter>& dns_queries =
+        prometheus::BuildCounter().Name(std::string(prefix) + "dns_queries_total")
+            .Help("Name look-ups that asked DNS, by result (ok, nxdomain, error, stale: an expired answer served "
+                  "because its refresh failed)").Register(registry);
+    std::array<prometheus::Counter*, 4> dns_results{&dns_queries.Add({{"result", "ok"}}),
+                                                    &dns_queries.Add({{"result", "nxdomain"}}),
+                                                    &dns_queries.Add({{"result", "error"}}),
+                                                    &dns_queries.Add({{"result", "stale"}})};
+    // A cached name costs nothing; a look-up is a round trip to the resolver, or its timeout.
+    prometheus::Histogram& dns_lookup =
+        prometheus::BuildHistogram().Name(std::string(prefix) + "dns_lookup_seconds")
+            .Help("Time for one look-up of a name that was not cached (both families asked)").Register(registry)
+            .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                              0.25, 0.5, 1, 2.5, 5, 10});
+    prometheus::Gauge& dns_entries = prometheus::BuildGauge().Name(std::string(prefix) + "dns_cache_entries")
+                                         .Help("Names in the DNS cache").Register(registry).Add({});
+    prometheus::Family<prometheus::Counter>& connect_attempts =
+        prometheus::BuildCounter().Name(std::string(prefix) + "connect_attempts_total")
+            .Help("Connect attempts to an origin's addresses, by family (ipv4, ipv6) and result (ok, failed, "
+                  "timeout, abandoned: another address connected first)").Register(registry);
+    std::array<std::array<prometheus::Counter*, 4>, 2> attempts{};  // [ipv6][result]
+
     // Fixed label sets, resolved once: no map look-up per connection.
     prometheus::Gauge& client_http1 = client_connections.Add({{"protocol", "http1"}});
     prometheus::Gauge& client_http2 = client_connections.Add({{"protocol", "http2"}});
@@ -166,6 +188,11 @@ struct metrics::impl {
         for (errc e : rejection_reasons) rejected[e] = &rejected_family.Add({{"reason", reason_label(e)}});
         for (std::string_view r : h2_refusal_reasons)
             h2_refused.push_back(&h2_refused_family.Add({{"reason", std::string(r)}}));
+        for (int v6 = 0; v6 < 2; ++v6) {
+            std::size_t i = 0;
+            for (const char* result : {"ok", "failed", "timeout", "abandoned"})
+                attempts[v6][i++] = &connect_attempts.Add({{"family", v6 ? "ipv6" : "ipv4"}, {"result", result}});
+        }
     }
 
     prometheus::Gauge& connections(connection_side side, connection_protocol protocol) {
@@ -226,6 +253,17 @@ void metrics::enable_fleet() {
     impl_->fleet_degraded = &prometheus::BuildCounter().Name(std::string(prefix) + "fleet_degraded_seconds_total")
                                  .Help("Seconds spent without the fleet store (local_share or fail_closed)")
                                  .Register(r).Add({});
+}
+
+void metrics::dns_query(dns_result result, clock::duration took) {
+    impl_->dns_results[static_cast<std::size_t>(result)]->Increment();
+    if (result != dns_result::stale) impl_->dns_lookup.Observe(std::chrono::duration<double>(took).count());
+}
+
+void metrics::dns_cache_entries(std::size_t n) { impl_->dns_entries.Set(static_cast<double>(n)); }
+
+void metrics::connect_attempt(bool ipv6, attempt_result result) {
+    impl_->attempts[ipv6 ? 1 : 0][static_cast<std::size_t>(result)]->Increment();
 }
 
 void metrics::user_request(const std::string& user) {

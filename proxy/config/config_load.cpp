@@ -156,7 +156,7 @@ public:
         expect_map(root, "the configuration");
         only_keys(root, "the top level", {"listen", "admin_listen", "workers", "drain_timeout", "defaults",
                                           "groups", "hosts", "fleet", "robots", "resolve", "metrics", "limits",
-                                          "security", "admin", "tls", "parents", "routes", "clients"});
+                                          "security", "admin", "tls", "parents", "routes", "clients", "dns"});
         if (root["listen"]) c.listen = address(root["listen"], "listen");
         if (root["admin_listen"]) c.admin_listen = address(root["admin_listen"], "admin_listen");
         if (root["workers"]) c.workers = static_cast<unsigned>(count(root["workers"], "workers", 0));
@@ -194,6 +194,7 @@ public:
         }
         fleet(root["fleet"], c);
         robots(root["robots"], c.robots);
+        dns(root["dns"], c.dns);
 
         if (const auto h = root["hosts"]; h && !h.IsNull()) {
             expect_map(h, "hosts");
@@ -287,6 +288,30 @@ public:
             *field = duration(n[name], std::string("robots.") + name);
             if (*field <= clock::duration::zero()) fail(n[name], std::string("robots.") + name + " must be positive");
         }
+    }
+
+    void dns(const YAML::Node& n, dns_config& d) const {
+        if (!n || n.IsNull()) return;
+        expect_map(n, "dns");
+        only_keys(n, "dns", {"servers", "min_ttl", "max_ttl", "negative_ttl", "stale_for", "max_names",
+                             "connection_attempt_delay"});
+        if (const auto servers = n["servers"]; servers && !servers.IsNull()) {
+            if (!servers.IsSequence()) fail(servers, "dns.servers must be a list of ADDRESS:PORT");
+            for (const auto& s : servers) {
+                d.servers.push_back(address(s, "dns.servers"));
+                if (d.servers.back().port == 0) fail(s, "dns.servers: port 0 is not a DNS server's port");
+            }
+        }
+        for (auto [name, field] : {std::pair{"min_ttl", &d.min_ttl}, std::pair{"max_ttl", &d.max_ttl},
+                                   std::pair{"negative_ttl", &d.negative_ttl}, std::pair{"stale_for", &d.stale_for},
+                                   std::pair{"connection_attempt_delay", &d.connection_attempt_delay}})
+            if (n[name]) *field = duration(n[name], std::string("dns.") + name);
+        if (d.min_ttl > d.max_ttl) fail(n["min_ttl"] ? n["min_ttl"] : n, "dns.min_ttl must not exceed dns.max_ttl");
+        if (d.max_ttl <= clock::duration::zero()) fail(n["max_ttl"], "dns.max_ttl must be positive");
+        if (d.connection_attempt_delay < 10ms || d.connection_attempt_delay > 2s)
+            fail(n["connection_attempt_delay"],
+                 "dns.connection_attempt_delay must be between 10ms and 2s (RFC 8305 recommends 250ms)");
+        if (n["max_names"]) d.max_names = count(n["max_names"], "dns.max_names", 1);
     }
 
     void fleet(const YAML::Node& f, config& c) const {

@@ -2,6 +2,7 @@
 
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/net/dns_resolver.hpp"
+#include "politeproxy/net/happy_eyeballs.hpp"
 #include "politeproxy/policy/host_key.hpp"
 #include "politeproxy/base/executor.hpp"
 
@@ -88,14 +89,15 @@ task<endpoints_or_failure> permitted_endpoints(const config& cfg, dns_resolver& 
     co_return permitted;
 }
 
-task<std::optional<connect_failure>> connect_to(timed_socket& stream, const std::vector<tcp::endpoint>& endpoints,
-                                                clock::time_point deadline) {
-    stream.expires_at(deadline);
-    auto [cec, endpoint] = co_await stream.async_connect(endpoints, use_tuple);
-    stream.expires_never();
-    if (cec == boost::beast::error::timeout)
-        co_return connect_failure{errc::origin_connect_timeout, "connect timed out"};
-    if (cec) co_return connect_failure{errc::origin_refused, "connect failed: " + cec.message()};
+// Every address tried, several at once (happy_eyeballs); `stream` becomes the winner's.
+task<std::optional<connect_failure>> connect_to(dns_resolver& resolver, timed_socket& stream,
+                                                const std::vector<tcp::endpoint>& endpoints, clock::time_point deadline) {
+    auto won = co_await connect_first(endpoints, resolver.attempt_delay(), deadline, resolver.counters());
+    if (const auto* cec = std::get_if<boost::system::error_code>(&won)) {
+        if (*cec == asio::error::timed_out) co_return connect_failure{errc::origin_connect_timeout, "connect timed out"};
+        co_return connect_failure{errc::origin_refused, "connect failed: " + cec->message()};
+    }
+    stream = timed_socket(std::move(std::get<tcp_socket>(won)));
     boost::system::error_code ec;
     stream.socket().set_option(tcp::no_delay(true), ec);
     co_return std::nullopt;
@@ -121,7 +123,7 @@ task<std::optional<connect_failure>> connect_origin(const config& cfg, dns_resol
     const auto deadline = clock::now() + timeout;
     auto found = co_await permitted_endpoints(cfg, resolver, key, port, deadline, pinned);
     if (auto* failure = std::get_if<connect_failure>(&found)) co_return std::move(*failure);
-    co_return co_await connect_to(stream, std::get<0>(found), deadline);
+    co_return co_await connect_to(resolver, stream, std::get<0>(found), deadline);
 }
 
 task<std::optional<connect_failure>> connect_parent(const config& cfg, dns_resolver& resolver, timed_socket& stream,
@@ -130,7 +132,7 @@ task<std::optional<connect_failure>> connect_parent(const config& cfg, dns_resol
     const auto deadline = clock::now() + timeout;
     auto found = co_await addresses_of(cfg, resolver, host, port, deadline, std::nullopt);
     if (auto* failure = std::get_if<connect_failure>(&found)) co_return std::move(*failure);
-    co_return co_await connect_to(stream, std::get<0>(found), deadline);
+    co_return co_await connect_to(resolver, stream, std::get<0>(found), deadline);
 }
 
 task<std::variant<std::vector<ip_bytes>, connect_failure>> destination_addresses(const config& cfg,

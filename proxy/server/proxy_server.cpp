@@ -51,8 +51,6 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-// Name look-ups that may block at once (see dns_resolver).
-constexpr std::size_t dns_threads = 8;
 constexpr auto housekeeping_period = std::chrono::seconds(1);
 constexpr auto accept_error_pause = std::chrono::milliseconds(100);
 constexpr auto drain_poll = std::chrono::milliseconds(50);
@@ -158,7 +156,8 @@ int proxy_server::run() {
     }
     std::vector<std::unique_ptr<worker>> workers;
     for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<worker>());
-    dns_resolver resolver(dns_threads);  // after the workers: its threads post to them until joined
+    dns_resolver resolver(cfg_->dns, m, log_);  // after the workers: its channels live on their loops
+    for (auto& w : workers) resolver.add_loop(w->ioc);
     asio::thread_pool config_loader(1);  // SIGHUP's reads; the same
     password_checks passwords;             // the same
     const std::string via = make_via();
@@ -269,7 +268,8 @@ int proxy_server::run() {
                                                  [&]() -> const char* {
                                                      if (!fleet) return nullptr;
                                                      return fleet->store_up() ? "up" : "down";
-                                                 }}),
+                                                 },
+                                                 &resolver}),
                    asio::detached);
 
     // Each worker sweeps its own pool; the first also evicts idle gates.
@@ -401,7 +401,7 @@ void proxy_server::apply_reload(host_gates& gates, parent_set& parents, metrics&
     parents.update(*loaded);  // requests in flight keep the parents they hold
     gates.set_config(std::make_shared<const config>(std::move(*loaded)));
     m.config_reload(true);
-    log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen, workers, fleet and tls "
+    log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen, workers, fleet, dns and tls "
                                           "other than tls.intercept_exclude apply at restart)");
     if (tls_waits)
         log_.write(log_level::warn, "config", "tls changed beyond tls.intercept_exclude: that applies at restart, "

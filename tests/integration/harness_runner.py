@@ -38,11 +38,11 @@ class TestContext:
         self.stores = []
         self._cert = None
 
-    def origin(self, tls=False, address="127.0.0.1"):
+    def origin(self, tls=False, address="127.0.0.1", port=0):
         kw = {}
         if tls:
             kw["certfile"], kw["keyfile"] = self.cert()
-        o = Origin(tls=tls, verbose=self.verbose, address=address, **kw).start()
+        o = Origin(tls=tls, verbose=self.verbose, address=address, port=port, **kw).start()
         self.origins.append(o)
         log("origin%s on %s:%d" % (" (TLS)" if tls else "", address, o.port))
         return o
@@ -67,6 +67,13 @@ class TestContext:
         sentinels = RedisSentinelSet(self.workdir, name)
         self.stores.append(sentinels)
         return sentinels.start()
+
+    def dns(self, zone="dns.test", ttl=3):
+        """A DNS server of this test's own (dnsmasq_server.py) answering for `zone`, started."""
+        from dnsmasq_server import Dnsmasq
+        server = Dnsmasq(self.workdir, zone, ttl)
+        self.stores.append(server)
+        return server.start()
 
     def parent(self, kind, user=None, password=None, names=None):
         """A parent proxy of this test's own, started: Squid or tinyproxy (parent_proxies.py)."""

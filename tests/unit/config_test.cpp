@@ -368,3 +368,41 @@ TEST_CASE("admin: token_file of mode 0600 loaded, others and missing ones refuse
     CHECK(none.admin.state_file.empty());
     CHECK(load_ok("").admin.token_file.empty());
 }
+
+TEST_CASE("dns: servers as ADDRESS:PORT, TTL bounds and the Happy Eyeballs delay, with SPEC defaults") {
+    const config d = load_ok("");
+    CHECK(d.dns.servers.empty());
+    CHECK(d.dns.min_ttl == 5s);
+    CHECK(d.dns.max_ttl == 1h);
+    CHECK(d.dns.negative_ttl == 30s);
+    CHECK(d.dns.stale_for == 5min);
+    CHECK(d.dns.max_names == 100000);
+    CHECK(d.dns.connection_attempt_delay == 250ms);
+    const config c = load_ok(R"(
+dns:
+  servers: ["127.0.0.1:5353", "[::1]:53"]
+  min_ttl: 1s
+  max_ttl: 10m
+  negative_ttl: 0s
+  stale_for: 1m
+  max_names: 10
+  connection_attempt_delay: 100ms
+)");
+    REQUIRE(c.dns.servers.size() == 2);
+    CHECK(c.dns.servers[0].host == "127.0.0.1");
+    CHECK(c.dns.servers[0].port == 5353);
+    CHECK(c.dns.servers[1].host == "::1");
+    CHECK(c.dns.min_ttl == 1s);
+    CHECK(c.dns.max_ttl == 10min);
+    CHECK(c.dns.negative_ttl == 0s);
+    CHECK(c.dns.stale_for == 1min);
+    CHECK(c.dns.max_names == 10);
+    CHECK(c.dns.connection_attempt_delay == 100ms);
+    CHECK(load_error("dns: {servers: [\"ns.example:53\"]}\n").find("not an IP address") != std::string::npos);
+    CHECK(load_error("dns: {servers: [\"127.0.0.1:0\"]}\n").find("port 0") != std::string::npos);
+    CHECK(load_error("dns: {servers: \"127.0.0.1:53\"}\n").find("a list") != std::string::npos);
+    CHECK(load_error("dns: {min_ttl: 2h}\n").find("dns.min_ttl") != std::string::npos);
+    CHECK(load_error("dns: {connection_attempt_delay: 5s}\n").find("connection_attempt_delay") != std::string::npos);
+    CHECK(load_error("dns: {max_names: 0}\n").find("dns.max_names") != std::string::npos);
+    CHECK(load_error("dns: {cache: 5}\n").find("cache") != std::string::npos);
+}

@@ -7,6 +7,7 @@
 
 namespace politeproxy {
 
+class dns_resolver;
 class host_gates;
 class live_overrides;
 class parent_set;
@@ -23,6 +24,7 @@ struct admin_view {
     std::function<std::size_t()> idle_origin_connections;
     std::function<bool()> ready;  ///< listening and configured
     std::function<const char*()> fleet_store;  ///< "up" or "down"; null without a fleet
+    const dns_resolver* names = nullptr;       ///< /hosts: each key's cached addresses
 };
 
 /// Serves GET /metrics (Prometheus text format), /hosts (JSON, see hosts_view.hpp),

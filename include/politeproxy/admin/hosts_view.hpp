@@ -8,6 +8,7 @@
 
 namespace politeproxy {
 
+class dns_resolver;
 class host_gates;
 class parent_set;
 struct host_snapshot;
@@ -15,9 +16,10 @@ struct host_snapshot;
 /// `s` as a JSON string (quoted, escaped).
 void append_json_string(std::string& out, std::string_view s);
 
-/// One host's object of the documents below.
+/// One host's object of the documents below; with `names`, the addresses its key
+/// resolves to from the DNS cache.
 void append_host_json(std::string& out, const host_snapshot& h, const parent_set& parents,
-                      std::chrono::system_clock::time_point wall_now);
+                      std::chrono::system_clock::time_point wall_now, const dns_resolver* names = nullptr);
 
 /// The admin listener's /hosts document: a JSON array, one object per tracked host,
 /// busiest first: key, limit, configured_limit, in_flight, waiting, rate,
@@ -27,9 +29,12 @@ void append_host_json(std::string& out, const host_snapshot& h, const parent_set
 /// group's key, in_flight, waiting and limit across its hosts; or null), enforce, via
 /// (the parents of its route by name, "direct" among them; empty: direct), clients (with
 /// clients.share: fair, the queue's lanes, most waiting first: client (null: the proxy's
-/// own requests), waiting, weight, at_cap (set aside at clients.max_in_flight)).
+/// own requests), waiting, weight, at_cap (set aside at clients.max_in_flight)),
+/// addresses (with `names`: the DNS cache's addresses for the key, in connect order; null
+/// when none is cached) and addresses_ttl_seconds (how long they hold; negative: expired,
+/// served stale or due for a refresh).
 std::string render_hosts_json(const host_gates& gates, const parent_set& parents, clock::time_point now,
-                              std::chrono::system_clock::time_point wall_now);
+                              std::chrono::system_clock::time_point wall_now, const dns_resolver* names = nullptr);
 
 /// GET /api/clients (clients:): {"clients": [...], "more": N}, the busiest
 /// max_clients_listed first: client, weight, waiting (for a slot, all hosts), in_flight

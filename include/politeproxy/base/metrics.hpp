@@ -25,6 +25,12 @@ inline constexpr const char* metric_prefix = "politeproxy_";
 enum class connection_side { client, origin };
 enum class connection_protocol { http1, http2, tunnel };
 enum class connect_mode { intercepted, tunneled };
+/// What a DNS look-up of one name came to (dns_queries_total's result label).
+enum class dns_result { ok, nxdomain, error, stale };
+/// How one connect attempt to one address ended (connect_attempts_total's result label):
+/// it connected, failed (refused, unreachable), timed out, or was abandoned because
+/// another address of the host connected first (Happy Eyeballs).
+enum class attempt_result { ok, failed, timeout, abandoned };
 
 class metrics {
 public:
@@ -67,6 +73,14 @@ public:
     void fleet_leases_lost(std::size_t n);
     /// fleet_degraded_seconds_total: time spent without the store (local_share or fail_closed).
     void fleet_degraded(clock::duration d);
+
+    /// dns_queries_total{result}, and dns_lookup_seconds for a look-up that asked DNS
+    /// (`took`; a stale answer served counts only in the total).
+    void dns_query(dns_result result, clock::duration took);
+    /// dns_cache_entries: names cached.
+    void dns_cache_entries(std::size_t n);
+    /// connect_attempts_total{family,result}.
+    void connect_attempt(bool ipv6, attempt_result result);
 
     /// user_requests_total{user}: a request authenticated under this proxy user at the
     /// edge (metrics.per_user): a CONNECT counts once for everything inside it.

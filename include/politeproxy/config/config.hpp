@@ -129,6 +129,18 @@ struct fleet_config {
 };
 
 /// robots: robots.txt (RFC 9309) for every client (SPEC.md).
+/// `dns:`: the resolver, its cache of names, and how a connect uses the addresses.
+struct dns_config {
+    std::vector<listen_address> servers;  ///< ADDRESS:PORT each; empty: /etc/resolv.conf's
+    clock::duration min_ttl = 5s;         ///< a record set's TTL is clamped to [min_ttl, max_ttl]
+    clock::duration max_ttl = 1h;
+    clock::duration negative_ttl = 30s;  ///< cap of a "no such name" answer's TTL (RFC 2308)
+    clock::duration stale_for = 5min;    ///< an expired answer is served this long when its refresh fails
+    std::size_t max_names = 100000;      ///< names cached; the least recently used go first
+    clock::duration connection_attempt_delay = 250ms;  ///< Happy Eyeballs (RFC 8305): the next address after
+    bool operator==(const dns_config&) const = default;
+};
+
 struct robots_config {
     bool honor = false;               ///< crawl_delay: honor (lowers a host's rate to 1/delay); off by default
     bool enforce = false;             ///< disallow: enforce (a disallowed path is answered 403); off by default
@@ -209,6 +221,7 @@ struct config {
     admin_config admin;
     tls_config tls;
     std::optional<fleet_config> fleet;  ///< absent: this process alone
+    dns_config dns;
     robots_config robots;
     std::vector<parent_config> parents;  ///< parent proxies by name (routes refer to them by index)
     std::vector<parent_route> routes;    ///< first match wins; no match: direct

@@ -1,43 +1,76 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
-
 #include "politeproxy/base/executor.hpp"
+#include "politeproxy/policy/dns_cache.hpp"
+
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+namespace boost::asio {
+class io_context;
+}
+
 namespace politeproxy {
 
-/// Name look-ups on a small pool of threads, each bounded by a deadline.
+struct dns_config;
+class logger;
+class metrics;
+
+/// Names to addresses for the whole process: c-ares on the workers' event loops (no
+/// thread per look-up), A and AAAA asked at once, answers kept in a dns_cache for their
+/// TTLs, and one query in flight per name however many requests wait for it.
 ///
-/// Asio's own resolver runs every getaddrinfo on one private thread, so one name whose
-/// DNS server never answers delays every other look-up, and its operation cannot be
-/// cut short. Here look-ups run side by side on `threads` threads, and the caller stops
-/// waiting at its deadline (the abandoned look-up finishes in the background and its
-/// result is dropped).
+/// Servers: dns.servers, else /etc/resolv.conf's. /etc/hosts is read before DNS (its
+/// answers kept for dns.min_ttl), as getaddrinfo would. A name whose refresh fails is
+/// served its expired addresses for dns.stale_for (logged, counted as `stale`). Every
+/// look-up is counted in dns_queries_total and timed in dns_lookup_seconds.
 ///
-/// Thread safety: resolve() may be called from any executor. Destroy before the
-/// io_context the callers run on (the destructor joins the look-up threads).
+/// `dns:` is read at start; a reload keeps it.
+///
+/// Thread safety: resolve() from any thread (a query runs on the calling worker's loop
+/// when it has one, else on the first's); peek() from any thread. Add every loop before
+/// the first resolve(); destroy after the loops stopped running.
 class dns_resolver {
 public:
     struct result {
-        boost::system::error_code ec;  ///< timed_out at the deadline, or the look-up's error
-        std::vector<boost::asio::ip::tcp::endpoint> endpoints;
+        /// host_not_found: no such name; host_not_found_try_again: DNS did not answer (or
+        /// failed) and nothing stale was left; timed_out: the deadline came first.
+        boost::system::error_code ec;
+        std::vector<boost::asio::ip::tcp::endpoint> endpoints;  ///< in connect order (RFC 8305)
     };
 
-    explicit dns_resolver(std::size_t threads);
+    dns_resolver(const dns_config& cfg, metrics& m, const logger& log);
     ~dns_resolver();
     dns_resolver(const dns_resolver&) = delete;
     dns_resolver& operator=(const dns_resolver&) = delete;
 
+    /// A worker's loop: its queries run on a channel of their own there.
+    void add_loop(boost::asio::io_context& ioc);
+
     task<result> resolve(std::string host, std::uint16_t port, clock::time_point deadline);
 
+    /// What the cache holds for `name` now, without counting as a use. The addresses are
+    /// copied out.
+    struct cached {
+        dns_cache::hit::kind what = dns_cache::hit::kind::miss;
+        std::vector<ip_bytes> addresses;
+        clock::time_point expires{};
+    };
+    cached peek(const std::string& name) const;
+
+    /// Happy Eyeballs' delay between two connect attempts (dns.connection_attempt_delay).
+    clock::duration attempt_delay() const;
+    /// Where look-ups and connect attempts are counted.
+    metrics& counters() const;
+
 private:
-    boost::asio::thread_pool pool_;
+    struct impl;
+    std::unique_ptr<impl> impl_;
 };
 
 }  // namespace politeproxy
