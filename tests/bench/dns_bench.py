@@ -102,9 +102,18 @@ def start_dnsmasq(bench, workdir, names):
     return proc
 
 
+_started = [0]
+
+
+def fresh_name(prefix):
+    """A process name of its own per run (its log is read for the listening line)."""
+    _started[0] += 1
+    return "%s-%d" % (prefix, _started[0])
+
+
 def lookups_run(bench, a, binary):
     """A fresh proxy; every name once: (names/s, CPU µs per name)."""
-    pp = bench.start_politeproxy("pp-lookups", CONFIG, binary=binary)
+    pp = bench.start_politeproxy(fresh_name("pp-lookups"), CONFIG, binary=binary)
     try:
         seen = {"threads": False}
 
@@ -130,7 +139,7 @@ def lookups_run(bench, a, binary):
 
 def cached_run(bench, a, binary):
     """A fresh proxy; one name, keep-alive: (req/s, CPU µs per request)."""
-    pp = bench.start_politeproxy("pp-cached", CONFIG, binary=binary)
+    pp = bench.start_politeproxy(fresh_name("pp-cached"), CONFIG, binary=binary)
     try:
         bench.run_wrk("http://127.0.0.1:%d/" % pp.port, 64, 1, "hosts.lua", ["rotate", bench.nginx_port, "/1k", 1, 1, 1024, "n"])
         cpu0 = RB.proc_cpu_seconds(pp.pid)
