@@ -17,7 +17,7 @@ import time
 import bench_plan as plan
 from bench_http import http_get, metric_sum
 from bench_plan import HERE, render
-from bench_procs import _child_setup, log, proc_status_kb
+from bench_procs import _child_setup, log, proc_status_kb, wrk_threads_done
 from bench_report import fmt
 
 
@@ -135,23 +135,9 @@ class PoliteproxyAloneScenarios:
             base_rss = proc_status_kb(pp.pid, "VmRSS")
             log("memory: %d distinct hosts through politeproxy (base RSS %d KiB, %d tracked)" % (n, base_rss, base_tracked))
 
-            seen = {"threads": False}
-
-            def threads_done(wrk_pid):
-                # wrk's worker threads exit once each has had its share answered (hosts.lua
-                # "once"); its main thread would sleep out -d. Watching the thread count
-                # instead of scraping /metrics keeps the proxy's memory free of scrapes.
-                try:
-                    tasks = len(os.listdir("/proc/%d/task" % wrk_pid))
-                except OSError:
-                    return False
-                if tasks > 1:
-                    seen["threads"] = True
-                return seen["threads"] and tasks <= 1
-
             t0 = time.monotonic()
             w = self.run_wrk("http://127.0.0.1:%d/" % pp.port, 64, 300, "hosts.lua",
-                             ["once", self.nginx_port, "/1k", n, 1, 1024, "m"], until=threads_done)
+                             ["once", self.nginx_port, "/1k", n, 1, 1024, "m"], until=wrk_threads_done())
             load_s = time.monotonic() - t0
             if w.get("error"):
                 self.fail("memory (hosts)", w["error"])

@@ -126,6 +126,24 @@ class Procs:
                 log("stopping %s: %r" % (proc.name, e))
 
 
+def wrk_threads_done():
+    """An `until` for Bench.run_wrk with hosts.lua "once": true once wrk's worker threads,
+    seen running, have exited (each had its share answered; its main thread would sleep
+    out -d). Watching the thread count instead of scraping /metrics keeps the proxy's
+    memory free of scrapes."""
+    seen = {"threads": False}
+
+    def done(wrk_pid):
+        try:
+            tasks = len(os.listdir("/proc/%d/task" % wrk_pid))
+        except OSError:
+            return False
+        seen["threads"] = seen["threads"] or tasks > 1
+        return seen["threads"] and tasks <= 1
+
+    return done
+
+
 def children_of(pid):
     kids = []
     for d in os.listdir("/proc"):

@@ -115,19 +115,9 @@ def lookups_run(bench, a, binary):
     """A fresh proxy; every name once: (names/s, CPU µs per name)."""
     pp = bench.start_politeproxy(fresh_name("pp-lookups"), CONFIG, binary=binary)
     try:
-        seen = {"threads": False}
-
-        def threads_done(wrk_pid):
-            try:
-                tasks = len(os.listdir("/proc/%d/task" % wrk_pid))
-            except OSError:
-                return False
-            seen["threads"] = seen["threads"] or tasks > 1
-            return seen["threads"] and tasks <= 1
-
         cpu0, t0 = RB.proc_cpu_seconds(pp.pid), time.monotonic()
         w = bench.run_wrk("http://127.0.0.1:%d/" % pp.port, 64, 300, "hosts.lua",
-                          ["once", bench.nginx_port, "/1k", a.names, 1, 1024, "n"], until=threads_done)
+                          ["once", bench.nginx_port, "/1k", a.names, 1, 1024, "n"], until=RB.wrk_threads_done())
         took, cpu = time.monotonic() - t0, RB.proc_cpu_seconds(pp.pid) - cpu0
         if w.get("error"):
             bench.fail("lookups (%s)" % binary, w["error"])

@@ -53,7 +53,7 @@ from bench_plan import (  # noqa: F401  (re-exported)
     intercept_cell, render)
 from bench_procs import (  # noqa: F401  (re-exported)
     CLK_TCK, Interrupted, Proc, Procs, _T0, _child_setup, _libc, children_of, log,
-    proc_cpu_seconds, proc_status_kb, reset_peak_rss, wait_log_line, wait_port)
+    proc_cpu_seconds, proc_status_kb, reset_peak_rss, wait_log_line, wait_port, wrk_threads_done)
 from bench_http import (  # noqa: F401  (re-exported)
     LABEL_RE, LISTEN_RE, METRIC_RE, _http, free_port, http_get, metric_sum, parse_metrics)
 from bench_report import (  # noqa: F401  (re-exported)

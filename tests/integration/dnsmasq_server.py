@@ -3,7 +3,7 @@ DNS tests. Nothing leaves the machine: --no-resolv --no-hosts, no upstream serve
 and every name under the zone (default dns.test) answered authoritatively from a hosts
 file the test writes (unknown names: NXDOMAIN with the zone's SOA, so negative answers
 carry a TTL, RFC 2308). dnsmasq re-reads the file when it changes (--hostsdir), logs every
-query (query_count), and can be stopped, hung (SIGSTOP) and resumed.
+query (query_count), and can be stopped, hung (SIGSTOP) and resumed (signalled_process).
 
     dns = t.dns()                          # harness.TestContext: stopped at cleanup
     dns.set_records({"a.dns.test": ["127.0.0.1", "::1"]})
@@ -14,20 +14,20 @@ query (query_count), and can be stopped, hung (SIGSTOP) and resumed.
 import os
 import re
 import shutil
-import signal
 import socket
 import struct
 import subprocess
 import time
 
 from harness import TestFailure, _pdeathsig, free_port, log, SLOW
+from signalled_process import SignalledProcess
 
 
 def available():
     return shutil.which("dnsmasq") is not None
 
 
-class Dnsmasq:
+class Dnsmasq(SignalledProcess):
     def __init__(self, workdir, zone="dns.test", ttl=2):
         self.workdir = os.path.join(workdir, "dnsmasq")
         os.makedirs(os.path.join(self.workdir, "hosts"), exist_ok=True)
@@ -127,24 +127,3 @@ class Dnsmasq:
         wait_for() count too: compare counts taken around what the proxy does."""
         with open(self.logfile, errors="replace") as f:
             return sum(1 for line in f if re.search(r"\]: (auth|query)\[[A-Z]+\] %s from " % re.escape(name), line))
-
-    def _signal(self, sig):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
-
-    def pause(self):
-        """SIGSTOP: queries go unanswered until resume()."""
-        self._signal(signal.SIGSTOP)
-
-    def resume(self):
-        self._signal(signal.SIGCONT)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self._signal(signal.SIGCONT)
-            self._signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._signal(signal.SIGKILL)
-                self.proc.wait(timeout=5)

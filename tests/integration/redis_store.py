@@ -12,20 +12,20 @@ restarted on the same port, so a test can take the store away and bring it back.
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 
 import redis  # python3-redis
 
 from harness import TestFailure, _pdeathsig, free_port, log, SLOW
+from signalled_process import SignalledProcess
 
 
 def available():
     return shutil.which("redis-server") is not None
 
 
-class RedisStore:
+class RedisStore(SignalledProcess):
     def __init__(self, workdir, port=None):
         self.port = port or free_port()
         self.workdir = workdir
@@ -57,29 +57,3 @@ class RedisStore:
         log("redis-server pid %d on 127.0.0.1:%d" % (self.proc.pid, self.port))
         return self
 
-    def _signal(self, sig):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
-
-    def kill(self):
-        """SIGKILL: connections are reset, the data is gone."""
-        self._signal(signal.SIGCONT)
-        self._signal(signal.SIGKILL)
-        if self.proc:
-            self.proc.wait(timeout=10)
-
-    def pause(self):
-        """SIGSTOP: a hung store; connections stay open and nothing answers."""
-        self._signal(signal.SIGSTOP)
-
-    def resume(self):
-        self._signal(signal.SIGCONT)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self._signal(signal.SIGCONT)
-            self._signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.kill()
