@@ -3,6 +3,7 @@
 #include "politeproxy/base/log.hpp"
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/config/config.hpp"
+#include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/policy/dns_message.hpp"
 
 #include <ares.h>
@@ -34,17 +35,6 @@ constexpr int query_tries = 2;
 
 dns_cache::settings cache_settings(const dns_config& c) {
     return {c.min_ttl, c.max_ttl, c.negative_ttl, c.stale_for, c.max_names};
-}
-
-tcp::endpoint endpoint_of(const ip_bytes& a, std::uint16_t port) {
-    if (is_ipv4(a)) {
-        asio::ip::address_v4::bytes_type b;
-        std::memcpy(b.data(), a.data() + 12, 4);
-        return {asio::ip::address_v4(b), port};
-    }
-    asio::ip::address_v6::bytes_type b;
-    std::memcpy(b.data(), a.data(), 16);
-    return {asio::ip::address_v6(b), port};
 }
 
 // The addresses /etc/hosts gives `name` in `family`, appended to `out`.
@@ -302,6 +292,17 @@ dns_resolver::~dns_resolver() = default;
 
 void dns_resolver::add_loop(asio::io_context& ioc) { impl_->channels.push_back(std::make_unique<impl::channel>(*impl_, ioc)); }
 
+std::optional<dns_resolver::few_addresses> dns_resolver::cached_now(std::string_view name) {
+    using kind = dns_cache::hit::kind;
+    std::lock_guard lock(impl_->mutex);
+    const auto hit = impl_->cache.find(name, clock::now());
+    if (hit.what != kind::fresh && hit.what != kind::stale) return std::nullopt;
+    few_addresses out;
+    out.size = std::min(hit.addresses.size(), out.at.size());
+    std::copy_n(hit.addresses.begin(), out.size, out.at.begin());
+    return out;
+}
+
 clock::duration dns_resolver::attempt_delay() const { return impl_->cfg.connection_attempt_delay; }
 
 metrics& dns_resolver::counters() const { return impl_->m; }
@@ -318,7 +319,7 @@ task<dns_resolver::result> dns_resolver::resolve(std::string host, std::uint16_t
     auto endpoints = [port](std::span<const ip_bytes> addresses) {
         result r;
         r.endpoints.reserve(addresses.size());
-        for (const auto& a : addresses) r.endpoints.push_back(endpoint_of(a, port));
+        for (const auto& a : addresses) r.endpoints.emplace_back(address_of(a), port);
         return r;
     };
     std::optional<result> known;

@@ -3,6 +3,7 @@
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/net/dns_resolver.hpp"
 #include "politeproxy/net/happy_eyeballs.hpp"
+#include "politeproxy/policy/dns_cache.hpp"
 #include "politeproxy/policy/host_key.hpp"
 #include "politeproxy/base/executor.hpp"
 
@@ -21,6 +22,17 @@ ip_bytes bytes_of(const asio::ip::address& a) {
     const auto v6 = a.to_v6().to_bytes();
     std::memcpy(b.data(), v6.data(), b.size());
     return b;
+}
+
+asio::ip::address address_of(const ip_bytes& a) {
+    if (is_ipv4(a)) {
+        asio::ip::address_v4::bytes_type b;
+        std::memcpy(b.data(), a.data() + 12, 4);
+        return asio::ip::address_v4(b);
+    }
+    asio::ip::address_v6::bytes_type b;
+    std::memcpy(b.data(), a.data(), 16);
+    return asio::ip::address_v6(b);
 }
 
 namespace {
@@ -106,6 +118,27 @@ task<std::optional<connect_failure>> connect_to(dns_resolver& resolver, timed_so
 }  // namespace
 
 bool admission_needs_address(const config& cfg) { return cfg.key == config::key_kind::ip || cfg.groups.ip; }
+
+std::optional<std::variant<pinned_address, connect_failure>> pin_origin_address_at_once(const config& cfg,
+                                                                                        dns_resolver& resolver,
+                                                                                        const std::string& key,
+                                                                                        std::uint16_t port) {
+    boost::system::error_code ec;
+    const std::string_view literal = cfg.static_address(key).value_or(key);
+    if (const auto address = asio::ip::make_address(literal, ec); !ec) {
+        if (const char* refusal = refusal_of(cfg, bytes_of(address), port))
+            return connect_failure{errc::destination_denied, "destination " + address.to_string() + refusal};
+        return pinned_address{address, address.to_string()};
+    }
+    const auto cached = resolver.cached_now(key);
+    if (!cached) return std::nullopt;
+    for (std::size_t i = 0; i < cached->size; ++i)
+        if (!refusal_of(cfg, cached->at[i], port)) {
+            const auto address = address_of(cached->at[i]);
+            return pinned_address{address, address.to_string()};
+        }
+    return std::nullopt;  // none of the first few permitted: the look-up's path judges them all
+}
 
 task<std::variant<pinned_address, connect_failure>> pin_origin_address(const config& cfg, dns_resolver& resolver,
                                                                        const std::string& key, std::uint16_t port) {

@@ -93,12 +93,13 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     ctx.metrics.connect_served(connect_mode::tunneled);
     pinned_address pinned;  // key: ip, groups.ip
     if (admission_needs_address(cfg)) {
-        auto chosen = co_await pin_origin_address(cfg, ctx.resolver, key, port);
-        if (auto* failure = std::get_if<connect_failure>(&chosen)) {
+        auto chosen = pin_origin_address_at_once(cfg, ctx.resolver, key, port);
+        if (!chosen) chosen = co_await pin_origin_address(cfg, ctx.resolver, key, port);
+        if (auto* failure = std::get_if<connect_failure>(&*chosen)) {
             co_await send_answer(ctx, client, failure->why, failure->details, {});
             co_return std::nullopt;
         }
-        pinned = std::move(std::get<0>(chosen));
+        pinned = std::move(std::get<0>(*chosen));
     }
     way via;  // routes: direct, or a parent's tunnel spliced to the client's
     if (!cfg.routes.empty()) {

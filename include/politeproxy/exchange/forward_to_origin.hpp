@@ -75,10 +75,11 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
     // every connection of this request goes there.
     pinned_address pinned;
     if (admission_needs_address(cfg)) {
-        auto chosen = co_await pin_origin_address(cfg, ctx.resolver, target.key, target.port);
-        if (auto* failure = std::get_if<connect_failure>(&chosen))
+        auto chosen = pin_origin_address_at_once(cfg, ctx.resolver, target.key, target.port);
+        if (!chosen) chosen = co_await pin_origin_address(cfg, ctx.resolver, target.key, target.port);
+        if (auto* failure = std::get_if<connect_failure>(&*chosen))
             co_return co_await down.answer(failure->why, failure->details);
-        pinned = std::move(std::get<0>(chosen));
+        pinned = std::move(std::get<0>(*chosen));
     }
     // The way (routes: direct, or a parent proxy), known before a slot is taken: a
     // destination no parent may carry, or a route whose parents are all down, is answered

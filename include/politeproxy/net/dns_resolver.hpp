@@ -6,8 +6,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -62,6 +65,15 @@ public:
         clock::time_point expires{};
     };
     cached peek(const std::string& name) const;
+
+    /// Up to 8 of a name's addresses, in connect order, copied without allocating.
+    struct few_addresses {
+        std::array<ip_bytes, 8> at{};
+        std::size_t size = 0;
+    };
+    /// The name's addresses when the cache can answer now (fresh, or served stale) without
+    /// a look-up; counts as a use. Nothing otherwise: resolve() it.
+    std::optional<few_addresses> cached_now(std::string_view name);
 
     /// Happy Eyeballs' delay between two connect attempts (dns.connection_attempt_delay).
     clock::duration attempt_delay() const;

@@ -67,6 +67,13 @@ bool admission_needs_address(const config& cfg);
 /// look-up is bounded by the host's timeouts.connect.
 task<std::variant<pinned_address, connect_failure>> pin_origin_address(const config& cfg, dns_resolver& resolver,
                                                                        const std::string& key, std::uint16_t port);
+/// The same without waiting (no look-up, no coroutine, nothing allocated for an IPv4
+/// address) when the key is an address or a `resolve:` entry, or its name is cached;
+/// nothing when only a look-up can tell (then pin_origin_address).
+std::optional<std::variant<pinned_address, connect_failure>> pin_origin_address_at_once(const config& cfg,
+                                                                                        dns_resolver& resolver,
+                                                                                        const std::string& key,
+                                                                                        std::uint16_t port);
 
 /// The deny list's answer for a host whose address is known without a look-up (it is
 /// an `address`, or `key` has a static `resolve:` entry): checked before the request
@@ -78,5 +85,7 @@ std::optional<connect_failure> check_known_destination(const config& cfg, const 
 
 /// The address in the form the address filters use.
 ip_bytes bytes_of(const boost::asio::ip::address& a);
+/// And back (an IPv4-mapped one as IPv4).
+boost::asio::ip::address address_of(const ip_bytes& a);
 
 }  // namespace politeproxy
