@@ -16,7 +16,9 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <cassert>
 #include <cstring>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -28,8 +30,8 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-// c-ares's wait for one server's answer, and its tries per server: an unreachable server
-// is known within 1-2 s (a refused UDP port at once).
+// c-ares's first wait for one server's answer (it doubles on each try), and its tries
+// per server: a server that drops queries costs 1 s + 2 s; one whose port refuses, none.
 constexpr int query_timeout_ms = 1000;
 constexpr int query_tries = 2;
 
@@ -68,11 +70,13 @@ struct dns_resolver::impl {
         std::vector<ip_bytes> addresses;
     };
 
+    struct lookup;
+
     // One worker's c-ares channel, driven by that worker's loop: a descriptor watch per
     // socket c-ares opens, a timer for its timeouts.
     struct channel {
         struct watch {
-            watch(asio::io_context& ioc, int fd) : d(ioc, fd) {}
+            explicit watch(asio::io_context& ioc) : d(ioc) {}
             asio::posix::stream_descriptor d;
             bool want_read = false, want_write = false, reading = false, writing = false, closed = false;
         };
@@ -93,11 +97,19 @@ struct dns_resolver::impl {
                 }
         }
         ~channel() {
-            ares_destroy(ares);  // pending look-ups end (failed); every socket's watch is released
-            for (auto& [fd, w] : sockets) w->d.release();
+            // The watches let go of c-ares's sockets first (c-ares closes them), then the
+            // look-ups under way end, failed, into the owner's members (still alive).
+            for (auto& [fd, w] : sockets) {
+                w->closed = true;
+                w->d.release();
+            }
+            sockets.clear();
+            ares_destroy(ares);
         }
 
-        static void on_socket_state(void* data, ares_socket_t fd, int readable, int writable) {
+        // Called from inside c-ares: nothing may throw through its C frames. A socket
+        // that cannot be watched is left to c-ares's own timeouts.
+        static void on_socket_state(void* data, ares_socket_t fd, int readable, int writable) noexcept {
             auto& self = *static_cast<channel*>(data);
             auto it = self.sockets.find(fd);
             if (!readable && !writable) {
@@ -107,7 +119,13 @@ struct dns_resolver::impl {
                 self.sockets.erase(it);
                 return;
             }
-            if (it == self.sockets.end()) it = self.sockets.emplace(fd, std::make_shared<watch>(self.ioc, fd)).first;
+            if (it == self.sockets.end()) {
+                auto w = std::make_shared<watch>(self.ioc);
+                boost::system::error_code ec;
+                w->d.assign(fd, ec);
+                if (ec) return;
+                it = self.sockets.emplace(fd, std::move(w)).first;
+            }
             it->second->want_read = readable;
             it->second->want_write = writable;
             self.arm(it->second, fd);
@@ -162,11 +180,15 @@ struct dns_resolver::impl {
             if (!from_file.v6.empty() || !from_file.v4.empty()) {
                 from_file.what = dns_answer::outcome::found;
                 from_file.ttl = owner.cfg.min_ttl;
-                return owner.finish(name, from_file, clock::now());
+                return owner.finish(name, from_file, clock::now(), false);
             }
-            auto* l = new lookup{&owner, std::move(name), clock::now()};
-            ares_query(ares, l->name.c_str(), 1 /* IN */, dns_type_a, &lookup::on_a, l);
-            ares_query(ares, l->name.c_str(), 1 /* IN */, dns_type_aaaa, &lookup::on_aaaa, l);
+            // ares_search: the search list of resolv.conf applies to short names, as
+            // getaddrinfo's did.
+            auto& l = *lookups.emplace_back(std::make_unique<lookup>(lookup{&owner, std::move(name), clock::now()}));
+            l.at = std::prev(lookups.end());
+            l.from = this;
+            ares_search(ares, l.name.c_str(), 1 /* IN */, dns_type_a, &lookup::on_a, &l);
+            ares_search(ares, l.name.c_str(), 1 /* IN */, dns_type_aaaa, &lookup::on_aaaa, &l);
             schedule_timeouts();
         }
 
@@ -175,6 +197,7 @@ struct dns_resolver::impl {
         ares_channel ares = nullptr;
         steady_timer timer;
         std::unordered_map<int, std::shared_ptr<watch>> sockets;
+        std::list<std::unique_ptr<lookup>> lookups;  ///< under way; each ends itself out of the list
     };
 
     // One name's A and AAAA queries; ends when both have.
@@ -184,19 +207,26 @@ struct dns_resolver::impl {
         clock::time_point started;
         int outstanding = 2;
         bool failed = false;  // a query got no usable answer
-        bool no_name = false;
         std::uint32_t found_ttl = UINT32_MAX;
         std::uint32_t negative_ttl = UINT32_MAX;
         dns_answer answer;
 
-        static void on_a(void* arg, int status, int, unsigned char* buf, int len) {
-            static_cast<lookup*>(arg)->heard(status, buf, len, dns_type_a);
+        channel* from = nullptr;                              // its channel, which owns it
+        std::list<std::unique_ptr<lookup>>::iterator at;      // there
+
+        static void on_a(void* arg, int status, int, unsigned char* buf, int len) noexcept {
+            ended(static_cast<lookup*>(arg), status, buf, len, dns_type_a);
         }
-        static void on_aaaa(void* arg, int status, int, unsigned char* buf, int len) {
-            static_cast<lookup*>(arg)->heard(status, buf, len, dns_type_aaaa);
+        static void on_aaaa(void* arg, int status, int, unsigned char* buf, int len) noexcept {
+            ended(static_cast<lookup*>(arg), status, buf, len, dns_type_aaaa);
+        }
+        // One query ended; with the other done too, the look-up leaves its channel.
+        static void ended(lookup* l, int status, const unsigned char* buf, int len, std::uint16_t type) noexcept {
+            if (l->heard(status, buf, len, type)) l->from->lookups.erase(l->at);
         }
 
-        void heard(int status, const unsigned char* buf, int len, std::uint16_t type) {
+        // True when both queries have ended and the owner has the answer.
+        bool heard(int status, const unsigned char* buf, int len, std::uint16_t type) {
             const bool answered = buf && len > 0 && status != ARES_EDESTRUCTION && status != ARES_ECANCELLED;
             const dns_reply r = answered ? read_dns_reply({buf, static_cast<std::size_t>(len)}, type) : dns_reply{};
             switch (r.what) {
@@ -207,15 +237,13 @@ struct dns_resolver::impl {
                     break;
                 }
                 case dns_reply::outcome::no_such_name:
-                    no_name = true;
-                    [[fallthrough]];
                 case dns_reply::outcome::no_data:
                     negative_ttl = std::min(negative_ttl, r.ttl);
                     break;
                 default:
                     failed = true;
             }
-            if (--outstanding > 0) return;
+            if (--outstanding > 0) return false;
             if (!answer.v4.empty() || !answer.v6.empty()) {
                 answer.what = dns_answer::outcome::found;
                 answer.ttl = std::chrono::seconds(found_ttl);
@@ -224,7 +252,7 @@ struct dns_resolver::impl {
                 answer.ttl = std::chrono::seconds(negative_ttl == UINT32_MAX ? 0 : negative_ttl);
             }
             owner->finish(name, answer, started);
-            delete this;
+            return true;
         }
     };
 
@@ -239,37 +267,46 @@ struct dns_resolver::impl {
     }
 
     channel& current_channel() {
+        assert(!channels.empty() && "dns_resolver: resolve() before add_loop()");
         for (auto& c : channels)
             if (c->ioc.get_executor().running_in_this_thread()) return *c;
         return *channels.front();
     }
 
-    // A look-up ended: kept in the cache, counted, and every request waiting for it told.
-    void finish(const std::string& name, const dns_answer& answer, clock::time_point started) {
+    // A look-up ended (`asked`: DNS, not /etc/hosts): kept in the cache, counted, and
+    // every request waiting for it told. No lock is held while posting or logging.
+    void finish(const std::string& name, const dns_answer& answer, clock::time_point started, bool asked = true) {
         const auto now = clock::now();
         std::vector<std::shared_ptr<waiter>> waiting;
-        std::lock_guard lock(mutex);
-        const auto hit = cache.store(name, answer, now);
-        switch (answer.what) {
-            case dns_answer::outcome::found: m.dns_query(dns_result::ok, now - started); break;
-            case dns_answer::outcome::no_such_name: m.dns_query(dns_result::nxdomain, now - started); break;
-            case dns_answer::outcome::failed:
-                m.dns_query(dns_result::error, now - started);
-                if (hit.what == dns_cache::hit::kind::stale) {
-                    m.dns_query(dns_result::stale, {});
-                    log.write(log_level::warn, "dns",
-                              name + ": the look-up failed; its expired addresses are served for up to dns.stale_for");
-                }
-                break;
+        dns_cache::hit::kind what;
+        std::vector<ip_bytes> addresses;
+        std::size_t entries;
+        {
+            std::lock_guard lock(mutex);
+            const auto hit = cache.store(name, answer, now);
+            what = hit.what;
+            addresses.assign(hit.addresses.begin(), hit.addresses.end());
+            entries = cache.size();
+            if (auto node = inflight.extract(name)) waiting = std::move(node.mapped());
         }
-        m.dns_cache_entries(cache.size());
-        if (auto node = inflight.extract(name)) waiting = std::move(node.mapped());
+        if (asked) {
+            const bool stale = answer.what == dns_answer::outcome::failed && what == dns_cache::hit::kind::stale;
+            m.dns_query(answer.what == dns_answer::outcome::found          ? dns_result::ok
+                        : answer.what == dns_answer::outcome::no_such_name ? dns_result::nxdomain
+                        : stale                                            ? dns_result::stale
+                                                                           : dns_result::error,
+                        now - started);
+            if (stale)
+                log.write(log_level::warn, "dns",
+                          name + ": the look-up failed; its expired addresses are served for up to dns.stale_for");
+        }
+        m.dns_cache_entries(entries);
         for (auto& w : waiting) {
             {
                 std::lock_guard done(w->mutex);
                 w->done = true;
-                w->what = hit.what;
-                w->addresses.assign(hit.addresses.begin(), hit.addresses.end());
+                w->what = what;
+                w->addresses = addresses;
             }
             asio::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
         }

@@ -17,7 +17,7 @@ namespace {
 // The attempts of one connect, shared with their handlers (all on the caller's loop).
 struct race {
     explicit race(const executor& ex) : wake(ex) {}
-    enum class state : std::uint8_t { running, connected, failed };
+    enum class state : std::uint8_t { running, connected, failed, closed };
     struct attempt {
         tcp_socket socket;
         bool ipv6;
@@ -46,40 +46,37 @@ task<std::variant<boost::system::error_code, tcp_socket>> connect_first(std::spa
             r->wake.cancel();
         });
     };
+    // Every attempt but the winner still open (under way, or connected too late) is
+    // closed and counted as `how`.
     auto end_others = [&](const race::attempt* winner, attempt_result how) {
         for (auto& a : r->attempts) {
-            if (a.get() == winner) continue;
-            if (a->now == race::state::running) {
-                a->now = race::state::failed;
-                boost::system::error_code ignored;
-                a->socket.close(ignored);
-                m.connect_attempt(a->ipv6, how);
-            }
+            if (a.get() == winner || (a->now != race::state::running && a->now != race::state::connected)) continue;
+            a->now = race::state::closed;
+            boost::system::error_code ignored;
+            a->socket.close(ignored);
+            m.connect_attempt(a->ipv6, how);
         }
     };
     if (endpoints.empty()) co_return asio::error::host_not_found;
     start_next();
     auto last_start = clock::now();
     for (;;) {
-        // Ended attempts: a winner, or failures to count (and a next address at once).
-        bool failed_now = false, running = false;
-        for (auto& a : r->attempts) {
+        // Attempts that failed since the last look: counted, dropped (their handlers have
+        // run), and the next address goes at once. Then the first that connected wins.
+        bool failed_now = false;
+        std::erase_if(r->attempts, [&](const std::unique_ptr<race::attempt>& a) {
+            if (a->now != race::state::failed) return false;
+            m.connect_attempt(a->ipv6, attempt_result::failed);
+            failed_now = true;
+            return true;
+        });
+        for (auto& a : r->attempts)
             if (a->now == race::state::connected) {
                 m.connect_attempt(a->ipv6, attempt_result::ok);
                 end_others(a.get(), attempt_result::abandoned);
                 co_return std::move(a->socket);
             }
-            running = running || a->now == race::state::running;
-        }
-        for (auto it = r->attempts.begin(); it != r->attempts.end();) {
-            if ((*it)->now == race::state::failed) {
-                m.connect_attempt((*it)->ipv6, attempt_result::failed);
-                it = r->attempts.erase(it);
-                failed_now = true;
-            } else {
-                ++it;
-            }
-        }
+        const bool running = !r->attempts.empty();
         const auto now = clock::now();
         if (now >= deadline) {
             end_others(nullptr, attempt_result::timeout);

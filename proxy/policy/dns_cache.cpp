@@ -70,15 +70,18 @@ dns_cache::hit dns_cache::store(std::string_view name, const dns_answer& answer,
             e->addresses = interleave_families(answer.v6, answer.v4);
             e->expires = now + std::clamp(answer.ttl, settings_.min_ttl, settings_.max_ttl);
             e->recheck = {};
-            return state_of(*e, now);
+            auto h = state_of(*e, now);
+            h.what = hit::kind::fresh;  // for the requests that waited for it, even with a TTL of 0
+            return h;
         }
         case dns_answer::outcome::no_such_name: {
             const auto ttl = std::min(answer.ttl, settings_.negative_ttl);
             if (ttl <= clock::duration::zero()) {
                 // Not kept: forget what was there (the name is gone).
                 if (const auto it = by_name_.find(name); it != by_name_.end()) {
-                    entries_.erase(it->second);
-                    by_name_.erase(it);
+                    const auto entry = it->second;
+                    by_name_.erase(it);  // first: its key is a view of the entry's name
+                    entries_.erase(entry);
                 }
                 hit h;
                 h.what = hit::kind::negative;

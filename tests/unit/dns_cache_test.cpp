@@ -43,6 +43,10 @@ TEST_CASE("an answer is kept for its TTL, clamped to [min_ttl, max_ttl]") {
     CHECK(cache.find("a.test", t0 + 60s).what == kind::expired);  // the next request refreshes it
     CHECK(cache.store("short.test", found({}, {v4(2)}, 1s), t0).expires == t0 + 5s);
     CHECK(cache.store("long.test", found({}, {v4(3)}, 48h), t0).expires == t0 + 1h);
+    // With min_ttl 0, a TTL of 0: used by the requests that waited for it, kept for none.
+    dns_cache none(dns_cache::settings{0s, 1h, 30s, 5min, 100});
+    CHECK(none.store("zero.test", found({}, {v4(4)}, 0s), t0).what == kind::fresh);
+    CHECK(none.find("zero.test", t0).what == kind::expired);
     // A refresh with a new address replaces the old.
     h = cache.store("a.test", found({}, {v4(9)}, 60s), t0 + 61s);
     REQUIRE(h.addresses.size() == 1);

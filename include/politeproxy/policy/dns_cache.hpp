@@ -72,9 +72,10 @@ public:
 
     /// The name's state at `now`; counts as a use (least recently used goes first).
     hit find(std::string_view name, clock::time_point now);
-    /// Keeps what a look-up brought back and returns what to use now: fresh or negative
-    /// for an answer; for a failed look-up, stale (the old addresses, while within
-    /// stale_for of their expiry) or miss.
+    /// Keeps what a look-up brought back and returns what to use now: fresh (even with a
+    /// TTL of zero: the requests that waited for it use it) or negative for an answer; for
+    /// a failed look-up, stale (the old addresses, while within stale_for of their expiry)
+    /// or miss.
     hit store(std::string_view name, const dns_answer& answer, clock::time_point now);
     /// The name's state without counting as a use (the admin's view).
     hit peek(std::string_view name, clock::time_point now) const;
