@@ -182,13 +182,15 @@ struct dns_resolver::impl {
                 from_file.ttl = owner.cfg.min_ttl;
                 return owner.finish(name, from_file, clock::now(), false);
             }
-            // ares_search: the search list of resolv.conf applies to short names, as
-            // getaddrinfo's did.
+            // A name with a dot is asked as it is (a crawl's names are whole; and after a
+            // search c-ares reports NXDOMAIN without the SOA its TTL comes from); a short
+            // one through resolv.conf's search list, as getaddrinfo would.
             auto& l = *lookups.emplace_back(std::make_unique<lookup>(lookup{&owner, std::move(name), clock::now()}));
             l.at = std::prev(lookups.end());
             l.from = this;
-            ares_search(ares, l.name.c_str(), 1 /* IN */, dns_type_a, &lookup::on_a, &l);
-            ares_search(ares, l.name.c_str(), 1 /* IN */, dns_type_aaaa, &lookup::on_aaaa, &l);
+            const auto ask = l.name.find('.') != std::string::npos ? &ares_query : &ares_search;
+            ask(ares, l.name.c_str(), 1 /* IN */, dns_type_a, &lookup::on_a, &l);
+            ask(ares, l.name.c_str(), 1 /* IN */, dns_type_aaaa, &lookup::on_aaaa, &l);
             schedule_timeouts();
         }
 
