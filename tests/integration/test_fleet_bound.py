@@ -7,7 +7,7 @@ shows the fleet-wide in-flight count next to the local one, and both processes s
 some of the requests (the fleet's queue takes the processes in turn).
 Then short requests (5 ms at the origin), concurrency 3, from 6 threads through one
 proxy: it hands its leases on from request to request (fewer than 0.8 scripts in the
-store per request; about 1.1 without handovers); 1 thread through another proxy joins
+store per request; about 1.1 without handovers; not counted under the sanitizers); 1 thread through another proxy joins
 after 2 s and still gets its turns (its place in the fleet's queue stops the
 handovers); the origin's peak is exactly 3 throughout.
 --store cluster|sentinel runs the same against a Redis Cluster of 3 masters or a master
@@ -92,8 +92,11 @@ def run_handovers(t, store, origin, host="short.test"):
     H.log("short requests: %d in the first 2 s with %d scripts in the store (all kinds); then %r answered 200; "
           "origin peak %d" % (alone, scripts, served, peak))
     H.check(peak == 3, "origin's peak for %s was %d, expected exactly the fleet bound 3" % (host, peak))
-    H.check(alone >= 100 and scripts < alone * 0.8,
-            "%d scripts for %d requests: the leases were not handed on" % (scripts, alone))
+    # Under the sanitizers a request outlasts the handovers' 20 ms: few chains form (the
+    # bound and the turns are still checked; the count is only logged there).
+    if H.SLOW == 1:
+        H.check(alone >= 100 and scripts < alone * 0.8,
+                "%d scripts for %d requests: the leases were not handed on" % (scripts, alone))
     H.check(served["short-other"] >= 20, "the proxy with one thread got %d requests through" % served["short-other"])
     for p in (busy, other):
         p.stop()
