@@ -1,12 +1,15 @@
 """What the benchmark runs, and where: the paths of this directory (the Lua scripts,
 the config templates) and of the repository, the targets of each scenario, the cells
-they run, and render(), which fills in a template of conf/.
+they run, render(), which fills in a template of conf/, and cost_config(), the one politeproxy
+config every cost benchmark starts from.
 
 LOAD_CPU and PROXY_CPU are the cores of the load generators and origin, and of the
 proxy under test. Read them as plan.LOAD_CPU at each use: run_bench.main moves both to
 core 0 on a one-core machine."""
 import os
 import string
+
+import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -39,3 +42,26 @@ LOAD_CPU, PROXY_CPU = 0, 1
 def render(template, **values):
     with open(os.path.join(CONF, template)) as f:
         return string.Template(f.read()).substitute(**values)
+
+
+# The template every benchmark of politeproxy's cost renders (pass-through, h2_bench,
+# dns_bench, kernel_ab, instructions_ab, parent_bench): limits wide open, no adaptation,
+# one worker. test_bench_configs.py holds the other templates to the same settings.
+COST_TEMPLATE = "politeproxy-passthrough.yaml.in"
+
+
+def _merge(base, overrides):
+    for key, value in overrides.items():
+        if value is None:
+            base.pop(key, None)
+        elif isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def cost_config(**overrides):
+    """COST_TEMPLATE as YAML text with overrides merged in: a mapping merges key by key,
+    None removes the key (cost_config(resolve=None, defaults={"upstream_protocol": "h2c"}))."""
+    return yaml.safe_dump(_merge(yaml.safe_load(render(COST_TEMPLATE)), overrides), sort_keys=False)

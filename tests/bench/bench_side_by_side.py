@@ -15,7 +15,7 @@ import subprocess
 import bench_plan as plan
 from bench_http import free_port, http_get
 from bench_plan import (BODIES, CONF, CONNS, HEADLINE, INTERCEPT_CELLS, INTERCEPT_PROXIES,
-                        PASSTHROUGH_PROXIES, TLS_ORIGIN_NAME, intercept_cell, render)
+                        PASSTHROUGH_PROXIES, TLS_ORIGIN_NAME, cost_config, intercept_cell, render)
 from bench_procs import children_of, log, proc_cpu_seconds, proc_status_kb, reset_peak_rss, wait_port
 from bench_report import fmt
 
@@ -43,9 +43,9 @@ class SideBySideScenarios:
             cfg = self.write("tinyproxy.conf", render("tinyproxy.conf.in", port=port, dir=self.dir))
             proc = self.procs.start(name, ["tinyproxy", "-d", "-c", cfg], plan.PROXY_CPU)
         elif name == "politeproxy":
-            return self.start_politeproxy("politeproxy", render("politeproxy-passthrough.yaml.in"))
+            return self.start_politeproxy("politeproxy", cost_config())
         elif name == "baseline":  # --baseline: another politeproxy binary, for an A/B
-            return self.start_politeproxy("baseline", render("politeproxy-passthrough.yaml.in"), self.a.baseline)
+            return self.start_politeproxy("baseline", cost_config(), self.a.baseline)
         else:
             raise ValueError(name)
         wait_port(port, proc)

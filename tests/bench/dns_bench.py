@@ -35,18 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run_bench as RB  # noqa: E402
 
-CONFIG = """listen: 127.0.0.1:0
-admin_listen: 127.0.0.1:0
-workers: 1
-drain_timeout: 1s
-defaults:
-  concurrency: 100000
-  rate: 1000000000
-  burst: 1000000000
-  queue: {max_waiting: 100000}
-  adaptive: {enabled: false}
-security: {allow_destinations: [127.0.0.0/8]}
-"""
+# Names go through dnsmasq: no resolve: table.
+CONFIG = RB.cost_config(resolve=None)
 BINARIES = ("new", "before")
 
 

@@ -28,7 +28,16 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_plan import cost_config  # noqa: E402
+
 PROXY_CPU, LOAD_CPU = 1, 0
+
+
+def politeproxy_config(port, admin_port, h2):
+    return cost_config(listen="127.0.0.1:%d" % port, admin_listen="127.0.0.1:%d" % admin_port,
+                       limits={"h2_max_concurrent_streams": 1000},
+                       defaults={"upstream_protocol": "h2c"} if h2 else {})
 
 
 def free_port():
@@ -119,21 +128,13 @@ http { access_log off; keepalive_requests 1000000; http2_max_concurrent_streams 
 
         targets = {}
 
-        # No adaptive limit: 400 streams at once to an origin on loopback hold a real
-        # standing queue (in the proxy's loop too), which the adaptive limit narrows to 1.
+        # The cost benchmarks' one config (bench_plan.cost_config: limits wide open, no
+        # adaptive limit), with this bench's ports and 1000 streams per client connection.
         def politeproxy(name, h2):
             cfg = os.path.join(work, name.replace("/", "-") + ".yaml")
             port, admin = free_port(), free_port()
             with open(cfg, "w") as f:
-                f.write("""listen: 127.0.0.1:%d
-admin_listen: 127.0.0.1:%d
-workers: 1
-defaults: {concurrency: 100000, rate: 1000000000, burst: 1000000000, queue: {max_waiting: 100000},
-           adaptive: {enabled: false}%s}
-limits: {h2_max_concurrent_streams: 1000}
-resolve: {"*.bench.test": 127.0.0.1}
-security: {allow_destinations: [127.0.0.0/8]}
-""" % (port, admin, ", upstream_protocol: h2c" if h2 else ""))
+                f.write(politeproxy_config(port, admin, h2))
             return [a.binary, "--config", cfg], port
 
         def haproxy(name, h2):

@@ -25,7 +25,7 @@ import run_bench as B  # noqa: E402
 
 
 def measure(bench, binary, name, seconds, conns, keep):
-    cfg = bench.write(name + ".yaml", B.render("politeproxy-passthrough.yaml.in"))
+    cfg = bench.write(name + ".yaml", B.cost_config())
     out = os.path.join(keep or bench.dir, name + ".callgrind")
     proc = bench.procs.start(name, ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                                     "--callgrind-out-file=" + out, binary, "--config", cfg], B.PROXY_CPU)

@@ -103,7 +103,7 @@ def main():
         procs = {}
         for i, binary in enumerate(a.binaries):
             name = "pp%d" % (i + 1)
-            procs[name] = bench.start_politeproxy(name, B.render("politeproxy-passthrough.yaml.in"), binary)
+            procs[name] = bench.start_politeproxy(name, B.cost_config(), binary)
             B.log("%s = %s" % (name, binary))
         if not a.no_haproxy:
             procs["haproxy"] = bench.start_proxy("haproxy")

@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_plan as plan  # noqa: E402
 from bench_http import LISTEN_RE, free_port, metric_sum  # noqa: E402
-from bench_plan import REPO, TLS_ORIGIN_NAME, render  # noqa: E402
+from bench_plan import REPO, TLS_ORIGIN_NAME, cost_config, render  # noqa: E402
 from bench_procs import CLK_TCK, Interrupted, children_of, log, proc_cpu_seconds, wait_log_line, wait_port  # noqa: E402
 from bench_report import busy_processes, fmt, machine_info, median  # noqa: E402
 from bench_runner import Bench  # noqa: E402
@@ -114,7 +114,7 @@ class ParentBench(Bench):
     def target_yaml(self, name):
         """politeproxy's config for target `name`."""
         if name in PLAIN:
-            yaml_text = render("politeproxy-passthrough.yaml.in")
+            yaml_text = cost_config()
             return yaml_text + (parents_yaml(self.haproxy.port, "127.0.0.0/8") if name == "haproxy-parent" else "")
         t = self.tls
         yaml_text = render("politeproxy-intercept.yaml.in", origin_port=self.nginx_tls_port,

@@ -50,7 +50,7 @@ import bench_plan as plan
 from bench_plan import (  # noqa: F401  (re-exported)
     BODIES, CONF, CONNS, HEADLINE, HERE, INTERCEPT_CELLS, INTERCEPT_PROXIES, LOAD_CPU, LUA,
     PASSTHROUGH_PROXIES, PROXIES, PROXY_CPU, REPO, RUNNABLE, SCENARIOS, TLS_ORIGIN_NAME,
-    intercept_cell, render)
+    cost_config, intercept_cell, render)
 from bench_procs import (  # noqa: F401  (re-exported)
     CLK_TCK, Interrupted, Proc, Procs, _T0, _child_setup, _libc, children_of, log,
     proc_cpu_seconds, proc_status_kb, reset_peak_rss, wait_log_line, wait_port, wrk_threads_done)
