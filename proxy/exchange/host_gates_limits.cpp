@@ -90,7 +90,17 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
 
 std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted,
                                    const client_book::evicted_fn& on_client_evicted) {
-    const std::size_t evicted = table_.evict_idle(now, idle_for, on_evicted);
+    std::size_t evicted = 0;
+    for (host_table::eviction_cursor at; !at.done();)
+        evicted += evict_idle(at, now, idle_for, on_evicted, on_client_evicted);
+    return evicted;
+}
+
+std::size_t host_gates::evict_idle(host_table::eviction_cursor& at, clock::time_point now, clock::duration idle_for,
+                                   const evicted_fn& on_evicted, const client_book::evicted_fn& on_client_evicted,
+                                   std::size_t buckets) {
+    const std::size_t evicted = table_.evict_idle_some(at, buckets, now, idle_for, on_evicted);
+    if (!at.done()) return evicted;
     clients_.evict_idle(now, idle_for, on_client_evicted);
     std::lock_guard lock(groups_.mutex());
     groups_.evict_idle();  // after the hosts: they refer to their domain's group

@@ -4,6 +4,7 @@
 #include "politeproxy/exchange/group_gates.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace politeproxy {
 
@@ -49,17 +50,34 @@ void host_table::insert(shard& s, std::shared_ptr<host_entry> entry) {
 
 std::size_t host_table::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
     std::size_t evicted = 0;
-    for (auto& s : shards_) {
-        std::lock_guard lock(s.mutex);
-        evicted += std::erase_if(s.entries, [&](const auto& kv) {
-            const host_entry& e = *kv.second;
-            if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) return false;
-            if (!e.h2_sessions.empty()) return false;  // its stream ceiling lasts as long as its sessions
-            if (on_evicted) on_evicted(kv.first, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
-            return true;
-        });
-    }
+    for (eviction_cursor at; !at.done();)
+        evicted += evict_idle_some(at, std::numeric_limits<std::size_t>::max(), now, idle_for, on_evicted);
     return evicted;
+}
+
+std::size_t host_table::evict_idle_some(eviction_cursor& at, std::size_t buckets, clock::time_point now,
+                                        clock::duration idle_for, const evicted_fn& on_evicted) {
+    shard& s = shards_[at.shard];
+    std::vector<decltype(s.entries)::node_type> gone;  // destroyed after the lock, in this order
+    {
+        std::lock_guard lock(s.mutex);
+        const std::size_t count = s.entries.bucket_count();
+        const std::size_t end = at.bucket + std::min(buckets, count - std::min(at.bucket, count));
+        std::vector<const std::string*> idle;
+        for (std::size_t b = at.bucket; b < end; ++b)
+            for (auto it = s.entries.begin(b); it != s.entries.end(b); ++it) {
+                const host_entry& e = *it->second;
+                if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) continue;
+                if (!e.h2_sessions.empty()) continue;  // its stream ceiling lasts as long as its sessions
+                if (on_evicted) on_evicted(it->first, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
+                idle.push_back(&it->first);
+            }
+        gone.reserve(idle.size());
+        for (const std::string* key : idle) gone.push_back(s.entries.extract(*key));
+        at.bucket = end;
+        if (end >= count) at = {at.shard + 1, 0};
+    }
+    return gone.size();
 }
 
 std::size_t host_table::size() const {

@@ -277,7 +277,7 @@ int proxy_server::run() {
     for (auto& w : workers) {
         auto& timer = *housekeeping.emplace_back(std::make_unique<steady_timer>(w->ioc));
         const bool evicts = w == workers.front();
-        asio::co_spawn(w->ioc, [&, evicts, pool = &w->pool]() -> task<void> {
+        asio::co_spawn(w->ioc, [&, evicts, pool = &w->pool, ex = w->ioc.get_executor()]() -> task<void> {
             for (;;) {
                 timer.expires_after(housekeeping_period);
                 if (auto [ec] = co_await timer.async_wait(use_tuple); ec) co_return;
@@ -287,15 +287,21 @@ int proxy_server::run() {
                     gates.tick(now);
                     overrides.tick(std::chrono::system_clock::now());
                 }
+                if (!evicts) continue;
+                // In slices, the loop serving between them: a million idle hosts never stall it long.
+                const auto idle_for = gates.current_config()->limits.host_idle_ttl;
+                std::size_t evicted = 0;
+                for (host_table::eviction_cursor at; !at.done();) {
+                    evicted += gates.evict_idle(
+                        at, now, idle_for,
+                        [&rendered](const std::string& key, const host_counts& final) { rendered.host_evicted(key, final); },
+                        [&rendered](const std::string& name, const client_counts& final) {
+                            rendered.client_evicted(name, final);
+                        });
+                    co_await asio::post(ex, asio::deferred);
+                }
                 // Give freed gate memory back to the system, not only to the heap.
-                if (evicts && gates.evict_idle(now, gates.current_config()->limits.host_idle_ttl,
-                                              [&rendered](const std::string& key, const host_counts& final) {
-                                                  rendered.host_evicted(key, final);
-                                              },
-                                              [&rendered](const std::string& name, const client_counts& final) {
-                                                  rendered.client_evicted(name, final);
-                                              }) > 0)
-                    ::malloc_trim(0);
+                if (evicted > 0) ::malloc_trim(0);
             }
         }, asio::detached);
     }

@@ -5,7 +5,7 @@ h2_bench config without `adaptive: {enabled: false}` once reported 4.1x HAProxy'
 request: the controller had cut the wide-open limit). ctest runs this (label unit).
 
 Checked: the configs cost_config() renders (pass-through, kernel_ab, instructions_ab,
-parent_bench, h2_bench, dns_bench) and the other cost templates (intercept, fleet, memory)
+parent_bench, h2_bench, dns_bench, host_scale_bench) and the other cost templates (intercept, fleet, memory)
 carry the cost template's `workers` and `defaults`, extended only by keys named here; the
 non-cost templates (politeness, parked) say `adaptive` outright rather than inherit it.
 """
@@ -20,6 +20,7 @@ sys.path.insert(0, HERE)
 import bench_plan as plan  # noqa: E402
 import dns_bench  # noqa: E402
 import h2_bench  # noqa: E402
+import host_scale_bench  # noqa: E402
 
 # Keys a cost config may add to the cost template's defaults, and why.
 EXTRA_DEFAULTS = {
@@ -63,6 +64,9 @@ class CostConfigs(unittest.TestCase):
 
     def test_dns_bench(self):
         self.assert_cost_settings("dns_bench", dns_bench.CONFIG)
+
+    def test_host_scale_bench(self):
+        self.assert_cost_settings("host_scale_bench", host_scale_bench.config("5s"))
 
     def test_other_cost_templates(self):
         self.assert_cost_settings("intercept", plan.render("politeproxy-intercept.yaml.in", origin_port=1,

@@ -151,6 +151,14 @@ public:
     using evicted_fn = host_table::evicted_fn;
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted = {},
                            const client_book::evicted_fn& on_client_evicted = {});
+    /// The same pass in slices of `buckets` buckets of the host table, each holding one
+    /// shard's lock (host_table::evict_idle_some); the slice that ends the pass also
+    /// forgets the idle clients and domain groups. Call until `at.done()`, letting the
+    /// loop serve between calls.
+    static constexpr std::size_t eviction_slice = 2048;
+    std::size_t evict_idle(host_table::eviction_cursor& at, clock::time_point now, clock::duration idle_for,
+                           const evicted_fn& on_evicted, const client_book::evicted_fn& on_client_evicted,
+                           std::size_t buckets = eviction_slice);
 
     /// An HTTP/2 `session` to an origin of `key` takes at most `streams` at once (its
     /// SETTINGS_MAX_CONCURRENT_STREAMS; 0 holds every new request in the queue; nullopt:

@@ -156,6 +156,18 @@ public:
     /// (under the shard's lock) each one's final counts. Returns how many.
     using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted);
+    /// Where a pass of evict_idle_some stands: the shard and the bucket it goes on from.
+    struct eviction_cursor {
+        std::size_t shard = 0, bucket = 0;
+        bool done() const { return shard == shard_count; }
+    };
+    /// One slice of an eviction pass: evict_idle over at most `buckets` buckets of one
+    /// shard from `at`, which moves on. The shard's lock is held for that slice only, and
+    /// what it evicted is destroyed after the lock is released: a million idle hosts go
+    /// in slices, between which the caller's loop serves (the table may change between
+    /// slices; an entry a rehash moved past the cursor waits for the next pass).
+    std::size_t evict_idle_some(eviction_cursor& at, std::size_t buckets, clock::time_point now,
+                                clock::duration idle_for, const evicted_fn& on_evicted);
     /// Every entry as the metrics and status views show it; `groups`: whose lock guards
     /// the domain groups' counts.
     std::vector<host_snapshot> snapshot(clock::time_point now, const group_gates& groups, bool client_queues) const;

@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""A million hosts: what politeproxy holds for each one it has seen, what a scrape of
+/metrics costs then, and how long forgetting them all stalls the worker.
+
+    /usr/bin/python3 tests/bench/host_scale_bench.py [--hosts 1000000] [--binary build/politeproxy]
+                                                     [--base-binary OTHER] [--out FILE.md]
+
+For each binary (--base-binary too, when given, in the same run): the cost config
+(bench_plan.cost_config, one worker on core 1) with `limits.host_idle_ttl: 10m` and
+`metrics.max_host_series: 50`; wrk (hosts.lua "once", 64 connections) sends one request
+to each of --hosts names `mN.bench.test` (resolve: table, so no DNS), nginx answers 1 KiB.
+Then, with a probe on one keep-alive connection sending requests back to back to one
+more host (so the worker's pauses show as the probe's latency, as a client sees them):
+  - RSS: VmRSS before the load and after it (before any scrape): bytes per host;
+  - scrape: one GET /metrics, its time, the peak RSS during it (VmHWM reset before), the
+    probe's longest latency during it;
+  - eviction: the config rewritten with host_idle_ttl 5s and SIGHUP; the probe runs
+    until the proxy's RSS has stopped falling; the longest probe latency after the
+    reload (the worker's longest stall) against the probe's median and longest before;
+    then one scrape checks that only the probe's host is left.
+Needs the bench packages (scripts/install-deps.sh --bench)."""
+import argparse
+import datetime
+import http.client
+import os
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run_bench as RB  # noqa: E402
+
+
+def config(idle_ttl):
+    return RB.cost_config(limits={"host_idle_ttl": idle_ttl}, metrics={"max_host_series": 50})
+
+
+class Probe(threading.Thread):
+    """Requests back to back on one keep-alive connection; (end time, latency) of each."""
+
+    def __init__(self, proxy_port, origin_port):
+        super().__init__(daemon=True)
+        self.port, self.url = proxy_port, "http://probe.bench.test:%d/1k" % origin_port
+        self.samples, self.stop_flag, self.error = [], threading.Event(), None
+
+    def run(self):
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            while not self.stop_flag.is_set():
+                t0 = time.monotonic()
+                conn.request("GET", self.url, headers={"Host": "probe.bench.test"})
+                r = conn.getresponse()
+                r.read()
+                t1 = time.monotonic()
+                if r.status != 200:
+                    raise RuntimeError("probe: status %d" % r.status)
+                self.samples.append((t1, t1 - t0))
+        except Exception as e:  # reported by the run
+            self.error = "%s: %s" % (type(e).__name__, e)
+
+    def between(self, t0, t1):
+        """Latencies of the requests that overlapped [t0, t1]."""
+        return [lat for end, lat in self.samples if end >= t0 and end - lat <= t1]
+
+    def stop(self):
+        self.stop_flag.set()
+        self.join(timeout=35)
+
+
+def rss_settled(pid, quiet_s=3.0, limit_s=60.0):
+    """Waits until VmRSS has not fallen by more than 1 MiB for quiet_s (or limit_s passed)."""
+    start = last_change = time.monotonic()
+    last = RB.proc_status_kb(pid, "VmRSS")
+    while time.monotonic() - last_change < quiet_s and time.monotonic() - start < limit_s:
+        time.sleep(0.25)
+        now = RB.proc_status_kb(pid, "VmRSS")
+        if last - now > 1024:
+            last, last_change = now, time.monotonic()
+    return time.monotonic() - start
+
+
+def one_binary(bench, a, name, binary):
+    pp = bench.start_politeproxy(name, config("10m"), binary)
+    res = {"binary": binary}
+    probe = None
+    try:
+        probe = Probe(pp.port, bench.nginx_port)
+        probe.start()
+        time.sleep(1.0)
+        base_rss = RB.proc_status_kb(pp.pid, "VmRSS")
+        t0 = time.monotonic()
+        w = bench.run_wrk("http://127.0.0.1:%d/" % pp.port, 64, 3600, "hosts.lua",
+                          ["once", bench.nginx_port, "/1k", a.hosts, 1, 1024, "m"], until=RB.wrk_threads_done())
+        res["load_seconds"] = time.monotonic() - t0
+        if w.get("error"):
+            raise RuntimeError("load: %s" % w["error"])
+        time.sleep(1.0)
+        loaded_rss = RB.proc_status_kb(pp.pid, "VmRSS")
+        res.update(base_rss_kb=base_rss, loaded_rss_kb=loaded_rss,
+                   bytes_per_host=(loaded_rss - base_rss) * 1024.0 / a.hosts)
+
+        RB.reset_peak_rss(pp.pid)
+        s0 = time.monotonic()
+        tracked = RB.metric_sum(bench.metrics(pp), "politeproxy_hosts_tracked")
+        s1 = time.monotonic()
+        res.update(scrape_seconds=s1 - s0, scrape_peak_rss_kb=RB.proc_status_kb(pp.pid, "VmHWM"),
+                   tracked=tracked, scrape_probe_max_ms=1000 * max(probe.between(s0, s1) or [0]))
+        if tracked < a.hosts:
+            raise RuntimeError("only %d hosts tracked after the load of %d" % (tracked, a.hosts))
+
+        time.sleep(1.0)
+        before = probe.between(time.monotonic() - 2.0, time.monotonic())
+        with open(pp.config, "w") as f:
+            f.write(config("5s"))
+        os.kill(pp.pid, signal.SIGHUP)
+        h = time.monotonic()
+        time.sleep(6.0)  # the TTL, then the next housekeeping tick
+        res["evict_seconds"] = 6.0 + rss_settled(pp.pid)
+        after = probe.between(h, time.monotonic())
+        probe.stop()
+        if probe.error:
+            raise RuntimeError(probe.error)
+        res.update(after_rss_kb=RB.proc_status_kb(pp.pid, "VmRSS"),
+                   probe_p50_ms=1000 * statistics.median(before), probe_max_before_ms=1000 * max(before),
+                   probe_max_evicting_ms=1000 * max(after), probe_requests_evicting=len(after))
+        res["tracked_after"] = RB.metric_sum(bench.metrics(pp), "politeproxy_hosts_tracked")
+        if res["tracked_after"] > 1:
+            raise RuntimeError("%d hosts still tracked after eviction" % res["tracked_after"])
+    finally:
+        if probe and probe.is_alive():
+            probe.stop()
+        bench.procs.stop(pp)
+    RB.log("%s: %.0f B/host (RSS %d -> %d KiB), scrape %.2f s (peak %d KiB, probe max %.1f ms), eviction: probe "
+           "p50 %.2f ms, max %.1f ms before, max %.1f ms while evicting (%d requests), RSS after %d KiB" % (
+               name, res["bytes_per_host"], res["base_rss_kb"], res["loaded_rss_kb"], res["scrape_seconds"],
+               res["scrape_peak_rss_kb"], res["scrape_probe_max_ms"], res["probe_p50_ms"],
+               res["probe_max_before_ms"], res["probe_max_evicting_ms"], res["probe_requests_evicting"],
+               res["after_rss_kb"]))
+    return res
+
+
+def report(a, results, elapsed, failures):
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    lines = ["# politeproxy host scale (%s)" % stamp, "",
+             "%d hosts seen once each (64 connections), one worker on core 1; a probe on one keep-alive "
+             "connection throughout. %.0f s in all." % (a.hosts, elapsed), "",
+             "| binary | B per host | RSS loaded | scrape s | scrape peak RSS | probe max in scrape | probe p50 | "
+             "probe max before | probe max evicting | RSS after |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        lines.append("| %s | %.0f | %.0f MiB | %.2f | %.0f MiB | %.1f ms | %.2f ms | %.1f ms | **%.1f ms** | %.0f MiB |" % (
+            name, r["bytes_per_host"], r["loaded_rss_kb"] / 1024, r["scrape_seconds"], r["scrape_peak_rss_kb"] / 1024,
+            r["scrape_probe_max_ms"], r["probe_p50_ms"], r["probe_max_before_ms"], r["probe_max_evicting_ms"],
+            r["after_rss_kb"] / 1024))
+    if failures:
+        lines += ["", "Failures:"] + ["- " + f for f in failures]
+    text = "\n".join(lines) + "\n"
+    out = a.out or "/tmp/politeproxy-host-scale-%s.md" % stamp
+    with open(out, "w") as f:
+        f.write(text)
+    print(text + "\nwritten to " + out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hosts", type=int, default=1000000)
+    ap.add_argument("--binary", default=os.path.join(RB.REPO, "build", "politeproxy"))
+    ap.add_argument("--base-binary", default=None, help="another politeproxy, measured in the same run")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    a.scenarios, a.polite_delay = [], 0.1  # what Bench.start_nginx reads
+    for tool in ("wrk", "nginx"):
+        if not shutil.which(tool):
+            sys.exit("%s not found (scripts/install-deps.sh --bench)" % tool)
+    os.sched_setaffinity(0, {RB.plan.LOAD_CPU})
+    workdir = tempfile.mkdtemp(prefix="pp-host-scale-")
+    os.chmod(workdir, 0o755)
+    bench = RB.Bench(a, workdir)
+    signal.signal(signal.SIGTERM, lambda signo, _f: (_ for _ in ()).throw(RB.Interrupted("signal %d" % signo)))
+    results, started = {}, time.monotonic()
+    try:
+        bench.start_nginx()
+        binaries = [("new", a.binary)] + ([("base", a.base_binary)] if a.base_binary else [])
+        for name, binary in binaries:
+            try:
+                results[name] = one_binary(bench, a, name, binary)
+            except RuntimeError as e:
+                bench.fail(name, str(e))
+    except (KeyboardInterrupt, RB.Interrupted) as e:
+        bench.fail("benchmark", "interrupted (%s)" % (e or "Ctrl-C"))
+    except Exception as e:
+        traceback.print_exc()
+        bench.fail("benchmark", "%s: %s" % (type(e).__name__, e))
+    finally:
+        bench.procs.stop_all()
+    report(a, results, time.monotonic() - started, bench.failures)
+    shutil.rmtree(workdir, ignore_errors=True) if not bench.failures else print("kept " + workdir)
+    return 1 if bench.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
