@@ -44,8 +44,8 @@ std::shared_ptr<host_entry> host_table::find(shard& s, const std::string& key) c
 
 void host_table::insert(shard& s, std::shared_ptr<host_entry> entry) {
     entry->shard = static_cast<std::size_t>(&s - shards_.data());
-    std::string key = entry->key;
-    s.entries.emplace(std::move(key), std::move(entry));
+    const std::string_view key = entry->key;
+    s.entries.emplace(key, std::move(entry));
 }
 
 std::size_t host_table::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
@@ -63,17 +63,17 @@ std::size_t host_table::evict_idle_some(eviction_cursor& at, std::size_t buckets
         std::lock_guard lock(s.mutex);
         const std::size_t count = s.entries.bucket_count();
         const std::size_t end = at.bucket + std::min(buckets, count - std::min(at.bucket, count));
-        std::vector<const std::string*> idle;
+        std::vector<std::string_view> idle;
         for (std::size_t b = at.bucket; b < end; ++b)
             for (auto it = s.entries.begin(b); it != s.entries.end(b); ++it) {
                 const host_entry& e = *it->second;
                 if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) continue;
                 if (!e.h2_sessions.empty()) continue;  // its stream ceiling lasts as long as its sessions
-                if (on_evicted) on_evicted(it->first, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
-                idle.push_back(&it->first);
+                if (on_evicted) on_evicted(e.key, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
+                idle.push_back(it->first);
             }
         gone.reserve(idle.size());
-        for (const std::string* key : idle) gone.push_back(s.entries.extract(*key));
+        for (const std::string_view key : idle) gone.push_back(s.entries.extract(key));
         at.bucket = end;
         if (end >= count) at = {at.shard + 1, 0};
     }

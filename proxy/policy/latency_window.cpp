@@ -9,6 +9,12 @@ namespace politeproxy {
 void latency_window::add(clock::duration latency) {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(latency).count();
     const auto sample = static_cast<std::uint32_t>(std::clamp<long long>(us, 1, std::numeric_limits<std::uint32_t>::max()));
+    if (ring_.size() < size) {  // filling: nothing is replaced
+        ring_.push_back(sample);
+        p95_us_ = 0;
+        ++count_;
+        return;
+    }
     auto& slot = ring_[count_ % size];
     // In a full window, replacing a value below p95 by another below it (or above by
     // above) leaves p95 where it was: most samples do, and skip the nth_element.
@@ -21,6 +27,7 @@ void latency_window::add(clock::duration latency) {
 }
 
 void latency_window::clear() {
+    ring_.clear();
     count_ = 0;
     p95_us_ = 0;
 }
@@ -29,7 +36,8 @@ std::optional<clock::duration> latency_window::p95() const {
     const std::size_t n = held();
     if (n == 0) return std::nullopt;
     if (p95_us_ == 0) {
-        std::array<std::uint32_t, size> copy = ring_;
+        std::array<std::uint32_t, size> copy;
+        std::copy(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(n), copy.begin());
         const std::size_t k = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(n))) - 1;
         std::nth_element(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(k),
                          copy.begin() + static_cast<std::ptrdiff_t>(n));

@@ -20,6 +20,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -136,7 +137,8 @@ class host_table {
 public:
     struct shard {
         mutable std::mutex mutex;
-        std::unordered_map<std::string, std::shared_ptr<host_entry>> entries;
+        /// Keyed by a view of the entry's own key (it lives as long as the entry): one copy per host.
+        std::unordered_map<std::string_view, std::shared_ptr<host_entry>> entries;
         std::minstd_rand random;  ///< backoff jitter
     };
     static constexpr std::size_t shard_count = 16;

@@ -3,8 +3,8 @@
 #include "politeproxy/policy/gate.hpp"
 
 #include <cstddef>
-#include <deque>
 #include <optional>
+#include <vector>
 
 namespace politeproxy {
 
@@ -83,7 +83,7 @@ public:
     clock::time_point heard_at() const { return heard_at_; }
 
 private:
-    std::deque<gate::waiter*> line_;
+    std::vector<gate::waiter*> line_;  ///< short (at most the local limit); no allocation while empty, unlike a deque
     clock::duration backoff_ = poll_initial;  ///< the current head's
     std::size_t leased_ = 0;
     std::optional<std::size_t> held_;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace politeproxy {
 
@@ -16,7 +17,8 @@ struct latency_mean {
 };
 
 /// The last `size` latencies (time to response headers), as a ring of microseconds, and
-/// their exact p95.
+/// their exact p95. The ring grows with its samples up to `size`: a host seen once holds
+/// one (a million idle hosts, see tests/bench/host_scale_bench.py).
 ///
 /// p95 is recomputed (nth_element on a copy of 64 values) only when a new sample and the
 /// one it replaces lie on different sides of it; otherwise it cannot have moved. Sans-io,
@@ -37,7 +39,7 @@ public:
 private:
     std::size_t held() const { return count_ < size ? count_ : size; }
 
-    std::array<std::uint32_t, size> ring_{};
+    std::vector<std::uint32_t> ring_;  ///< min(count_, size) samples
     std::uint32_t count_ = 0;
     mutable std::uint32_t p95_us_ = 0;  ///< 0: not computed yet
 };
