@@ -43,7 +43,8 @@ std::shared_ptr<host_entry> host_table::find(shard& s, const std::string& key) c
 }
 
 void host_table::insert(shard& s, std::shared_ptr<host_entry> entry) {
-    entry->shard = static_cast<std::size_t>(&s - shards_.data());
+    static_assert(shard_count <= 256, "host_entry::shard is one byte");
+    entry->shard = static_cast<std::uint8_t>(&s - shards_.data());
     const std::string_view key = entry->key;
     s.entries.emplace(key, std::move(entry));
 }

@@ -96,9 +96,9 @@ void gate::release(client_account* client) {
 }
 
 void gate::take_client_news(client_news& out) {
-    std::swap(out, news_);
-    news_.capped.clear();
-    news_.freed.clear();
+    out.capped.clear();
+    out.freed.clear();
+    if (news_) std::swap(out, *news_);
 }
 
 void gate::depart(waiter& w, std::vector<waiter*>& woken) {
@@ -129,7 +129,7 @@ void gate::advance(clock::time_point now, std::vector<waiter*>& woken) {
         if (w.client && !w.client->try_take_slot()) {
             // Its client is at max_in_flight: the slot goes to the next client's turn.
             slot_queue_.set_aside_next();
-            news_.capped.push_back(w.client);
+            news().capped.push_back(w.client);
             continue;
         }
         slot_queue_.pop_next();

@@ -45,7 +45,6 @@ struct host_entry : std::enable_shared_from_this<host_entry> {
     std::array<std::uint64_t, outcome_count> outcomes{};
     std::array<std::uint64_t, limit_change_count> limit_changes{};
     clock::time_point last_used;
-    std::size_t shard = 0;
     /// The HTTP/2 sessions open to its origins (one host key may have several: http and
     /// https, a session per worker), each with its SETTINGS_MAX_CONCURRENT_STREAMS (none:
     /// no limit). An origin's ceiling lasts as long as its sessions.
@@ -53,11 +52,12 @@ struct host_entry : std::enable_shared_from_this<host_entry> {
     /// The lowest of those ceilings: the gate's limit never exceeds it.
     std::optional<std::size_t> stream_ceiling;
     bool h2 = false;  ///< its requests go over HTTP/2 (a session to one of its origins is open)
+    bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
+    std::uint8_t shard = 0;    ///< its shard of the host table (the small fields sit together: a million hosts)
     /// groups.domain: the gate of its registrable domain (null: no cap, or observe-only).
     std::shared_ptr<group_gate> domain_group;
     std::string domain_group_key;  ///< that domain
     std::optional<double> robots_rate;  ///< robots.txt's Crawl-delay allows at most this rate
-    bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
     /// Its live override (the admin API's; its policy has it on top), and the pause it sets.
     std::shared_ptr<const live_override> api_override;
     clock::time_point api_pause_until{};

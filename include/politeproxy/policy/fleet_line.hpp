@@ -3,6 +3,7 @@
 #include "politeproxy/policy/gate.hpp"
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -43,16 +44,17 @@ public:
         bool withdraw = false;         ///< nobody is left asking: take the host out of the store's queue
     };
 
-    void join(gate::waiter& w) { line_.push_back(&w); }
+    void join(gate::waiter& w) { state().line.push_back(&w); }
     departure leave(gate::waiter& w, bool granted);
-    bool empty() const { return line_.empty(); }
-    std::size_t size() const { return line_.size(); }
-    bool is_head(const gate::waiter& w) const { return !line_.empty() && line_.front() == &w; }
-    gate::waiter* head() const { return line_.empty() ? nullptr : line_.front(); }
+    bool empty() const { return !s_ || s_->line.empty(); }
+    std::size_t size() const { return s_ ? s_->line.size() : 0; }
+    bool is_head(const gate::waiter& w) const { return head() == &w; }
+    gate::waiter* head() const { return empty() ? nullptr : s_->line.front(); }
     /// Every waiter, head first (the store came or went: each looks again).
     template <class F>
     void for_each(F&& f) const {
-        for (gate::waiter* w : line_) f(*w);
+        if (s_)
+            for (gate::waiter* w : s_->line) f(*w);
     }
 
     /// The store answered an ask for this host at `now` (the head's, or one made at once
@@ -63,34 +65,45 @@ public:
     /// The store's count of the host's leases, heard at `now` (a renewal's answer).
     void heard_held(std::size_t held, clock::time_point now);
     /// A lease taken without asking (the store unreachable: asserted when it is back).
-    void leased_unasked() { ++leased_; }
+    void leased_unasked() { ++state().leased; }
     /// One of this process's leases went back.
     void returned();
 
     /// The store's node for this host is reachable (`up`) or not, as of `now`: a loss
     /// starts the hold (fleet_share), which runs lease_ttl from it.
     void store_reach(bool up, clock::time_point now) {
-        if (!up && !down_) lost_at_ = now;
-        down_ = !up;
+        if (up && !s_) return;  // nothing to remember
+        if (!up && !state().down) s_->lost_at = now;
+        state().down = !up;
     }
-    bool store_down() const { return down_; }
+    bool store_down() const { return s_ && s_->down; }
     /// When the store was last lost for this host, if ever.
-    std::optional<clock::time_point> lost_at() const { return lost_at_; }
+    std::optional<clock::time_point> lost_at() const { return s_ ? s_->lost_at : std::nullopt; }
 
-    std::size_t leased() const { return leased_; }  ///< this process's requests holding a lease
-    std::optional<std::size_t> held() const { return held_; }  ///< fleet-wide, as last heard
-    std::size_t others() const { return others_; }  ///< other processes' leases, as last heard
-    clock::time_point heard_at() const { return heard_at_; }
+    std::size_t leased() const { return s_ ? s_->leased : 0; }  ///< this process's requests holding a lease
+    std::optional<std::size_t> held() const { return s_ ? s_->held : std::nullopt; }  ///< fleet-wide, as last heard
+    std::size_t others() const { return s_ ? s_->others : 0; }  ///< other processes' leases, as last heard
+    clock::time_point heard_at() const { return s_ ? s_->heard_at : clock::time_point{}; }
 
 private:
-    std::vector<gate::waiter*> line_;  ///< short (at most the local limit); no allocation while empty, unlike a deque
-    clock::duration backoff_ = poll_initial;  ///< the current head's
-    std::size_t leased_ = 0;
-    std::optional<std::size_t> held_;
-    std::size_t others_ = 0;
-    clock::time_point heard_at_{};
-    bool down_ = false;
-    std::optional<clock::time_point> lost_at_;
+    // Made at the line's first event: a host of a process without a fleet (or one never
+    // asked for) holds a null pointer, not 96 bytes (a million idle hosts).
+    struct line_state {
+        std::vector<gate::waiter*> line;  ///< short (at most the local limit)
+        clock::duration backoff = poll_initial;  ///< the current head's
+        std::size_t leased = 0;
+        std::optional<std::size_t> held;
+        std::size_t others = 0;
+        clock::time_point heard_at{};
+        bool down = false;
+        std::optional<clock::time_point> lost_at;
+    };
+    line_state& state() {
+        if (!s_) s_ = std::make_unique<line_state>();
+        return *s_;
+    }
+
+    std::unique_ptr<line_state> s_;
 };
 
 }  // namespace politeproxy

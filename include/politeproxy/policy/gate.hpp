@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace politeproxy {
@@ -151,7 +152,7 @@ public:
         std::vector<client_account*> freed;
         bool empty() const { return capped.empty() && freed.empty(); }
     };
-    bool has_client_news() const { return !news_.empty(); }
+    bool has_client_news() const { return news_ && !news_->empty(); }
     /// Moves the news into `out` (what `out` held is dropped).
     void take_client_news(client_news& out);
 
@@ -176,7 +177,7 @@ private:
     void advance_observing(clock::time_point now, std::vector<waiter*>& woken);
     /// `client` (null: none) gives back its slot; noted when it was at its cap.
     void unhold(client_account* client) {
-        if (client && client->unhold()) news_.freed.push_back(client);
+        if (client && client->unhold()) news().freed.push_back(client);
     }
 
     using waiter_list = boost::intrusive::list<waiter>;
@@ -189,7 +190,11 @@ private:
     fair_queue slot_queue_;
     waiter_list group_line_;  ///< holding a slot, taking group slots
     waiter_list token_line_;
-    client_news news_;
+    std::unique_ptr<client_news> news_;  ///< made at the first news: most gates never have any
+    client_news& news() {
+        if (!news_) news_ = std::make_unique<client_news>();
+        return *news_;
+    }
 };
 
 }  // namespace politeproxy
