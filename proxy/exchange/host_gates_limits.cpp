@@ -6,6 +6,8 @@
 #include "politeproxy/fleet/fleet_client.hpp"
 #include "politeproxy/policy/public_suffixes.hpp"
 
+#include <limits>
+
 namespace politeproxy {
 using namespace gates_detail;
 
@@ -62,6 +64,11 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
 }
 
 void host_gates::set_config(std::shared_ptr<const config> cfg) {
+    begin_config(std::move(cfg));
+    for (host_table::pass_cursor at; !at.done();) reapply_config(at, std::numeric_limits<std::size_t>::max());
+}
+
+void host_gates::begin_config(std::shared_ptr<const config> cfg) {
     {
         std::lock_guard lock(config_mutex_);
         config_ = cfg;
@@ -79,8 +86,12 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
         groups_.set_caps(cfg->groups, granted);
         wake.add(granted);  // under the lock, as in leave_groups
     }
+}
+
+void host_gates::reapply_config(host_table::pass_cursor& at, std::size_t buckets) {
+    const auto cfg = current_config();
     const auto today = utc_today();
-    for_each_entry_reapplying([&](host_entry& e, clock::time_point now, wakeups&) {
+    for_some_entries_reapplying(at, buckets, [&](host_entry& e, clock::time_point now, wakeups&) {
         e.override_entry = cfg->override_for(e.key, today);
         replace_policy_locked(e, policy_with(cfg, e.override_entry, e.api_override.get()), now);
         if (!cfg->robots.honor) e.robots_rate.reset();
@@ -91,12 +102,12 @@ void host_gates::set_config(std::shared_ptr<const config> cfg) {
 std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted,
                                    const client_book::evicted_fn& on_client_evicted) {
     std::size_t evicted = 0;
-    for (host_table::eviction_cursor at; !at.done();)
+    for (host_table::pass_cursor at; !at.done();)
         evicted += evict_idle(at, now, idle_for, on_evicted, on_client_evicted);
     return evicted;
 }
 
-std::size_t host_gates::evict_idle(host_table::eviction_cursor& at, clock::time_point now, clock::duration idle_for,
+std::size_t host_gates::evict_idle(host_table::pass_cursor& at, clock::time_point now, clock::duration idle_for,
                                    const evicted_fn& on_evicted, const client_book::evicted_fn& on_client_evicted,
                                    std::size_t buckets) {
     const std::size_t evicted = table_.evict_idle_some(at, buckets, now, idle_for, on_evicted);

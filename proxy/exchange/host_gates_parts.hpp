@@ -65,6 +65,22 @@ inline clock::duration retry_after_hint(const host_entry& e, clock::time_point n
 }  // namespace gates_detail
 
 template <class F>
+void host_gates::for_some_entries_reapplying(host_table::pass_cursor& at, std::size_t buckets, F&& f) {
+    auto& s = table_.at(at.shard);
+    gates_detail::wakeups wake;  // poked once the lock is let go
+    std::lock_guard lock(s.mutex);
+    const auto now = time_.now();
+    const auto [first, end] = host_table::take_slice(s, at, buckets);
+    for (std::size_t b = first; b < end; ++b)
+        for (auto it = s.entries.begin(b); it != s.entries.end(b); ++it) {
+            host_entry& e = *it->second;
+            f(e, now, wake);
+            apply_health(e, now);
+            wake.run_gate(e, now);
+        }
+}
+
+template <class F>
 void host_gates::for_each_entry_reapplying(F&& f) {
     for (auto& s : table_.shards()) {
         gates_detail::wakeups wake;  // poked once the lock is let go

@@ -51,21 +51,20 @@ void host_table::insert(shard& s, std::shared_ptr<host_entry> entry) {
 
 std::size_t host_table::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
     std::size_t evicted = 0;
-    for (eviction_cursor at; !at.done();)
+    for (pass_cursor at; !at.done();)
         evicted += evict_idle_some(at, std::numeric_limits<std::size_t>::max(), now, idle_for, on_evicted);
     return evicted;
 }
 
-std::size_t host_table::evict_idle_some(eviction_cursor& at, std::size_t buckets, clock::time_point now,
+std::size_t host_table::evict_idle_some(pass_cursor& at, std::size_t buckets, clock::time_point now,
                                         clock::duration idle_for, const evicted_fn& on_evicted) {
     shard& s = shards_[at.shard];
     std::vector<decltype(s.entries)::node_type> gone;  // destroyed after the lock, in this order
     {
         std::lock_guard lock(s.mutex);
-        const std::size_t count = s.entries.bucket_count();
-        const std::size_t end = at.bucket + std::min(buckets, count - std::min(at.bucket, count));
+        const auto [first, end] = take_slice(s, at, buckets);
         std::vector<std::string_view> idle;
-        for (std::size_t b = at.bucket; b < end; ++b)
+        for (std::size_t b = first; b < end; ++b)
             for (auto it = s.entries.begin(b); it != s.entries.end(b); ++it) {
                 const host_entry& e = *it->second;
                 if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) continue;
@@ -75,10 +74,16 @@ std::size_t host_table::evict_idle_some(eviction_cursor& at, std::size_t buckets
             }
         gone.reserve(idle.size());
         for (const std::string_view key : idle) gone.push_back(s.entries.extract(key));
-        at.bucket = end;
-        if (end >= count) at = {at.shard + 1, 0};
     }
     return gone.size();
+}
+
+std::pair<std::size_t, std::size_t> host_table::take_slice(const shard& s, pass_cursor& at, std::size_t buckets) {
+    const std::size_t count = s.entries.bucket_count();
+    const std::size_t first = std::min(at.bucket, count);
+    const std::size_t end = first + std::min(buckets, count - first);
+    at = end >= count ? pass_cursor{at.shard + 1, 0} : pass_cursor{at.shard, end};
+    return {first, end};
 }
 
 std::size_t host_table::size() const {

@@ -291,7 +291,7 @@ int proxy_server::run() {
                 // In slices, the loop serving between them: a million idle hosts never stall it long.
                 const auto idle_for = gates.current_config()->limits.host_idle_ttl;
                 std::size_t evicted = 0;
-                for (host_table::eviction_cursor at; !at.done();) {
+                for (host_table::pass_cursor at; !at.done();) {
                     evicted += gates.evict_idle(
                         at, now, idle_for,
                         [&rendered](const std::string& key, const host_counts& final) { rendered.host_evicted(key, final); },
@@ -317,7 +317,15 @@ int proxy_server::run() {
             auto loaded = co_await off_thread(config_loader, std::move(read), clock::now() + reload_read_timeout);
             if (!loaded) loaded.emplace(boost::system::in_place_error, config_path_ + ": not read within " +
                                                                            std::to_string(reload_read_timeout.count()) + " s");
-            apply_reload(gates, parents, m, std::move(*loaded));
+            if (!apply_reload(gates, parents, m, std::move(*loaded))) continue;
+            // The tracked hosts take their new limits in slices, the loop serving between them.
+            for (host_table::pass_cursor at; !at.done();) {
+                gates.reapply_config(at);
+                co_await asio::post(control, asio::deferred);
+            }
+            m.config_reload(true);
+            log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen, workers, fleet, dns "
+                                                  "and tls other than tls.intercept_exclude apply at restart)");
         }
     }, asio::detached);
 
@@ -376,11 +384,11 @@ int proxy_server::run() {
     return 0;
 }
 
-void proxy_server::apply_reload(host_gates& gates, parent_set& parents, metrics& m, loaded<config> loaded) {
+bool proxy_server::apply_reload(host_gates& gates, parent_set& parents, metrics& m, loaded<config> loaded) {
     if (!loaded) {
         m.config_reload(false);
         log_.write(log_level::error, "config", "reload rejected, keeping the running config: " + loaded.error());
-        return;
+        return false;
     }
     // Addresses, threads and TLS (the CA, the origin trust store, the leaf cache were made
     // from them at start) stay as they run; the rest applies now, tls.intercept_exclude too.
@@ -392,7 +400,7 @@ void proxy_server::apply_reload(host_gates& gates, parent_set& parents, metrics&
     if (const auto open = open_proxy_error(*loaded)) {
         m.config_reload(false);
         log_.write(log_level::error, "config", "reload rejected, keeping the running config: " + *open);
-        return;
+        return false;
     }
     if (loaded->fleet != running->fleet)
         log_.write(log_level::warn, "config", "fleet changed: that applies at restart, the running fleet settings stay until then");
@@ -405,13 +413,11 @@ void proxy_server::apply_reload(host_gates& gates, parent_set& parents, metrics&
     const bool tls_waits = tls != loaded->tls;
     loaded->tls = std::move(tls);
     parents.update(*loaded);  // requests in flight keep the parents they hold
-    gates.set_config(std::make_shared<const config>(std::move(*loaded)));
-    m.config_reload(true);
-    log_.write(log_level::info, "config", "reloaded " + config_path_ + " (listen, admin_listen, workers, fleet, dns and tls "
-                                          "other than tls.intercept_exclude apply at restart)");
+    gates.begin_config(std::make_shared<const config>(std::move(*loaded)));  // the caller reapplies it to the hosts
     if (tls_waits)
         log_.write(log_level::warn, "config", "tls changed beyond tls.intercept_exclude: that applies at restart, "
                                               "the running tls settings stay until then");
+    return true;
 }
 
 }  // namespace politeproxy

@@ -117,6 +117,12 @@ public:
     /// A reload: new requests use `cfg`; tracked hosts take their new limits at once,
     /// keeping their in-flight counts and parked requests.
     void set_config(std::shared_ptr<const config> cfg);
+    /// The same in slices: begin_config applies the config (and the groups' and clients'
+    /// settings) at once, reapply_config the tracked hosts' new limits a slice of `buckets`
+    /// buckets of one shard at a time; call it until `at.done()`, letting the loop serve
+    /// between slices (a million hosts take most of a second).
+    void begin_config(std::shared_ptr<const config> cfg);
+    void reapply_config(host_table::pass_cursor& at, std::size_t buckets = eviction_slice);
     std::shared_ptr<const config> current_config() const;
 
     /// The gate key of a request for `host_key` under `cfg`: the host key itself, with
@@ -156,7 +162,7 @@ public:
     /// forgets the idle clients and domain groups. Call until `at.done()`, letting the
     /// loop serve between calls.
     static constexpr std::size_t eviction_slice = 2048;
-    std::size_t evict_idle(host_table::eviction_cursor& at, clock::time_point now, clock::duration idle_for,
+    std::size_t evict_idle(host_table::pass_cursor& at, clock::time_point now, clock::duration idle_for,
                            const evicted_fn& on_evicted, const client_book::evicted_fn& on_client_evicted,
                            std::size_t buckets = eviction_slice);
 
@@ -241,6 +247,9 @@ private:
     /// are woken with the rest once the lock is let go (the header's locking rule).
     template <class F>
     void for_each_entry_reapplying(F&& f);
+    /// The same over one slice of a pass (host_table::take_slice).
+    template <class F>
+    void for_some_entries_reapplying(host_table::pass_cursor& at, std::size_t buckets, F&& f);
     /// `how` is counted in the host's outcomes unless the permit ended no request (`counted`).
     void release(host_entry& entry, outcome how, bool counted, std::uint64_t lease, client_state* client);
     /// A request refused without a permit (fail_closed): counted once, as rejected.

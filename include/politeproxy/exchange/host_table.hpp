@@ -158,17 +158,21 @@ public:
     /// (under the shard's lock) each one's final counts. Returns how many.
     using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted);
-    /// Where a pass of evict_idle_some stands: the shard and the bucket it goes on from.
-    struct eviction_cursor {
+    /// Where a pass in slices (evict_idle_some, host_gates::reapply_config) stands: the
+    /// shard and the bucket it goes on from.
+    struct pass_cursor {
         std::size_t shard = 0, bucket = 0;
         bool done() const { return shard == shard_count; }
     };
+    /// Under the lock of `at`'s shard: the buckets [first, second) of its next slice (at
+    /// most `buckets`), `at` moved past them (to the next shard after the last bucket).
+    static std::pair<std::size_t, std::size_t> take_slice(const shard& s, pass_cursor& at, std::size_t buckets);
     /// One slice of an eviction pass: evict_idle over at most `buckets` buckets of one
     /// shard from `at`, which moves on. The shard's lock is held for that slice only, and
     /// what it evicted is destroyed after the lock is released: a million idle hosts go
     /// in slices, between which the caller's loop serves (the table may change between
     /// slices; an entry a rehash moved past the cursor waits for the next pass).
-    std::size_t evict_idle_some(eviction_cursor& at, std::size_t buckets, clock::time_point now,
+    std::size_t evict_idle_some(pass_cursor& at, std::size_t buckets, clock::time_point now,
                                 clock::duration idle_for, const evicted_fn& on_evicted);
     /// Every entry as the metrics and status views show it; `groups`: whose lock guards
     /// the domain groups' counts.

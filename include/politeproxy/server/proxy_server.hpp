@@ -23,8 +23,9 @@ public:
     int run();
 
 private:
-    /// A reloaded config (read off the workers) replaces the running one, or is refused.
-    void apply_reload(host_gates& gates, parent_set& parents, metrics& m, loaded<config> loaded);
+    /// A reloaded config (read off the workers) replaces the running one (true: the
+    /// caller then reapplies it to the tracked hosts, host_gates::reapply_config), or is refused.
+    bool apply_reload(host_gates& gates, parent_set& parents, metrics& m, loaded<config> loaded);
 
     std::string config_path_;
     std::shared_ptr<const config> cfg_;
