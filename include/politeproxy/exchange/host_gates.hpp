@@ -161,7 +161,7 @@ public:
     /// shard's lock (host_table::evict_idle_some); the slice that ends the pass also
     /// forgets the idle clients and domain groups. Call until `at.done()`, letting the
     /// loop serve between calls.
-    static constexpr std::size_t eviction_slice = 2048;
+    static constexpr std::size_t eviction_slice = 256;  // ~200 hosts of a million: a few ms at most (host_scale_bench)
     std::size_t evict_idle(host_table::pass_cursor& at, clock::time_point now, clock::duration idle_for,
                            const evicted_fn& on_evicted, const client_book::evicted_fn& on_client_evicted,
                            std::size_t buckets = eviction_slice);
