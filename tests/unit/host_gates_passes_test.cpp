@@ -1,0 +1,71 @@
+// host_gates' passes over every tracked host in slices (eviction, a reload), each slice
+// one shard's lock over a few of its buckets: a million hosts never hold a loop long.
+// Sans-io: a manual_time, no loop.
+#include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/base/manual_time.hpp"
+#include "host_gates_testing.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+using namespace politeproxy;
+using namespace politeproxy::testing;
+using namespace std::chrono_literals;
+
+TEST_CASE("an eviction pass in slices: each holds one shard's lock over a few buckets, the pass forgets every idle gate") {
+    auto cfg = make_config("defaults: { concurrency: 1, rate: 1000, burst: 1 }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    constexpr std::size_t hosts = 20000;
+    for (std::size_t i = 0; i < hosts; ++i) CHECK(gates.try_acquire("h" + std::to_string(i) + ".test"));
+    permit kept = gates.try_acquire("busy.test");
+    REQUIRE(kept);
+    time.advance(1h);
+    std::size_t evicted = 0, slices = 0, largest = 0;
+    std::set<std::size_t> shards_seen;
+    for (host_table::pass_cursor at; !at.done(); ++slices) {
+        const std::size_t shard = at.shard;
+        const std::size_t n = gates.evict_idle(at, time.now(), 1min, {}, {}, 64);
+        CHECK((at.done() || at.shard == shard || at.shard == shard + 1));  // one shard per slice
+        shards_seen.insert(shard);
+        evicted += n;
+        largest = std::max(largest, n);
+    }
+    CHECK(evicted == hosts);
+    CHECK(gates.size() == 1);  // busy.test is kept
+    CHECK(shards_seen.size() == host_table::shard_count);
+    // 20000 hosts over 16 shards of at least 1250 buckets each, 64 buckets a slice: at
+    // least 20 slices a shard, none with more than a few hundred hosts.
+    CHECK(slices >= 20 * host_table::shard_count);
+    CHECK(largest <= 400);
+}
+
+TEST_CASE("a reload in slices: new entries take the new config at once, tracked ones as the pass reaches them") {
+    auto cfg = make_config("defaults: { concurrency: 1, rate: 1000, burst: 1 }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    constexpr std::size_t hosts = 5000;
+    for (std::size_t i = 0; i < hosts; ++i) CHECK(gates.try_acquire("h" + std::to_string(i) + ".test"));
+    const auto limits = [&] {
+        std::map<std::size_t, std::size_t> by_limit;
+        for (const auto& h : gates.snapshot(time.now())) ++by_limit[h.configured_limit];
+        return by_limit;
+    };
+    gates.begin_config(make_config("defaults: { concurrency: 3, rate: 1000, burst: 1 }\n"));
+    CHECK(gates.try_acquire("new.test"));  // made from the new config
+    CHECK(gates.snapshot(time.now()).size() == hosts + 1);
+    host_table::pass_cursor at;
+    gates.reapply_config(at, 16);
+    const auto partway = limits();
+    CHECK(partway.at(1) > hosts / 2);  // most are not reached yet
+    CHECK(partway.at(3) >= 2);         // the new entry, and those of the first slice
+    std::size_t slices = 1;
+    for (; !at.done(); ++slices) gates.reapply_config(at, 16);
+    CHECK(slices > host_table::shard_count);
+    CHECK(limits() == std::map<std::size_t, std::size_t>{{3, hosts + 1}});
+}
+
