@@ -58,6 +58,9 @@ void host_gates::set_live_override(const std::string& key, std::shared_ptr<const
     if (!found) return;  // applies when the host is next tracked (find_or_create)
     host_entry& e = *found;
     const auto now = time_.now();
+    // Its registry entry from the same config: mid-reload (reapply_config has not reached
+    // it yet) the one it holds is the old config's, which its new policy would not keep.
+    e.override_entry = cfg->override_for(key, utc_today());
     // A lower limit admits nothing new until in flight falls under it.
     replace_policy_locked(e, policy_with(cfg, e.override_entry, live.get()), now);
     take_live_locked(e, std::move(live), now);

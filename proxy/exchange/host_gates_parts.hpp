@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -82,17 +83,7 @@ void host_gates::for_some_entries_reapplying(host_table::pass_cursor& at, std::s
 
 template <class F>
 void host_gates::for_each_entry_reapplying(F&& f) {
-    for (auto& s : table_.shards()) {
-        gates_detail::wakeups wake;  // poked once the lock is let go
-        std::lock_guard lock(s.mutex);
-        const auto now = time_.now();
-        for (auto& [key, e] : s.entries) {
-            f(*e, now, wake);
-            apply_health(*e, now);
-            wake.run_gate(*e, now);
-        }
-    }
+    for (host_table::pass_cursor at; !at.done();) for_some_entries_reapplying(at, std::numeric_limits<std::size_t>::max(), f);
 }
-
 
 }  // namespace politeproxy

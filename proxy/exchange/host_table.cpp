@@ -4,7 +4,7 @@
 #include "politeproxy/exchange/group_gates.hpp"
 
 #include <algorithm>
-#include <limits>
+#include <cassert>
 
 namespace politeproxy {
 
@@ -49,17 +49,10 @@ void host_table::insert(shard& s, std::shared_ptr<host_entry> entry) {
     s.entries.emplace(key, std::move(entry));
 }
 
-std::size_t host_table::evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted) {
-    std::size_t evicted = 0;
-    for (pass_cursor at; !at.done();)
-        evicted += evict_idle_some(at, std::numeric_limits<std::size_t>::max(), now, idle_for, on_evicted);
-    return evicted;
-}
-
 std::size_t host_table::evict_idle_some(pass_cursor& at, std::size_t buckets, clock::time_point now,
                                         clock::duration idle_for, const evicted_fn& on_evicted) {
     shard& s = shards_[at.shard];
-    std::vector<decltype(s.entries)::node_type> gone;  // destroyed after the lock, in this order
+    std::vector<decltype(s.entries)::node_type> gone;  // destroyed after the lock
     {
         std::lock_guard lock(s.mutex);
         const auto [first, end] = take_slice(s, at, buckets);
@@ -79,10 +72,12 @@ std::size_t host_table::evict_idle_some(pass_cursor& at, std::size_t buckets, cl
 }
 
 std::pair<std::size_t, std::size_t> host_table::take_slice(const shard& s, pass_cursor& at, std::size_t buckets) {
+    assert(!at.done());
     const std::size_t count = s.entries.bucket_count();
-    const std::size_t first = std::min(at.bucket, count);
-    const std::size_t end = first + std::min(buckets, count - first);
-    at = end >= count ? pass_cursor{at.shard + 1, 0} : pass_cursor{at.shard, end};
+    if (at.bucket == 0 || at.buckets_at_start != count) at = {at.shard, 0, count};  // (again) from its first bucket
+    const std::size_t first = at.bucket;
+    const std::size_t end = first + std::clamp<std::size_t>(buckets, 1, count - first);
+    at = end >= count ? pass_cursor{at.shard + 1, 0, 0} : pass_cursor{at.shard, end, count};
     return {first, end};
 }
 

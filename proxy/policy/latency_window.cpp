@@ -18,8 +18,7 @@ void latency_window::add(clock::duration latency) {
     auto& slot = ring_[count_ % size];
     // In a full window, replacing a value below p95 by another below it (or above by
     // above) leaves p95 where it was: most samples do, and skip the nth_element.
-    const bool same_side =
-        count_ >= size && ((slot < p95_us_ && sample < p95_us_) || (slot > p95_us_ && sample > p95_us_));
+    const bool same_side = (slot < p95_us_ && sample < p95_us_) || (slot > p95_us_ && sample > p95_us_);
     if (!same_side) p95_us_ = 0;
     slot = sample;
     // 2^32 and 2 x size are both multiples of size: the ring goes on.

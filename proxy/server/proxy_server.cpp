@@ -283,11 +283,9 @@ int proxy_server::run() {
                 if (auto [ec] = co_await timer.async_wait(use_tuple); ec) co_return;
                 pool->sweep(clock::now());  // connection lifetimes are network time
                 const auto now = gates.time().now();
-                if (evicts) {
-                    gates.tick(now);
-                    overrides.tick(std::chrono::system_clock::now());
-                }
                 if (!evicts) continue;
+                gates.tick(now);
+                overrides.tick(std::chrono::system_clock::now());
                 // In slices, the loop serving between them: a million idle hosts never stall it long.
                 const auto idle_for = gates.current_config()->limits.host_idle_ttl;
                 std::size_t evicted = 0;

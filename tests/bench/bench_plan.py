@@ -45,8 +45,8 @@ def render(template, **values):
 
 
 # The template every benchmark of politeproxy's cost renders (pass-through, h2_bench,
-# dns_bench, kernel_ab, instructions_ab, parent_bench): limits wide open, no adaptation,
-# one worker. test_bench_configs.py holds the other templates to the same settings.
+# dns_bench, kernel_ab, instructions_ab, parent_bench, host_scale_bench): limits wide
+# open, no adaptation, one worker. test_bench_configs.py holds the other templates to the same settings.
 COST_TEMPLATE = "politeproxy-passthrough.yaml.in"
 
 

@@ -121,7 +121,7 @@ def one_binary(bench, a, name, binary):
         r0 = time.monotonic()
         os.kill(pp.pid, signal.SIGHUP)
         time.sleep(4.0)
-        res["probe_max_reload_ms"] = 1000 * max(probe.between(r0, time.monotonic()))
+        res["probe_max_reload_ms"] = 1000 * max(probe.between(r0, time.monotonic()) or [float("nan")])
         with open(pp.config, "w") as f:
             f.write(config("5s"))
         os.kill(pp.pid, signal.SIGHUP)
@@ -132,6 +132,8 @@ def one_binary(bench, a, name, binary):
         probe.stop()
         if probe.error:
             raise RuntimeError(probe.error)
+        if not before or not after:
+            raise RuntimeError("the probe answered nothing in a window (%d before, %d after)" % (len(before), len(after)))
         res.update(after_rss_kb=RB.proc_status_kb(pp.pid, "VmRSS"),
                    probe_p50_ms=1000 * statistics.median(before), probe_max_before_ms=1000 * max(before),
                    probe_max_evicting_ms=1000 * max(after), probe_requests_evicting=len(after))

@@ -132,7 +132,8 @@ struct host_counts {
 ///
 /// Locking: each shard's mutex guards its map and every entry in it (and the entry's
 /// gate); the caller takes it (`of(key).mutex`, `at(entry.shard).mutex`) around lookups
-/// and changes. size, evict_idle and snapshot take each shard's lock in turn.
+/// and changes. size and snapshot take each shard's lock in turn; a pass in slices takes
+/// one shard's for each slice.
 class host_table {
 public:
     struct shard {
@@ -154,24 +155,25 @@ public:
     void insert(shard& s, std::shared_ptr<host_entry> entry);
 
     std::size_t size() const;
-    /// Forgets entries idle (see gate::idle) for at least `idle_for`, telling `on_evicted`
-    /// (under the shard's lock) each one's final counts. Returns how many.
-    using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
-    std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted);
     /// Where a pass in slices (evict_idle_some, host_gates::reapply_config) stands: the
-    /// shard and the bucket it goes on from.
+    /// shard and the bucket it goes on from, and that shard's bucket count when its pass
+    /// began (a rehash between slices moves entries between buckets: the shard's pass
+    /// starts again, so none is missed).
     struct pass_cursor {
-        std::size_t shard = 0, bucket = 0;
+        std::size_t shard = 0, bucket = 0, buckets_at_start = 0;
         bool done() const { return shard == shard_count; }
     };
-    /// Under the lock of `at`'s shard: the buckets [first, second) of its next slice (at
-    /// most `buckets`), `at` moved past them (to the next shard after the last bucket).
+    /// Under the lock of `at`'s shard (`at` not done): the buckets [first, second) of its
+    /// next slice (at least one, at most `buckets`), `at` moved past them (to the next
+    /// shard after the last bucket).
     static std::pair<std::size_t, std::size_t> take_slice(const shard& s, pass_cursor& at, std::size_t buckets);
-    /// One slice of an eviction pass: evict_idle over at most `buckets` buckets of one
-    /// shard from `at`, which moves on. The shard's lock is held for that slice only, and
-    /// what it evicted is destroyed after the lock is released: a million idle hosts go
-    /// in slices, between which the caller's loop serves (the table may change between
-    /// slices; an entry a rehash moved past the cursor waits for the next pass).
+    /// One slice of an eviction pass: forgets the entries idle (see gate::idle) for at
+    /// least `idle_for` among at most `buckets` buckets of one shard from `at`, which
+    /// moves on, telling `on_evicted` (under the shard's lock) each one's final counts.
+    /// The shard's lock is held for that slice only, and what it evicted is destroyed
+    /// after the lock is released: a million idle hosts go in slices, between which the
+    /// caller's loop serves. Returns how many.
+    using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
     std::size_t evict_idle_some(pass_cursor& at, std::size_t buckets, clock::time_point now,
                                 clock::duration idle_for, const evicted_fn& on_evicted);
     /// Every entry as the metrics and status views show it; `groups`: whose lock guards

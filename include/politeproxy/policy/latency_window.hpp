@@ -20,7 +20,7 @@ struct latency_mean {
 /// their exact p95. The ring grows with its samples up to `size`: a host seen once holds
 /// one (a million idle hosts, see tests/bench/host_scale_bench.py).
 ///
-/// p95 is recomputed (nth_element on a copy of 64 values) only when a new sample and the
+/// p95 is recomputed (nth_element on a copy of the samples held) only when a new sample and the
 /// one it replaces lie on different sides of it; otherwise it cannot have moved. Sans-io,
 /// no locking (the owner serialises calls).
 class latency_window {
