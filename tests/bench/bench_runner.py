@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 
 import bench_plan as plan
 from bench_http import LISTEN_RE, free_port, http_get, parse_metrics
@@ -36,6 +37,20 @@ class Bench(SideBySideScenarios, PoliteproxyAloneScenarios):
         self.echo_module = False
 
     # ---- helpers -----------------------------------------------------------------------
+    def guarded(self, body):
+        """Runs body(), a benchmark's main part: Ctrl-C, Interrupted (a signal) or any other
+        exception is a failure of the run (traceback printed), and every process it started
+        is stopped afterwards, whichever way it ended."""
+        try:
+            body()
+        except (KeyboardInterrupt, Interrupted) as e:
+            self.fail("benchmark", "interrupted (%s)" % (e or "Ctrl-C"))
+        except Exception as e:
+            traceback.print_exc()
+            self.fail("benchmark", "%s: %s" % (type(e).__name__, e))
+        finally:
+            self.procs.stop_all()
+
     def fail(self, what, why):
         msg = "%s: %s" % (what, why)
         self.failures.append(msg)

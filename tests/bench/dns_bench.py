@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -147,7 +146,8 @@ def main():
     signal.signal(signal.SIGTERM, lambda signo, _f: (_ for _ in ()).throw(RB.Interrupted("signal %d" % signo)))
     runs = {b: {"lookups": [], "cached": []} for b in BINARIES}
     started = time.monotonic()
-    try:
+
+    def body():
         set_up_namespace(workdir)
         start_dnsmasq(bench, workdir, a.names)
         bench.start_nginx()
@@ -163,13 +163,7 @@ def main():
                 r = cached_run(bench, a, binaries[b])
                 runs[b]["cached"].append(r)
                 RB.log("%-6s cached : %6.0f req/s, %6.1f µs CPU per request" % (b, r["rps"], r["cpu_us"]))
-    except (KeyboardInterrupt, RB.Interrupted) as e:
-        bench.fail("benchmark", "interrupted (%s)" % (e or "Ctrl-C"))
-    except Exception as e:
-        traceback.print_exc()
-        bench.fail("benchmark", "%s: %s" % (type(e).__name__, e))
-    finally:
-        bench.procs.stop_all()
+    bench.guarded(body)
     report(a, runs, time.monotonic() - started, bench.failures)
     shutil.rmtree(workdir, ignore_errors=True) if not bench.failures else print("kept " + workdir)
     return 1 if bench.failures else 0

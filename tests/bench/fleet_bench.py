@@ -45,7 +45,6 @@ import signal
 import sys
 import tempfile
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -175,7 +174,9 @@ def main():
     started, load_start = time.monotonic(), os.getloadavg()[0]
     runs = {}
     memory = {}
-    try:
+
+    def body():
+        nonlocal runs
         bench.start_nginx()
         targets = start_targets(bench, a)
         cells = [(h, m) for h in a.hosts for m in a.modes if m in targets]
@@ -189,13 +190,7 @@ def main():
         for m, (_, store) in targets.items():
             if store:
                 memory[m] = store_memory(store)
-    except (KeyboardInterrupt, RB.Interrupted) as e:
-        bench.fail("benchmark", "interrupted (%s)" % (e or "Ctrl-C"))
-    except Exception as e:
-        traceback.print_exc()
-        bench.fail("benchmark", "%s: %s" % (type(e).__name__, e))
-    finally:
-        bench.procs.stop_all()
+    bench.guarded(body)
     report(a, runs, memory, time.monotonic() - started, load_start, bench.failures)
     if bench.failures:
         print("logs and configs kept in %s (there were failures)" % workdir)

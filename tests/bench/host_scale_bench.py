@@ -31,7 +31,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -195,7 +194,8 @@ def main():
     bench = RB.Bench(a, workdir)
     signal.signal(signal.SIGTERM, lambda signo, _f: (_ for _ in ()).throw(RB.Interrupted("signal %d" % signo)))
     results, started = {}, time.monotonic()
-    try:
+
+    def body():
         bench.start_nginx()
         binaries = [("new", a.binary)] + ([("base", a.base_binary)] if a.base_binary else [])
         for name, binary in binaries:
@@ -203,13 +203,7 @@ def main():
                 results[name] = one_binary(bench, a, name, binary)
             except RuntimeError as e:
                 bench.fail(name, str(e))
-    except (KeyboardInterrupt, RB.Interrupted) as e:
-        bench.fail("benchmark", "interrupted (%s)" % (e or "Ctrl-C"))
-    except Exception as e:
-        traceback.print_exc()
-        bench.fail("benchmark", "%s: %s" % (type(e).__name__, e))
-    finally:
-        bench.procs.stop_all()
+    bench.guarded(body)
     report(a, results, time.monotonic() - started, bench.failures)
     shutil.rmtree(workdir, ignore_errors=True) if not bench.failures else print("kept " + workdir)
     return 1 if bench.failures else 0
