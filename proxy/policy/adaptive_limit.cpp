@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace politeproxy {
 namespace {
@@ -15,10 +16,16 @@ constexpr double no_queue_within = 0.10;     // growth: the epoch's mean this cl
 constexpr std::uint32_t judge_after = 16;    // responses of an epoch before it is judged
 constexpr std::uint32_t judge_every = 8;     // ... and then every this many
 constexpr std::uint32_t grow_after = 32;     // responses of an epoch before it may grow (x2 after a failed probe)
-constexpr unsigned max_probe_backoff = 2;    // failed growth steps wait up to 2^2 intervals
+constexpr unsigned max_probe_backoff = 2;    // failed growth steps wait up to 2^3 intervals
+constexpr double level_errors = 2.0;        // adjacent levels: standard errors for a verdict
+constexpr std::uint32_t level_decide_by = 96;  // ... or the side of the midpoint after this many
 constexpr double min_rate_share = 1.0 / 64;  // halving never goes below configured / 64
 
 std::size_t ceiling(const host_policy& p) { return std::max(p.adaptive.hard_max, p.concurrency); }
+
+std::uint32_t narrow_limit(std::size_t limit) {
+    return static_cast<std::uint32_t>(std::min<std::size_t>(limit, std::numeric_limits<std::uint32_t>::max()));
+}
 
 double seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -44,13 +51,13 @@ const char* name_of(change_reason r) {
 }
 
 adaptive_limit::adaptive_limit(const host_policy& policy, clock::time_point now)
-    : policy_(&policy), limit_(policy.concurrency), rate_(policy.rate), last_step_(now) {}
+    : policy_(&policy), rate_(policy.rate), last_step_(now), limit_(narrow_limit(policy.concurrency)) {}
 
 void adaptive_limit::reconfigure(const host_policy& policy, clock::time_point now) {
     // A host that health has narrowed stays narrowed (a reload must not undo a 429);
     // one running at its configured values moves to the new ones.
     const bool narrowed = limit_ < policy_->concurrency || rate_ < policy_->rate || now < paused_until_;
-    const std::size_t limit = narrowed ? std::min(limit_, policy.concurrency) : policy.concurrency;
+    const std::size_t limit = narrowed ? std::min<std::size_t>(limit_, policy.concurrency) : policy.concurrency;
     rate_ = narrowed ? std::min(rate_, policy.rate) : policy.rate;
     policy_ = &policy;
     if (limit != limit_) set_limit(limit, change_reason::reload, now);
@@ -73,9 +80,10 @@ void adaptive_limit::set_limit(std::size_t limit, change_reason why, clock::time
     // the next one waits longer. One followed by another growth held: back to the pace.
     if (last_reason_ == change_reason::healthy) {
         if (why == change_reason::healthy) probe_backoff_ = 0;
-        else if (shrink) probe_backoff_ = std::min(probe_backoff_ + 1, max_probe_backoff);
+        else if (shrink) probe_backoff_ = static_cast<std::uint8_t>(std::min(probe_backoff_ + 1u, max_probe_backoff));
     }
-    limit_ = limit;
+    levels_.moved(limit_, limit);
+    limit_ = narrow_limit(limit);
     ++epoch_;
     current_epoch_.clear();
     last_step_ = now;
@@ -117,7 +125,7 @@ limit_change adaptive_limit::on_incident(const health_signal& s, clock::time_poi
         return limit_change::none;
     }
     if (consecutive_incidents_ > 0 && now - last_incident_ >= backoff.forgive_after) consecutive_incidents_ = 0;
-    ++consecutive_incidents_;
+    if (consecutive_incidents_ < std::numeric_limits<std::uint16_t>::max()) ++consecutive_incidents_;
     last_incident_ = now;
 
     const double doublings = std::min<double>(consecutive_incidents_ - 1, 62);
@@ -143,6 +151,7 @@ limit_change adaptive_limit::on_response(const health_signal& s, clock::time_poi
     // Only a response to a request sent at the current limit tells what that limit does.
     if (!policy_->adaptive.enabled || s.epoch != epoch_) return limit_change::none;
     current_epoch_.add(s.latency);
+    levels_.add(limit_, s.latency);
     if (!enough) return limit_change::none;
 
     const std::uint32_t n = current_epoch_.count();
@@ -156,6 +165,12 @@ limit_change adaptive_limit::on_response(const health_signal& s, clock::time_poi
 }
 
 limit_change adaptive_limit::judge_epoch(clock::time_point now) {
+    const bool on_upper = limit_ == levels_.lower() + 1;
+    const auto verdict = on_upper ? levels_.judge(level_errors, level_decide_by) : adjacent_levels::verdict::open;
+    if (verdict == adjacent_levels::verdict::queues) {
+        set_limit(limit_ - 1, change_reason::standing_queue, now);
+        return limit_change::down;
+    }
     const auto base = baseline_.seconds();
     const latency_mean mean = current_epoch_.mean();
     if (base) {
@@ -163,14 +178,17 @@ limit_change adaptive_limit::judge_epoch(clock::time_point now) {
         // queue; a level the host has held must be shown wrong beyond doubt.
         const bool on_trial = last_reason_ == change_reason::healthy && current_epoch_.count() <= 2 * grow_after;
         const double errors = on_trial ? probe_errors : queue_errors;
-        const double queued_above = *base * (1 + std::max(queue_floor, errors * mean.relative_error));
+        // One request waiting at a limit of L adds 1 / (L - 1) to the latency: the floor
+        // is three quarters of that, up to 20%.
+        const double floor = std::min(queue_floor, 0.75 / static_cast<double>(std::max(limit_ - 1u, 1u)));
+        const double queued_above = *base * (1 + std::max(floor, errors * mean.relative_error));
         if (mean.seconds > queued_above) {
             if (limit_ == 1) return limit_change::none;
             // Little's law: limit / mean is what the origin serves; at the baseline's
             // latency that is limit x base / mean requests in flight, with none queued.
-            const auto served = static_cast<std::size_t>(std::ceil(static_cast<double>(limit_) * *base / mean.seconds));
-            const std::size_t target = std::max({served, (limit_ + 1) / 2, std::size_t{1}});
-            set_limit(std::min(target, limit_ - 1), change_reason::standing_queue, now);
+            const auto served = static_cast<std::size_t>(std::floor(static_cast<double>(limit_) * *base / mean.seconds + 1e-9));
+            const std::size_t target = std::max<std::size_t>({served, (limit_ + 1u) / 2, 1});
+            set_limit(std::min<std::size_t>(target, limit_ - 1u), change_reason::standing_queue, now);
             return limit_change::down;
         }
     }

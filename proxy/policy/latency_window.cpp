@@ -53,8 +53,8 @@ void epoch_samples::add(clock::duration latency) {
     // Equal weights up to `span` samples, then exponential (West's incremental form).
     const double weight = 1.0 / std::min<double>(count_, span);
     const double delta = x - mean_;
-    mean_ += weight * delta;
-    variance_ = (1 - weight) * (variance_ + weight * delta * delta);
+    mean_ = static_cast<float>(mean_ + weight * delta);
+    variance_ = static_cast<float>((1 - weight) * (variance_ + weight * delta * delta));
 }
 
 void epoch_samples::clear() { *this = epoch_samples{}; }

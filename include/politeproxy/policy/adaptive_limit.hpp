@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/policy/adjacent_levels.hpp"
 #include "politeproxy/policy/host_policy.hpp"
 #include "politeproxy/policy/latency_baseline.hpp"
 #include "politeproxy/policy/latency_window.hpp"
@@ -58,16 +59,26 @@ const char* name_of(change_reason r);
 ///    (The median, not one response: a heavy-tailed host has a response beyond 1.5 x
 ///    p95 every hundred or so without being any slower.)
 ///  - A standing queue: after 16 responses of the epoch, and every 8 after, the mean of
-///    its responses (the last ~64 weigh most: epoch_samples) is compared with the baseline. Above it by more than max(20%, 4
-///    standard errors of that mean), the origin is queueing our requests: the limit goes
-///    to what Little's law says the origin serves without a queue, ceil(limit x
-///    baseline / mean), but never below half (Gradient2's and Envoy's 0.5 floor: one
-///    noisy window cannot take more than half) and at least one less. For the first 64
-///    responses after a growth step 2 standard errors are enough: the step is on trial.
+///    its responses (the last ~64 weigh most: epoch_samples) is compared with the
+///    baseline. Above it by more than max(20%, 4 standard errors of that mean), the
+///    origin is queueing our requests: the limit goes to what Little's law says the
+///    origin serves without a queue, limit x baseline / mean rounded down, but never below half (Gradient2's and Envoy's 0.5
+///    floor: one noisy window cannot take more than half) and at least one less; below
+///    the level that serves, the next growth step's trial finds it again. The 20% floor
+///    of that test is lower at a high limit, where one queued request adds only 1 / (L -
+///    1): three quarters of that. For the first 64 responses after a growth step 2
+///    standard errors are enough: the step is on trial.
 ///    Why proportional and not Vegas' one step per round trip: a capacity drop from 8 to
 ///    2 needs six steps of a round trip at four times the latency each; proportional
 ///    gets there in one or two. Why no headroom (Gradient2 and Envoy add sqrt(limit)):
 ///    headroom is a standing queue by design, and the point is to have none.
+///  - Adjacent levels: every growth step is also held against the level it came from
+///    (adjacent_levels): one more request in flight that waits at the origin raises
+///    the latency by (L + 1) / L, one that does not leaves it as it was. The step goes
+///    back when the ratio says "queues" (2 standard errors, or on trial the side of the
+///    midpoint once the responses can tell); it stays under that test while it holds.
+///    This sees the small queues the baseline test cannot: one request at C = 6, or at
+///    C = 4 under an exponential service time (adaptive_limit_sim_test, issue 31).
 ///  - Growth below the configured limit: one step per grow_interval, after 32 responses
 ///    of the epoch (16 at a limit of 1, where nothing of ours can queue) whose mean is
 ///    within 10% of the baseline. A step that is then shrunk was a probe that found the
@@ -88,7 +99,7 @@ const char* name_of(change_reason r);
 /// With adaptive.enabled false only incidents act (collapse, pause, rate), never latency;
 /// the limit then recovers by one per grow_interval after the pause, up to configured.
 ///
-/// Sans-io: time and randomness come in as arguments; about 400 bytes of state, all of
+/// Sans-io: time and randomness come in as arguments; 200 bytes of state (and the p95 ring), all of
 /// it plain values a fleet store could hold. Locking: none; the owner serialises calls
 /// (host_gates holds the shard lock).
 class adaptive_limit {
@@ -138,22 +149,24 @@ private:
     /// Sets the limit, starts a new epoch and remembers why.
     void set_limit(std::size_t limit, change_reason why, clock::time_point now);
 
+    // Ordered (and the small fields narrowed) for size: a million idle hosts hold one each.
     const host_policy* policy_;
-    std::size_t limit_;
     double rate_;
     clock::time_point paused_until_{};
     clock::time_point last_step_;       ///< the limit's last change (no growth right after)
     clock::time_point last_rate_step_{};
     clock::time_point last_incident_{};
     clock::time_point last_change_{};
-    unsigned consecutive_incidents_ = 0;
-    unsigned probe_backoff_ = 0;         ///< failed growth steps in a row (doubles the wait)
-    change_reason last_reason_ = change_reason::none;
     std::uint64_t epoch_ = 0;           ///< bumped whenever the limit changes
     std::uint64_t collapse_epoch_ = 0;  ///< epoch_ right after the last collapse
     latency_window recent_;             ///< every response: p95
     epoch_samples current_epoch_;       ///< responses to requests sent in epoch_
     latency_baseline baseline_;
+    std::uint32_t limit_;
+    std::uint16_t consecutive_incidents_ = 0;
+    std::uint8_t probe_backoff_ = 0;    ///< failed growth steps in a row (doubles the wait)
+    change_reason last_reason_ = change_reason::none;
+    adjacent_levels levels_;            ///< the current limit against the one below or above
 };
 
 }  // namespace politeproxy

@@ -47,7 +47,7 @@ private:
 /// The latencies of one epoch (the requests sent at one limit): their mean and its
 /// standard error, weighting the first `span` samples alike and fading older ones after
 /// that (weight 1/span each), as a window of about 2 x span - 1 responses would; and the
-/// median of the last 5. 40 bytes where a window of 64 would take 260.
+/// median of the last 5. 32 bytes where a window of 64 would take 260.
 class epoch_samples {
 public:
     static constexpr std::uint32_t span = 32;
@@ -64,8 +64,8 @@ public:
     clock::duration median() const;
 
 private:
-    double mean_ = 0;
-    double variance_ = 0;
+    float mean_ = 0;  ///< float: a million hosts hold one each (their precision is far below the noise)
+    float variance_ = 0;
     std::array<std::uint32_t, median_of> last_{};  ///< microseconds, a ring
     std::uint32_t count_ = 0;
 };
