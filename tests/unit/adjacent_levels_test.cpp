@@ -19,6 +19,17 @@ void feed(adjacent_levels& l, std::size_t level, int n, clock::duration mean, st
     }
 }
 
+// A pair reached by a jump to `lower`, `lower_n` responses there, then a growth step and
+// `upper_n` responses at lower + 1.
+adjacent_levels step_up(std::size_t lower, int lower_n, clock::duration at_lower, int upper_n, clock::duration at_upper) {
+    adjacent_levels l;
+    l.moved(lower + 4, lower);
+    feed(l, lower, lower_n, at_lower);
+    l.moved(lower, lower + 1);
+    feed(l, lower + 1, upper_n, at_upper);
+    return l;
+}
+
 }  // namespace
 
 TEST_CASE("a growth step that adds no queue is clear, one that adds one queued request is not") {
@@ -31,21 +42,13 @@ TEST_CASE("a growth step that adds no queue is clear, one that adds one queued r
     feed(l, 5, 20, 100ms);  // the same latency: nothing of ours waits
     CHECK(l.judge(2, 256) == verdict::clear);
 
-    adjacent_levels q;
-    q.moved(8, 4);
-    feed(q, 4, 40, 100ms);
-    q.moved(4, 5);
-    feed(q, 5, 20, 125ms);  // 5 / 4 of it: one request waits behind C = 4
-    CHECK(q.judge(2, 256) == verdict::queues);
+    // 5 / 4 of it: one request waits behind C = 4.
+    CHECK(step_up(4, 40, 100ms, 20, 125ms).judge(2, 256) == verdict::queues);
 }
 
 TEST_CASE("at a high limit a constant service time still tells one queued request apart") {
-    adjacent_levels l;
-    l.moved(1, 7);
-    feed(l, 7, 40, 100ms);
-    l.moved(7, 8);
-    feed(l, 8, 20, 100ms * 8 / 7);  // the baseline test's 20% floor would not see 14%
-    CHECK(l.judge(2, 256) == verdict::queues);
+    // The baseline test's 20% floor would not see 8 / 7.
+    CHECK(step_up(7, 40, 100ms, 20, 100ms * 8 / 7).judge(2, 256) == verdict::queues);
 }
 
 TEST_CASE("a noisy origin is on trial until the responses can tell; then the side of the midpoint decides") {
@@ -70,22 +73,14 @@ TEST_CASE("a noisy origin is on trial until the responses can tell; then the sid
 }
 
 TEST_CASE("a level found clear is then held to the full test: a later queue still shows") {
-    adjacent_levels l;
-    l.moved(1, 3);
-    feed(l, 3, 40, 100ms);
-    l.moved(3, 4);
-    feed(l, 4, 20, 100ms);
+    auto l = step_up(3, 40, 100ms, 20, 100ms);
     CHECK(l.judge(2, 256) == verdict::clear);
     feed(l, 4, 200, 140ms);  // capacity fell to 3 while at 4
     CHECK(l.judge(2, 256) == verdict::queues);
 }
 
 TEST_CASE("the pair follows the limit one step at a time and forgets on any other change") {
-    adjacent_levels l;
-    l.moved(8, 3);
-    feed(l, 3, 20, 100ms);
-    l.moved(3, 4);
-    feed(l, 4, 20, 100ms);
+    auto l = step_up(3, 20, 100ms, 20, 100ms);
     CHECK(l.judge(2, 256) == verdict::clear);
     l.moved(4, 5);  // up from the upper level: 4 is now the lower one, with its responses
     CHECK(l.lower() == 4);
