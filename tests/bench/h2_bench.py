@@ -15,6 +15,11 @@ is the median of --repeats interleaved runs. Ratios are against HAProxy with the
 back-end protocol. Installs nghttp2-client and nghttp2-proxy when missing.
 
   /usr/bin/python3 tests/bench/h2_bench.py --binary build/politeproxy [--requests 200000] [--repeats 3]
+  /usr/bin/python3 tests/bench/h2_bench.py --variant base=OLD/build/politeproxy --skip nghttpx   # an A/B in one run
+
+--variant NAME=BINARY adds politeproxy-NAME/h1 and /h2 (another build, or a wrapper script
+that execs one, e.g. with LD_PRELOAD) to the same interleaved run; --skip drops targets
+whose name starts with one of its comma-separated prefixes.
 """
 import argparse
 import os
@@ -100,7 +105,13 @@ def main():
     ap.add_argument("--clients", type=int, default=4, help="h2load connections")
     ap.add_argument("--streams", type=int, default=100, help="concurrent streams per connection")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=BINARY",
+                    help="another politeproxy binary in the same run (repeatable)")
+    ap.add_argument("--skip", default="", help="comma-separated target name prefixes to leave out")
     a = ap.parse_args()
+    variants = [v.split("=", 1) for v in a.variant]
+    if any(len(v) != 2 or not v[0] for v in variants):
+        ap.error("--variant takes NAME=BINARY")
     ensure_tools()
     work = tempfile.mkdtemp(prefix="h2bench-")
     log = open(os.path.join(work, "processes.log"), "wb")
@@ -130,12 +141,12 @@ http { access_log off; keepalive_requests 1000000; http2_max_concurrent_streams 
 
         # The cost benchmarks' one config (bench_plan.cost_config: limits wide open, no
         # adaptive limit), with this bench's ports and 1000 streams per client connection.
-        def politeproxy(name, h2):
+        def politeproxy(name, h2, binary=None):
             cfg = os.path.join(work, name.replace("/", "-") + ".yaml")
             port, admin = free_port(), free_port()
             with open(cfg, "w") as f:
                 f.write(politeproxy_config(port, admin, h2))
-            return [a.binary, "--config", cfg], port
+            return [binary or a.binary, "--config", cfg], port
 
         def haproxy(name, h2):
             cfg = os.path.join(work, name.replace("/", "-") + ".cfg")
@@ -169,6 +180,12 @@ backend origin
                                 ("haproxy/h1", haproxy, False), ("haproxy/h2", haproxy, True),
                                 ("nghttpx/h1", nghttpx, False), ("nghttpx/h2", nghttpx, True)):
             targets[name] = maker(name, h2)
+        for variant, binary in variants:
+            for h2 in (False, True):
+                name = "politeproxy-%s/%s" % (variant, "h2" if h2 else "h1")
+                targets[name] = politeproxy(name, h2, binary)
+        skip = tuple(p.strip() for p in a.skip.split(",") if p.strip())
+        targets = {name: t for name, t in targets.items() if not (skip and name.startswith(skip))}
 
         results = {}
         for rep in range(a.repeats):
