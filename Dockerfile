@@ -26,6 +26,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       g++ cmake ninja-build pkg-config libboost1.81-dev libboost-url1.81-dev libyaml-cpp-dev \
       prometheus-cpp-dev doctest-dev libssl-dev libnghttp2-dev libhiredis-dev libcrypt-dev libpsl-dev libc-ares-dev \
+      libgoogle-perftools-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -40,6 +41,7 @@ FROM debian:12-slim
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libyaml-cpp0.7 libboost-url1.81.0 libprometheus-cpp-core1.0 libssl3 libnghttp2-14 libhiredis0.14 libpsl5 libc-ares2 \
+      libtcmalloc-minimal4 \
       publicsuffix \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/* \

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build ccache make pkg-config
   libboost1.81-dev libboost-url1.81-dev libyaml-cpp-dev prometheus-cpp-dev doctest-dev libssl-dev libnghttp2-dev libhiredis-dev libcrypt-dev libpsl-dev publicsuffix libc-ares-dev
+  libgoogle-perftools-dev  # tcmalloc_minimal, the allocator (CMakeLists.txt POLITEPROXY_TCMALLOC)
   curl openssl python3 python3-requests python3-yaml prometheus clang
   haproxy  # test_hostile_input_{framing,heads}.py: the HTTP/1.1 differential (skipped without it)
   python3-httpx python3-aiohttp python3-scrapy  # test_intercept_clients.py: real crawlers through interception

@@ -2,6 +2,7 @@
 #include "politeproxy/tls/config_check.hpp"
 #include "politeproxy/tls/session.hpp"
 #include "politeproxy/base/executor.hpp"
+#include "politeproxy/base/free_heap.hpp"
 #include "politeproxy/base/off_thread.hpp"
 
 #include "politeproxy/admin/admin_server.hpp"
@@ -30,7 +31,6 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
-#include <malloc.h>
 #include <netinet/in.h>
 
 #include <atomic>
@@ -298,8 +298,9 @@ int proxy_server::run() {
                         });
                     co_await asio::post(ex, asio::deferred);
                 }
-                // Give freed gate memory back to the system, not only to the heap.
-                if (evicted > 0) ::malloc_trim(0);
+                // Give freed gate memory back to the system, not only to the heap: on the
+                // loader's thread, as returning one large free span can take 20 ms.
+                if (evicted > 0) asio::post(config_loader, release_free_heap);
             }
         }, asio::detached);
     }
