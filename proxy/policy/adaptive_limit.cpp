@@ -16,7 +16,7 @@ constexpr double no_queue_within = 0.10;     // growth: the epoch's mean this cl
 constexpr std::uint32_t judge_after = 16;    // responses of an epoch before it is judged
 constexpr std::uint32_t judge_every = 8;     // ... and then every this many
 constexpr std::uint32_t grow_after = 32;     // responses of an epoch before it may grow (x2 after a failed probe)
-constexpr unsigned max_probe_backoff = 2;    // failed growth steps wait up to 2^3 intervals
+constexpr unsigned max_probe_backoff = 2;    // failed growth steps wait up to 2^2 intervals
 constexpr double level_errors = 2.0;        // adjacent levels: standard errors for a verdict
 constexpr std::uint32_t level_decide_by = 96;  // ... or the side of the midpoint after this many
 constexpr double min_rate_share = 1.0 / 64;  // halving never goes below configured / 64
@@ -34,6 +34,8 @@ clock::duration from_seconds(double s) {
 }
 
 }  // namespace
+
+static_assert(sizeof(adaptive_limit) <= 200, "a million idle hosts hold one each (host_scale_bench.py)");
 
 const char* name_of(change_reason r) {
     switch (r) {
@@ -165,32 +167,35 @@ limit_change adaptive_limit::on_response(const health_signal& s, clock::time_poi
 }
 
 limit_change adaptive_limit::judge_epoch(clock::time_point now) {
-    const bool on_upper = limit_ == levels_.lower() + 1;
-    const auto verdict = on_upper ? levels_.judge(level_errors, level_decide_by) : adjacent_levels::verdict::open;
-    if (verdict == adjacent_levels::verdict::queues) {
-        set_limit(limit_ - 1, change_reason::standing_queue, now);
-        return limit_change::down;
-    }
     const auto base = baseline_.seconds();
     const latency_mean mean = current_epoch_.mean();
-    if (base) {
+    if (base && limit_ > 1) {
         // A growth step is on trial for its first responses and must show it made no
         // queue; a level the host has held must be shown wrong beyond doubt.
         const bool on_trial = last_reason_ == change_reason::healthy && current_epoch_.count() <= 2 * grow_after;
         const double errors = on_trial ? probe_errors : queue_errors;
         // One request waiting at a limit of L adds 1 / (L - 1) to the latency: the floor
         // is three quarters of that, up to 20%.
-        const double floor = std::min(queue_floor, 0.75 / static_cast<double>(std::max(limit_ - 1u, 1u)));
+        const double floor = std::min(queue_floor, 0.75 / static_cast<double>(limit_ - 1));
         const double queued_above = *base * (1 + std::max(floor, errors * mean.relative_error));
         if (mean.seconds > queued_above) {
-            if (limit_ == 1) return limit_change::none;
             // Little's law: limit / mean is what the origin serves; at the baseline's
             // latency that is limit x base / mean requests in flight, with none queued.
-            const auto served = static_cast<std::size_t>(std::floor(static_cast<double>(limit_) * *base / mean.seconds + 1e-9));
+            // (The relative epsilon: the mean is held in float.)
+            const auto served = static_cast<std::size_t>(std::floor(limit_ * *base / mean.seconds * (1 + 1e-6)));
             const std::size_t target = std::max<std::size_t>({served, (limit_ + 1u) / 2, 1});
             set_limit(std::min<std::size_t>(target, limit_ - 1u), change_reason::standing_queue, now);
             return limit_change::down;
         }
+    }
+    // A growth step against the level it came from. An open trial does not hold growth
+    // back (grow() still wants the baseline's "no queue"): waiting for every verdict
+    // makes the way back up after a capacity drop several times slower under a noisy
+    // service time (adaptive_limit_sim_test, "when capacity returns").
+    if (levels_.lower() != 0 && limit_ == levels_.lower() + 1 &&
+        levels_.judge(level_errors, level_decide_by) == adjacent_levels::verdict::queues) {
+        set_limit(limit_ - 1, change_reason::standing_queue, now);
+        return limit_change::down;
     }
     return grow(now);
 }

@@ -20,35 +20,26 @@ double adjacent_levels::spread(const level& l, std::uint16_t n) {  // the square
 }
 
 void adjacent_levels::moved(std::size_t from, std::size_t to) {
-    if (to < 1 || to >= max_level) {
-        *this = adjacent_levels{};
-        return;
-    }
-    const bool paired = lower_ != 0;
     settled_ = false;
-    if (paired && from == lower_ + 1u && to == lower_) return;  // back down within the pair: both hold
-    if (paired && from == lower_ && to == from + 1) {
-        upper_ = {};  // a new trial of the upper level: what it showed before may no longer hold
-        upper_n_ = 0;
-        return;
+    if (lower_ != 0 && to < max_level) {
+        if (from == lower_ + 1u && to == lower_) return;  // back down within the pair: the lower level holds
+        if (from == lower_ && to == from + 1) {           // a new trial of the upper level
+            upper_ = {};
+            upper_n_ = 0;
+            return;
+        }
+        if (from == lower_ + 1u && to == from + 1) {  // up from the upper level: it becomes the lower one
+            lower_level_ = upper_;
+            lower_n_ = upper_n_;
+            upper_ = {};
+            upper_n_ = 0;
+            lower_ = static_cast<std::uint16_t>(from);
+            return;
+        }
     }
-    if (paired && from == lower_ + 1u && to == from + 1) {
-        lower_level_ = upper_;  // up from the upper level: it becomes the lower one
-        lower_n_ = upper_n_;
-        upper_ = {};
-        upper_n_ = 0;
-    } else if (paired && from == lower_ && to + 1 == from) {
-        upper_ = lower_level_;  // down from the lower level: it becomes the upper one
-        upper_n_ = lower_n_;
-        lower_level_ = {};
-        lower_n_ = 0;
-    } else {
-        // Nothing to compare with: the new level, and the one above it to try later.
-        *this = adjacent_levels{};
-        lower_ = static_cast<std::uint16_t>(to);
-        return;
-    }
-    lower_ = static_cast<std::uint16_t>(std::min(from, to));
+    // Nothing to compare with: the new level, and the one above it to try later.
+    *this = adjacent_levels{};
+    if (to < max_level) lower_ = static_cast<std::uint16_t>(to);
 }
 
 void adjacent_levels::add(std::size_t level, clock::duration latency) {
@@ -60,18 +51,23 @@ void adjacent_levels::add(std::size_t level, clock::duration latency) {
 
 adjacent_levels::verdict adjacent_levels::judge(double errors, std::uint32_t decide_by) {
     constexpr std::uint16_t min_samples = 16;
+    const double most = std::max<double>(min_samples, decide_by);
     if (lower_ == 0 || lower_n_ < min_samples || upper_n_ < min_samples) return verdict::open;
     if (lower_level_.mean <= 0 || upper_.mean <= 0) return verdict::open;
+    // A level found clear and held for 4 x `decide_by` more responses is left to the
+    // baseline test: the lower level's responses grow old, and with enough of them
+    // any drift of the origin's latency would read as a queue.
+    if (settled_ && upper_n_ >= 4 * most) return verdict::clear;
     const double midpoint = 0.5 * std::log((lower_ + 1.0) / lower_);
     const double d = std::log(static_cast<double>(upper_.mean) / lower_level_.mean) - midpoint;
     const double error = std::sqrt(spread(lower_level_, lower_n_) / lower_n_ + spread(upper_, upper_n_) / upper_n_);
     if (d > errors * error) return verdict::queues;
     if (settled_) return verdict::clear;
     // On trial: once the upper level has the responses that put the midpoint one
-    // standard error from either hypothesis, the side of it decides. A level found
-    // clear is held to the full test from then on.
-    const double enough =
-        std::clamp(spread(lower_level_, lower_n_) / (midpoint * midpoint), double{min_samples}, double(decide_by));
+    // standard error from either hypothesis (cv^2 / midpoint^2, at least 16, at most
+    // `decide_by`), the side of it decides. A level found clear is held to the full
+    // test from then on.
+    const double enough = std::clamp(spread(lower_level_, lower_n_) / (midpoint * midpoint), double{min_samples}, most);
     if (d < -errors * error || (upper_n_ >= enough && d <= 0)) {
         settled_ = true;
         return verdict::clear;

@@ -55,6 +55,7 @@ constexpr auto housekeeping_period = std::chrono::seconds(1);
 constexpr auto accept_error_pause = std::chrono::milliseconds(100);
 constexpr auto drain_poll = std::chrono::milliseconds(50);
 constexpr auto reload_read_timeout = std::chrono::seconds(60);  // a config on a hung file system
+constexpr std::size_t release_heap_after = 1000;                 // evicted hosts in one pass
 // A minted leaf certificate is valid this long (and minted again a quarter before).
 constexpr auto leaf_lifetime = std::chrono::hours(24 * 30);
 
@@ -298,9 +299,10 @@ int proxy_server::run() {
                         });
                     co_await asio::post(ex, asio::deferred);
                 }
-                // Give freed gate memory back to the system, not only to the heap: on the
-                // loader's thread, as returning one large free span can take 20 ms.
-                if (evicted > 0) asio::post(config_loader, release_free_heap);
+                // Give freed gate memory back to the system, not only to the heap, after a
+                // pass that freed much: on the loader's thread, as returning one large free
+                // span can take 20 ms (a few evictions a second are left to the allocator).
+                if (evicted >= release_heap_after) asio::post(config_loader, release_free_heap);
             }
         }, asio::detached);
     }

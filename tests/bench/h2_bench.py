@@ -18,7 +18,8 @@ back-end protocol. Installs nghttp2-client and nghttp2-proxy when missing.
   /usr/bin/python3 tests/bench/h2_bench.py --variant base=OLD/build/politeproxy --skip nghttpx   # an A/B in one run
 
 --variant NAME=BINARY adds politeproxy-NAME/h1 and /h2 (another build, or a wrapper script
-that execs one, e.g. with LD_PRELOAD) to the same interleaved run; --skip drops targets
+that execs one, e.g. with LD_PRELOAD) to the same interleaved run (the other benches call
+their one such binary --base-binary; this one takes several); --skip drops targets
 whose name starts with one of its comma-separated prefixes.
 """
 import argparse

@@ -106,27 +106,35 @@ TEST_CASE("small queues: capacity that steps down and up gradually, and C = 4 wi
     // the level below (adjacent_levels) and a shrink goes to what Little's law serves.
     const auto p = polite_eight();
     const std::vector<capacity_phase> gradual{{8, 20s}, {6, 20s}, {4, 20s}, {2, 20s}, {4, 20s}, {8, 20s}};
-    std::vector<double> queue(gradual.size());
+    std::vector<double> queue(gradual.size()), goodput(gradual.size());
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
         simulated_origin origin(p, shape::constant, 100ms, seed);
         const auto rs = origin.run(gradual);
         print("gradual", rs);
-        for (std::size_t i = 0; i < rs.size(); ++i) queue[i] += rs[i].mean_waiting / 5;
+        for (std::size_t i = 0; i < rs.size(); ++i) {
+            queue[i] += rs[i].mean_waiting / 5;
+            goodput[i] += rs[i].goodput / 5;
+        }
     }
     for (std::size_t i = 0; i < gradual.size(); ++i) {
-        CAPTURE(gradual[i].workers);
+        CAPTURE(i);
         CHECK(queue[i] <= 0.3);
+        CHECK(goodput[i] >= 0.85);  // not by holding back: C is served
     }
 
-    double at_four = 0;
+    // The issue's goal, 0.5, with the mean of 10 seeds (0.49 when written: one more
+    // queued request in a seed's 40 s moves it by 0.03).
+    double at_four = 0, served_at_four = 0;
     for (std::uint64_t seed = 1; seed <= 10; ++seed) {
         simulated_origin origin(p, shape::exponential, 100ms, seed);
         const auto rs = origin.run({{8, 40s}, {4, 40s}, {8, 40s}});
         print("exponential 8-4-8", rs);
         at_four += rs[1].mean_waiting / 10;
+        served_at_four += rs[1].goodput / 10;
         CHECK(rs[1].rejected == 0);
     }
     CHECK(at_four <= 0.5);
+    CHECK(served_at_four >= 0.85);
 }
 
 TEST_CASE("an origin with steady latency never sees more than the configured level") {

@@ -79,7 +79,15 @@ TEST_CASE("a level found clear is then held to the full test: a later queue stil
     CHECK(l.judge(2, 256) == verdict::queues);
 }
 
-TEST_CASE("the pair follows the limit one step at a time and forgets on any other change") {
+TEST_CASE("a level held clear long enough is left to the baseline test") {
+    auto l = step_up(3, 40, 100ms, 20, 100ms);
+    CHECK(l.judge(2, 64) == verdict::clear);
+    feed(l, 4, 4 * 64, 100ms);
+    feed(l, 4, 100, 140ms);  // the origin drifted; its old responses at 3 cannot tell why
+    CHECK(l.judge(2, 64) == verdict::clear);
+}
+
+TEST_CASE("the pair follows growth one step at a time and starts again on any other change") {
     auto l = step_up(3, 20, 100ms, 20, 100ms);
     CHECK(l.judge(2, 256) == verdict::clear);
     l.moved(4, 5);  // up from the upper level: 4 is now the lower one, with its responses
@@ -87,15 +95,18 @@ TEST_CASE("the pair follows the limit one step at a time and forgets on any othe
     CHECK(l.upper_count() == 0);
     feed(l, 5, 20, 125ms);
     CHECK(l.judge(2, 256) == verdict::queues);
-    l.moved(5, 4);  // back down within the pair: the evidence stays
+    l.moved(5, 4);  // back down within the pair: 4's responses hold
     CHECK(l.lower() == 4);
-    CHECK(l.upper_count() == 20);
-    l.moved(4, 3);  // down from the lower level: 4 becomes the upper one
-    CHECK(l.lower() == 3);
-    CHECK(l.upper_count() == 20);
-    l.moved(3, 1);  // a collapse: nothing to compare with
-    CHECK(l.lower() == 1);
+    l.moved(4, 5);  // a new trial of 5, against them
     CHECK(l.upper_count() == 0);
+    feed(l, 5, 16, 100ms);
+    CHECK(l.judge(2, 256) == verdict::clear);
+    l.moved(5, 4);
+    l.moved(4, 3);  // down from the lower level: a new pair, nothing to compare with
+    CHECK(l.lower() == 3);
+    CHECK(l.upper_count() == 0);
+    l.moved(3, 1);  // a collapse
+    CHECK(l.lower() == 1);
     feed(l, 5, 20, 100ms);  // not a level of the pair's: ignored
     CHECK(l.upper_count() == 0);
 }

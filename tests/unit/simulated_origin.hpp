@@ -26,7 +26,6 @@ struct phase_report {
     std::uint64_t rejected = 0;     ///< 503s
     double mean_waiting = 0;        ///< time-average of the origin's queue
     double share_within_one = 0;    ///< share of time with |in flight at origin - C| <= 1
-    double mean_limit = 0;          ///< time-average of the controller's limit
     double goodput = 0;             ///< ok / (phase x min(C, configured) / mean service)
     std::optional<double> reached_within_one;  ///< seconds after the change until within 1 of C for good (>= 1 s)
 };
@@ -51,14 +50,13 @@ public:
             phase_report r;
             r.workers = phase.workers;
             const auto end = t + phase.length;
-            double waiting_area = 0, within_time = 0, limit_area = 0;
+            double waiting_area = 0, within_time = 0;
             std::optional<clock::time_point> within_since;
             depart(t);
             while (true) {
                 const auto next = events_.empty() ? end : std::min(end, events_.top().at);
                 const double dt = std::chrono::duration<double>(next - t).count();
                 waiting_area += static_cast<double>(waiting_.size()) * dt;
-                limit_area += static_cast<double>(controller_.limit()) * dt;
                 const bool within = at_origin() + 1 >= workers_ && at_origin() <= workers_ + 1;
                 if (within) {
                     within_time += dt;
@@ -79,7 +77,6 @@ public:
             const double length = std::chrono::duration<double>(phase.length).count();
             r.mean_waiting = waiting_area / length;
             r.share_within_one = within_time / length;
-            r.mean_limit = limit_area / length;
             const double level = static_cast<double>(std::min(phase.workers, policy_.concurrency));
             r.goodput = static_cast<double>(r.ok) / (length * level / std::chrono::duration<double>(mean_).count());
             reports.push_back(r);

@@ -60,25 +60,26 @@ const char* name_of(change_reason r);
 ///    p95 every hundred or so without being any slower.)
 ///  - A standing queue: after 16 responses of the epoch, and every 8 after, the mean of
 ///    its responses (the last ~64 weigh most: epoch_samples) is compared with the
-///    baseline. Above it by more than max(20%, 4 standard errors of that mean), the
-///    origin is queueing our requests: the limit goes to what Little's law says the
-///    origin serves without a queue, limit x baseline / mean rounded down, but never below half (Gradient2's and Envoy's 0.5
-///    floor: one noisy window cannot take more than half) and at least one less; below
-///    the level that serves, the next growth step's trial finds it again. The 20% floor
-///    of that test is lower at a high limit, where one queued request adds only 1 / (L -
-///    1): three quarters of that. For the first 64 responses after a growth step 2
-///    standard errors are enough: the step is on trial.
+///    baseline. Above it by more than max(floor, 4 standard errors of that mean), the
+///    origin is queueing our requests. The floor is min(20%, 0.75 / (L - 1)): one
+///    queued request at a limit of L adds 1 / (L - 1), under 20% from L = 6 on. For the
+///    first 64 responses after a growth step 2 standard errors are enough: the step is
+///    on trial. The limit goes to what Little's law says the origin serves without a
+///    queue, limit x baseline / mean rounded down, but never below half (Gradient2's and
+///    Envoy's 0.5 floor: one noisy window cannot take more than half) and at least one
+///    less; below the level that serves, the next growth step's trial finds it again.
 ///    Why proportional and not Vegas' one step per round trip: a capacity drop from 8 to
 ///    2 needs six steps of a round trip at four times the latency each; proportional
 ///    gets there in one or two. Why no headroom (Gradient2 and Envoy add sqrt(limit)):
 ///    headroom is a standing queue by design, and the point is to have none.
-///  - Adjacent levels: every growth step is also held against the level it came from
-///    (adjacent_levels): one more request in flight that waits at the origin raises
-///    the latency by (L + 1) / L, one that does not leaves it as it was. The step goes
-///    back when the ratio says "queues" (2 standard errors, or on trial the side of the
-///    midpoint once the responses can tell); it stays under that test while it holds.
-///    This sees the small queues the baseline test cannot: one request at C = 6, or at
-///    C = 4 under an exponential service time (adaptive_limit_sim_test, issue 31).
+///  - Adjacent levels: when the baseline test finds nothing, a growth step is also held
+///    against the level it came from (adjacent_levels): one more request in flight that
+///    waits at the origin raises the latency by (L + 1) / L, one that does not leaves
+///    it as it was. The step goes back (limit - 1) when the ratio says "queues": beyond
+///    2 standard errors, or on trial by the side of the midpoint after the responses
+///    adjacent_levels asks for. An open trial does not hold growth back. This sees the
+///    small queues a noisy service time hides from the baseline test (one request at C
+///    = 4 under exponential service: adaptive_limit_sim_test, issue 31).
 ///  - Growth below the configured limit: one step per grow_interval, after 32 responses
 ///    of the epoch (16 at a limit of 1, where nothing of ours can queue) whose mean is
 ///    within 10% of the baseline. A step that is then shrunk was a probe that found the
@@ -99,8 +100,8 @@ const char* name_of(change_reason r);
 /// With adaptive.enabled false only incidents act (collapse, pause, rate), never latency;
 /// the limit then recovers by one per grow_interval after the pause, up to configured.
 ///
-/// Sans-io: time and randomness come in as arguments; 200 bytes of state (and the p95 ring), all of
-/// it plain values a fleet store could hold. Locking: none; the owner serialises calls
+/// Sans-io: time and randomness come in as arguments; 200 bytes of state and the p95
+/// ring, all of it plain values a fleet store could hold. Locking: none; the owner serialises calls
 /// (host_gates holds the shard lock).
 class adaptive_limit {
 public:

@@ -12,17 +12,23 @@ namespace politeproxy {
 /// Little's law in a closed loop. With a + 1 at most the origin's capacity C, nothing of
 /// ours waits at either level: the latency is the service time at both. With a at least
 /// C, every request beyond C waits: the latency grows with the limit, by (a + 1) / a
-/// from a to a + 1. So the ratio of the two means tells the cases apart without the
-/// long no-load baseline (which a standing queue drags along, and whose 20% floor is
-/// wider than one queued request at a limit above 5). The test is on ln(ratio) against
-/// the midpoint of the two hypotheses, ln((a + 1) / a) / 2, in standard errors of the
-/// two means: `queues` above it by `errors`, `clear` below it by `errors`; when the
-/// upper level has `decide_by` responses, the side of the midpoint decides.
+/// from a to a + 1. So the ratio of the two means tells the cases apart without the long
+/// no-load baseline, which a standing queue drags along and whose noise band is wide
+/// under a noisy service time (one queued request at C = 4 adds 25%, inside 4 standard
+/// errors of 64 exponential responses). The test is on ln(ratio) against the midpoint
+/// of the two hypotheses, ln((a + 1) / a) / 2, in standard errors of the two means:
+/// `queues` above it by `errors`, `clear` below it by `errors`. Undecided, the upper
+/// level is on trial until it has the responses that put the midpoint one standard
+/// error from either hypothesis (cv^2 / midpoint^2, 16 to `decide_by`); then the side of
+/// the midpoint decides. That is wrong about one time in six, and more often at the
+/// `decide_by` cap (a clear step at L >= 5 under exponential service goes back about a
+/// quarter of the time at 96): the price of trials short enough to leave small queues.
+/// A level found clear stays under the `errors` test for 4 x `decide_by` responses.
 ///
 /// Each level's mean and variance are over every response to a request sent at it while
-/// the pair lasts (Welford, unweighted: the evidence only grows). The pair follows the
-/// limit one step at a time (a growth from a + 1 makes a + 1 the new lower level, a
-/// shrink from a the new upper level); any other change forgets both.
+/// the pair lasts (Welford, unweighted). The pair follows growth one step at a time (a
+/// growth from a + 1 makes a + 1 the new lower level; back down to a keeps a's
+/// responses); any other change starts a new pair at the new level.
 ///
 /// Sans-io, 24 bytes, no locking (the owner serialises calls).
 class adjacent_levels {
