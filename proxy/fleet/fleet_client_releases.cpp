@@ -113,7 +113,9 @@ void fleet_client::impl::flush(lane& l, bool lingered) {
         while (!b.acquires.empty()) send_acquires(l, key, b);
     std::optional<clock::time_point> next;
     if (lingered) {
-        const auto due_by = clock::now() - fleet_client::release_linger;
+        // Given back at least half a linger ago: a lease given back microseconds after
+        // the one that armed the timer rides with it, not with a command of its own.
+        const auto due_by = clock::now() - fleet_client::release_linger / 2;
         const auto parked = unpark(l, due_by);
         next = send_releases(l, due_by);
         if (parked && (!next || *parked < *next)) next = parked;
