@@ -40,7 +40,8 @@ class Bench(SideBySideScenarios, PoliteproxyAloneScenarios):
     def guarded(self, body):
         """Runs body(), a benchmark's main part: Ctrl-C, Interrupted (a signal) or any other
         exception is a failure of the run (traceback printed), and every process it started
-        is stopped afterwards, whichever way it ended."""
+        is stopped afterwards, whichever way it ended, with SIGINT and SIGTERM ignored while
+        they stop (a second Ctrl-C cannot leave one running); SIGTERM stays ignored after."""
         try:
             body()
         except (KeyboardInterrupt, Interrupted) as e:
@@ -49,7 +50,10 @@ class Bench(SideBySideScenarios, PoliteproxyAloneScenarios):
             traceback.print_exc()
             self.fail("benchmark", "%s: %s" % (type(e).__name__, e))
         finally:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             self.procs.stop_all()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def fail(self, what, why):
         msg = "%s: %s" % (what, why)

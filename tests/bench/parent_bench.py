@@ -430,19 +430,7 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
     t0 = time.monotonic()
-    try:
-        bench.run()
-    except (KeyboardInterrupt, Interrupted) as e:
-        bench.fail("benchmark", "interrupted (%s)" % (e or "Ctrl-C"))
-    except Exception as e:
-        import traceback
-        traceback.print_exc()
-        bench.fail("benchmark", "%s: %s" % (type(e).__name__, e))
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        bench.procs.stop_all()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    bench.guarded(bench.run)
     text = summarize(bench, info, a, time.monotonic() - t0)
     out = a.out or "/tmp/politeproxy-parent-bench-%s.md" % datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     with open(out, "w") as f:
