@@ -176,10 +176,14 @@ def test(t):
     results = bg.wait(20)
     bad = [r for r in results if r.error or r.status != 200]
     H.check(not bad, "%d requests to %s did not get 200: %s" % (len(bad), WIDE, bad))
-    hosts, _ = get_hosts(proxy)
-    w = hosts.get(WIDE)
+    # A client can have its last byte (and ask /hosts) before the worker that wrote it
+    # has run on to release the permit: the view settles within a moment.
+    def settled():
+        w = get_hosts(proxy)[0].get(WIDE)
+        return w if w is not None and w["in_flight"] == 0 and w["waiting"] == 0 else None
+    w = H.wait_until(settled, 1.0) or get_hosts(proxy)[0].get(WIDE)
     H.check(w is not None and w["in_flight"] == 0 and w["waiting"] == 0,
-            "/hosts %s after the requests finished: %s" % (WIDE, w))
+            "/hosts %s a second after the requests finished: %s" % (WIDE, w))
     H.log("/hosts %s after: %s" % (WIDE, json.dumps(w)))
     H.check(w["p95_seconds"] is None or 1.3 <= w["p95_seconds"] <= 3.0,
             "/hosts %s: p95_seconds %s after five 1.5 s responses"
