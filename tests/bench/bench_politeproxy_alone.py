@@ -4,7 +4,7 @@
      and the origin's exact peak in flight per host
   3  memory: RSS per tracked host (100k hosts, then idle eviction) and per parked
      request (10k requests parked in 100 queues)
-  4  the gate: build/gate_bench, ns per acquire+release at 1, 1k, 100k, 1M hosts"""
+  4  the gate: build/gate_bench, ns per acquire+release at 1, 1k, 100k, 1M hosts (and 1k used of 1M)"""
 import json
 import os
 import re
@@ -266,8 +266,9 @@ class PoliteproxyAloneScenarios:
         rows = []
         for line in p.stdout.splitlines():
             f = line.split()
-            if len(f) >= 4 and f[1].isdigit():  # layer hosts requests ns [ratio to 1k hosts]
-                rows.append({"layer": f[0], "hosts": int(f[1]), "requests": int(f[2]), "ns": float(f[3])})
+            if len(f) >= 5 and f[1].isdigit():  # layer hosts used requests ns [ratio to 1k hosts]
+                rows.append({"layer": f[0], "hosts": int(f[1]), "used": int(f[2]), "requests": int(f[3]),
+                             "ns": float(f[4])})
         self.results["gate"] = {"output": p.stdout, "rows": rows, "rc": p.returncode}
         if p.returncode != 0 or not rows:
             self.fail("gate", "gate_bench exit %d: %s" % (p.returncode, p.stdout[-300:]))

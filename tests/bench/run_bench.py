@@ -16,7 +16,7 @@ Scenarios (README.md in this directory explains each, and how to read the table)
                and the origin's exact peak in flight per host
   memory       RSS per tracked host (100k hosts, then idle eviction) and per parked
                request (10k requests parked in 100 queues)
-  gate         build/gate_bench: ns per acquire+release at 1, 1k, 100k, 1M hosts
+  gate         build/gate_bench: ns per acquire+release at 1, 1k, 100k, 1M hosts (and 1k used of 1M)
 
 The summary (markdown) is printed at the end and written to /tmp/politeproxy-bench-*.md,
 with the raw figures in a .json beside it. Exit status 0 when every run completed with
