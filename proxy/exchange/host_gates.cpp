@@ -53,7 +53,7 @@ void host_gates::choose_groups(const host_entry& e, const std::string& address, 
             ip = groups_.find_or_create(cfg->groups, group_gates::level::ip, address);
         }
     }
-    ladder.set_levels(e.domain_group, std::move(ip));
+    ladder.set_levels(e.domain ? e.domain->gate : nullptr, std::move(ip));
 }
 
 void host_gates::leave_groups(group_ladder& ladder, group_gate::waiter& node) {
@@ -79,7 +79,7 @@ permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const
     // Requests already waiting for a lease go first.
     if (!entry->fleet.empty()) return {};
     std::unique_ptr<group_ladder> groups;  // most requests have none: nothing to allocate
-    if (entry->domain_group || !address.empty()) {
+    if (entry->domain || !address.empty()) {
         groups = std::make_unique<group_ladder>();
         choose_groups(*entry, address, *groups);
         if (groups->empty()) groups.reset();

@@ -21,12 +21,12 @@ const std::string& host_gates::gate_key(const config& cfg, const std::string& ho
 }
 
 void host_gates::join_domain_group(const config& cfg, host_entry& e) {
-    e.domain_group = nullptr;
-    e.domain_group_key.clear();
+    e.domain.reset();
     if (!cfg.groups.domain || !e.policy->enforce || !cfg.suffixes) return;
-    e.domain_group_key = cfg.suffixes->registrable_domain(e.key);
+    std::string domain = cfg.suffixes->registrable_domain(e.key);
     std::lock_guard lock(groups_.mutex());
-    e.domain_group = groups_.find_or_create(cfg.groups, group_gates::level::domain, e.domain_group_key);
+    if (auto gate = groups_.find_or_create(cfg.groups, group_gates::level::domain, domain))
+        e.domain = std::make_unique<const domain_membership>(std::move(domain), std::move(gate));
 }
 
 std::shared_ptr<const config> host_gates::current_config() const {
@@ -131,7 +131,8 @@ namespace {
 
 std::optional<std::size_t> lowest_ceiling(const host_entry& e) {
     std::optional<std::size_t> lowest;
-    for (const auto& [session, ceiling] : e.h2_sessions)
+    if (!e.h2_sessions) return lowest;
+    for (const auto& [session, ceiling] : *e.h2_sessions)
         if (ceiling && (!lowest || *ceiling < *lowest)) lowest = ceiling;
     return lowest;
 }
@@ -144,7 +145,8 @@ void host_gates::set_stream_ceiling(const std::string& key, const void* session,
     std::lock_guard lock(s.mutex);
     const auto now = time_.now();
     auto entry = find_or_create(s, key, now);
-    auto& sessions = entry->h2_sessions;
+    if (!entry->h2_sessions) entry->h2_sessions = std::make_unique<h2_session_ceilings>();
+    auto& sessions = *entry->h2_sessions;
     const auto it = std::find_if(sessions.begin(), sessions.end(), [&](const auto& p) { return p.first == session; });
     if (it == sessions.end())
         sessions.emplace_back(session, streams);
@@ -165,8 +167,11 @@ void host_gates::forget_stream_ceiling(const std::string& key, const void* sessi
     const auto found = table_.find(s, key);
     if (!found) return;  // forgotten while idle: nothing holds a ceiling
     host_entry& entry = *found;
-    std::erase_if(entry.h2_sessions, [&](const auto& p) { return p.first == session; });
-    entry.h2 = !entry.h2_sessions.empty();
+    if (entry.h2_sessions) {
+        std::erase_if(*entry.h2_sessions, [&](const auto& p) { return p.first == session; });
+        if (entry.h2_sessions->empty()) entry.h2_sessions.reset();
+    }
+    entry.h2 = entry.h2_sessions != nullptr;
     const auto ceiling = lowest_ceiling(entry);
     if (entry.stream_ceiling == ceiling) return;
     const auto now = time_.now();

@@ -24,6 +24,10 @@ std::string_view name_of(rate_source s) {
     return "config";
 }
 
+// make_shared's block: the entry and its counts (16 bytes) in a 768-byte size class
+// (tcmalloc's next is 896: 128 bytes more per host).
+static_assert(sizeof(host_entry) + 16 <= 768, "a million idle hosts hold one each (host_scale_bench.py)");
+
 host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o,
                        clock::time_point now)
     : key(std::move(k)),
@@ -61,7 +65,7 @@ std::size_t host_table::evict_idle_some(pass_cursor& at, std::size_t buckets, cl
             for (auto it = s.entries.begin(b); it != s.entries.end(b); ++it) {
                 const host_entry& e = *it->second;
                 if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) continue;
-                if (!e.h2_sessions.empty()) continue;  // its stream ceiling lasts as long as its sessions
+                if (e.h2_sessions) continue;  // its stream ceiling lasts as long as its sessions
                 if (on_evicted) on_evicted(e.key, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
                 idle.push_back(it->first);
             }
@@ -128,10 +132,10 @@ std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const gro
                 h.override_reason = e->override_entry->reason;
                 h.override_source = "registry";
             }
-            if (e->domain_group) {
+            if (e->domain) {
                 std::lock_guard group_lock(groups.mutex());
-                const group_gate& g = *e->domain_group;
-                h.domain_group = host_snapshot::group_view{e->domain_group_key, g.in_flight(), g.waiting(), g.limit()};
+                const group_gate& g = *e->domain->gate;
+                h.domain_group = host_snapshot::group_view{e->domain->key, g.in_flight(), g.waiting(), g.limit()};
             }
             if (client_queues && e->g.limits().fair) {
                 e->g.for_each_lane([&h](const client_account* c, std::size_t waiting, bool aside) {

@@ -32,7 +32,20 @@ class host_gates;
 
 inline constexpr std::size_t limit_change_count = 3;  ///< up, down, collapse
 
-/// The state kept for one host key while it is tracked.
+/// The HTTP/2 sessions open to a host's origins, each with its SETTINGS_MAX_CONCURRENT_STREAMS
+/// (none: no limit).
+using h2_session_ceilings = std::vector<std::pair<const void*, std::optional<std::size_t>>>;
+
+/// groups.domain: the gate of a host's registrable domain, and that domain.
+struct domain_membership {
+    std::string key;
+    std::shared_ptr<group_gate> gate;
+};
+
+/// The state kept for one host key while it is tracked. A million idle hosts hold one
+/// each: what most hosts never use (HTTP/2 sessions, a domain group) is held by pointer,
+/// so that make_shared's block (this and its counts) stays in tcmalloc's 768-byte size
+/// class (host_table.cpp).
 struct host_entry : std::enable_shared_from_this<host_entry> {
     host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o, clock::time_point now);
 
@@ -46,17 +59,15 @@ struct host_entry : std::enable_shared_from_this<host_entry> {
     std::array<std::uint64_t, limit_change_count> limit_changes{};
     clock::time_point last_used;
     /// The HTTP/2 sessions open to its origins (one host key may have several: http and
-    /// https, a session per worker), each with its SETTINGS_MAX_CONCURRENT_STREAMS (none:
-    /// no limit). An origin's ceiling lasts as long as its sessions.
-    std::vector<std::pair<const void*, std::optional<std::size_t>>> h2_sessions;
+    /// https, a session per worker; null: none). An origin's ceiling lasts as long as its sessions.
+    std::unique_ptr<h2_session_ceilings> h2_sessions;
     /// The lowest of those ceilings: the gate's limit never exceeds it.
     std::optional<std::size_t> stream_ceiling;
     bool h2 = false;  ///< its requests go over HTTP/2 (a session to one of its origins is open)
     bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
     std::uint8_t shard = 0;    ///< its shard of the host table (the small fields sit together: a million hosts)
-    /// groups.domain: the gate of its registrable domain (null: no cap, or observe-only).
-    std::shared_ptr<group_gate> domain_group;
-    std::string domain_group_key;  ///< that domain
+    /// groups.domain: its registrable domain's gate (null: no cap, or observe-only).
+    std::unique_ptr<const domain_membership> domain;
     std::optional<double> robots_rate;  ///< robots.txt's Crawl-delay allows at most this rate
     /// Its live override (the admin API's; its policy has it on top), and the pause it sets.
     std::shared_ptr<const live_override> api_override;
