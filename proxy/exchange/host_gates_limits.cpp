@@ -152,7 +152,6 @@ void host_gates::set_stream_ceiling(const std::string& key, const void* session,
         sessions.emplace_back(session, streams);
     else
         it->second = streams;
-    entry->h2 = true;
     const auto ceiling = lowest_ceiling(*entry);
     if (entry->stream_ceiling == ceiling) return;
     entry->stream_ceiling = ceiling;
@@ -171,7 +170,6 @@ void host_gates::forget_stream_ceiling(const std::string& key, const void* sessi
         std::erase_if(*entry.h2_sessions, [&](const auto& p) { return p.first == session; });
         if (entry.h2_sessions->empty()) entry.h2_sessions.reset();
     }
-    entry.h2 = entry.h2_sessions != nullptr;
     const auto ceiling = lowest_ceiling(entry);
     if (entry.stream_ceiling == ceiling) return;
     const auto now = time_.now();

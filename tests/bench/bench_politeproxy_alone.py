@@ -266,7 +266,7 @@ class PoliteproxyAloneScenarios:
         rows = []
         for line in p.stdout.splitlines():
             f = line.split()
-            if len(f) >= 5 and f[1].isdigit():  # layer hosts used requests ns [ratio to 1k hosts]
+            if len(f) >= 5 and f[1].isdigit() and f[2].isdigit() and f[3].isdigit():  # layer hosts used requests ns [/ 1k]
                 rows.append({"layer": f[0], "hosts": int(f[1]), "used": int(f[2]), "requests": int(f[3]),
                              "ns": float(f[4])})
         self.results["gate"] = {"output": p.stdout, "rows": rows, "rc": p.returncode}

@@ -260,7 +260,7 @@ def summarize(bench, info, args, elapsed):
         L.append("|---|---:|---:|---:|---:|---:|")
         for r in ga["rows"]:
             base = gate_ns(ga["rows"], r["layer"], 1000, 1000)
-            L.append("| %s | %d | %d | %d | %.1f | %s |" % (r["layer"], r["hosts"], r["used"], r["requests"], r["ns"],
+            L.append("| %s | %d | %d | %d | %.1f | %s |" % (r["layer"], r["hosts"], r.get("used", r["hosts"]), r["requests"], r["ns"],
                                                        "%.2fx" % (r["ns"] / base) if base else "–"))
         L.append("")
 

@@ -40,9 +40,10 @@ double ns_per_op(std::chrono::steady_clock::duration d, std::size_t ops) {
 
 // The names requests use: `used` of the `held`, spread evenly over the order they were made in.
 std::vector<std::string> used_names(const std::vector<std::string>& held, std::size_t used) {
+    if (used == 0 || used > held.size()) std::abort();
     std::vector<std::string> names;
     names.reserve(used);
-    for (std::size_t i = 0; i < used; ++i) names.push_back(held[i * (held.size() / used)]);
+    for (std::size_t i = 0; i < used; ++i) names.push_back(held[i * held.size() / used]);
     return names;
 }
 

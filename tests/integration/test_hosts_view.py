@@ -181,7 +181,7 @@ def test(t):
     def settled():
         w = get_hosts(proxy)[0].get(WIDE)
         return w if w is not None and w["in_flight"] == 0 and w["waiting"] == 0 else None
-    w = H.wait_until(settled, 1.0) or get_hosts(proxy)[0].get(WIDE)
+    w = H.wait_until(settled, 1.0 * H.SLOW) or get_hosts(proxy)[0].get(WIDE)
     H.check(w is not None and w["in_flight"] == 0 and w["waiting"] == 0,
             "/hosts %s a second after the requests finished: %s" % (WIDE, w))
     H.log("/hosts %s after: %s" % (WIDE, json.dumps(w)))

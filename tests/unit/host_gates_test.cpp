@@ -156,6 +156,26 @@ TEST_CASE("idle gates are evicted, busy ones are kept") {
     CHECK(gates.size() == 0);
 }
 
+TEST_CASE("a host with an HTTP/2 session open is not evicted; once its last session goes it is") {
+    auto cfg = make_config("defaults: { concurrency: 4, rate: 1000, burst: 1 }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    const int a = 0, b = 0;  // any address names a session
+    gates.set_stream_ceiling("h2.test", &a, 3);
+    gates.set_stream_ceiling("h2.test", &b, std::nullopt);
+    time.advance(1h);
+    CHECK(gates.evict_idle(time.now(), 1min) == 0);
+    gates.forget_stream_ceiling("h2.test", &a);
+    CHECK(gates.evict_idle(time.now(), 1min) == 0);  // b is still open
+    auto snap = gates.snapshot(time.now());
+    REQUIRE(snap.size() == 1);
+    CHECK(snap[0].h2);
+    CHECK_FALSE(snap[0].stream_ceiling.has_value());  // b sets none
+    gates.forget_stream_ceiling("h2.test", &b);
+    CHECK_FALSE(gates.snapshot(time.now()).at(0).h2);
+    CHECK(gates.evict_idle(time.now(), 1min) == 1);
+}
+
 TEST_CASE("robots.txt: the request told to fetch it holds the gate from that moment; nobody else departs until it ends") {
     auto cfg = make_config("defaults: { concurrency: 4, rate: 1000, burst: 10 }\nrobots: { crawl_delay: honor }\n");
     manual_time time;

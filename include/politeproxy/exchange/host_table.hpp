@@ -43,9 +43,9 @@ struct domain_membership {
 };
 
 /// The state kept for one host key while it is tracked. A million idle hosts hold one
-/// each: what most hosts never use (HTTP/2 sessions, a domain group) is held by pointer,
-/// so that make_shared's block (this and its counts) stays in tcmalloc's 768-byte size
-/// class (host_table.cpp).
+/// each: what hosts do not use in the default config (HTTP/2 sessions, a domain group) is
+/// held by pointer, so that make_shared's block (this and its counts) stays in tcmalloc's
+/// 768-byte size class (host_table.cpp).
 struct host_entry : std::enable_shared_from_this<host_entry> {
     host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o, clock::time_point now);
 
@@ -59,11 +59,11 @@ struct host_entry : std::enable_shared_from_this<host_entry> {
     std::array<std::uint64_t, limit_change_count> limit_changes{};
     clock::time_point last_used;
     /// The HTTP/2 sessions open to its origins (one host key may have several: http and
-    /// https, a session per worker; null: none). An origin's ceiling lasts as long as its sessions.
+    /// https, a session per worker; null: none, and its requests go over HTTP/1.1). An
+    /// origin's ceiling lasts as long as its sessions.
     std::unique_ptr<h2_session_ceilings> h2_sessions;
     /// The lowest of those ceilings: the gate's limit never exceeds it.
     std::optional<std::size_t> stream_ceiling;
-    bool h2 = false;  ///< its requests go over HTTP/2 (a session to one of its origins is open)
     bool robots_hold = false;  ///< its robots.txt is being read: nobody else departs meanwhile
     std::uint8_t shard = 0;    ///< its shard of the host table (the small fields sit together: a million hosts)
     /// groups.domain: its registrable domain's gate (null: no cap, or observe-only).
