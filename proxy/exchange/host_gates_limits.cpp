@@ -21,11 +21,19 @@ const std::string& host_gates::gate_key(const config& cfg, const std::string& ho
 }
 
 void host_gates::join_domain_group(const config& cfg, host_entry& e) {
-    e.domain.reset();
-    if (!cfg.groups.domain || !e.policy->enforce || !cfg.suffixes) return;
+    if (!cfg.groups.domain || !e.policy->enforce || !cfg.suffixes) {
+        e.domain.reset();
+        return;
+    }
     std::string domain = cfg.suffixes->registrable_domain(e.key);
-    std::lock_guard lock(groups_.mutex());
-    if (auto gate = groups_.find_or_create(cfg.groups, group_gates::level::domain, domain))
+    std::shared_ptr<group_gate> gate;
+    {
+        std::lock_guard lock(groups_.mutex());  // every worker's: only the lookup under it
+        gate = groups_.find_or_create(cfg.groups, group_gates::level::domain, domain);
+    }
+    if (!gate)
+        e.domain.reset();
+    else if (!e.domain || e.domain->gate != gate)  // a reload keeps most memberships as they were
         e.domain = std::make_unique<const domain_membership>(std::move(domain), std::move(gate));
 }
 

@@ -192,8 +192,7 @@ limit_change adaptive_limit::judge_epoch(clock::time_point now) {
     // back (grow() still wants the baseline's "no queue"): waiting for every verdict
     // makes the way back up after a capacity drop several times slower under a noisy
     // service time (adaptive_limit_sim_test, "when capacity returns").
-    if (levels_.lower() != 0 && limit_ == levels_.lower() + 1 &&
-        levels_.judge(level_errors, level_decide_by) == adjacent_levels::verdict::queues) {
+    if (limit_ == levels_.lower() + 1 && levels_.judge(level_errors, level_decide_by) == adjacent_levels::verdict::queues) {
         set_limit(limit_ - 1, change_reason::standing_queue, now);
         return limit_change::down;
     }
