@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 
-from harness_checks import SLOW, TestFailure, check, log
+from harness_checks import SLOW, TestFailure, check, log, wait_until
 from harness_config import dump_config
 from harness_metrics import parse_metrics
 
@@ -165,6 +165,15 @@ class Proxy:
         status, _, body = self.admin_get("/hosts")
         check(status == 200, "%s: GET /hosts answered %d" % (self.name, status))
         return {h["key"]: h for h in json.loads(body)}
+
+    def hosts_settled(self, timeout=2.0):
+        """/hosts once no host has a request in flight or waiting (or, after `timeout`, as it
+        is). A client can have a response's last byte, and ask, before the worker that wrote
+        it has run on to give the slot back."""
+        def idle():
+            view = self.hosts()
+            return view if all(h["in_flight"] == 0 and h["waiting"] == 0 for h in view.values()) else None
+        return wait_until(idle, timeout) or self.hosts()
 
     def metrics_text(self):
         status, _, body = self.admin_get("/metrics")

@@ -79,9 +79,9 @@ def test(t):
     H.check(H.wait_until(lambda: (group_of(proxy, "a0.site.test") or {}).get("limit") == 5, 5.0),
             "the reload did not raise the group's cap: %s" % group_of(proxy, "a0.site.test"))
     hold.wait()
-    H.check(H.wait_until(lambda: all(h.get("in_flight") == 0 and h.get("waiting") == 0
-                                     for h in proxy.hosts().values()), 5.0),
-            "hosts still busy after everyone left: %s" % proxy.hosts())
+    hosts = proxy.hosts_settled(5.0)
+    H.check(all(h["in_flight"] == 0 and h["waiting"] == 0 for h in hosts.values()),
+            "hosts still busy after everyone left: %s" % hosts)
     g = group_of(proxy, "a0.site.test")
     H.check(g and g["in_flight"] == 0 and g["waiting"] == 0, "the group kept slots after clients left: %s" % g)
     left = sum(origin.host(h)["count"] for h in SUBDOMAINS[3:])

@@ -49,10 +49,6 @@ def sha(b):
     return hashlib.sha256(b).hexdigest()
 
 
-def hosts_view(proxy):
-    return {h["key"]: h for h in json.loads(proxy.admin_get("/hosts")[2])}
-
-
 def raw_exchange(port, data, timeout=5):
     """Sends `data` on a new connection to the proxy; everything it answers until it closes
     (or until `timeout` of silence)."""
@@ -105,7 +101,7 @@ def test(t):
     H.check(all(r.status == 200 for r in rs), "ceiling: %r" % [(r.status, r.error) for r in rs])
     st = ceiling.stats("ceiling.test")
     H.check(st["peak"] == 3, "origin with SETTINGS_MAX_CONCURRENT_STREAMS 3 saw a peak of %d" % st["peak"])
-    view = hosts_view(proxy)["ceiling.test"]
+    view = proxy.hosts()["ceiling.test"]
     H.check(view["stream_ceiling"] == 3 and view["limit"] == 3 and view["configured_limit"] == 50 and
             view["upstream_protocol"] == "h2", "/hosts for ceiling.test: %r" % view)
     m = proxy.metrics()
@@ -116,8 +112,8 @@ def test(t):
     # after one request: its ceiling holds the host while it lives, then goes with it.
     H.check(H.request(proxy, "http://ceiling.test:%d/delay/300" % short_lived.port).status == 200,
             "a request to ceiling.test's second origin")
-    lifted = H.wait_until(lambda: hosts_view(proxy)["ceiling.test"]["stream_ceiling"] == 3, timeout=3)
-    view = hosts_view(proxy)["ceiling.test"]
+    lifted = H.wait_until(lambda: proxy.hosts()["ceiling.test"]["stream_ceiling"] == 3, timeout=3)
+    view = proxy.hosts()["ceiling.test"]
     H.log("2b. a second origin of ceiling.test (max streams 1) ended its session: /hosts ceiling %s, limit %d"
           % (view["stream_ceiling"], view["limit"]))
     H.check(lifted and view["limit"] == 3, "after the 1-stream origin's session ended, ceiling.test kept ceiling %s "
@@ -230,7 +226,7 @@ def test(t):
     H.wait_until(lambda: h2c.stats("h2c.test")["in_flight"] == 1, 3.0, what="the stream at the origin")
     c.reset(sid)
     H.wait_until(lambda: h2c.stats("h2c.test")["resets"] == resets + 1, 2.0, what="the origin stream reset")
-    H.wait_until(lambda: hosts_view(proxy)["h2c.test"]["in_flight"] == 0, 2.0, what="the slot back")
+    H.wait_until(lambda: proxy.hosts()["h2c.test"]["in_flight"] == 0, 2.0, what="the slot back")
     c.close()
     H.log("8. a client reset reaches the origin stream and frees the slot at once")
 
@@ -264,7 +260,7 @@ def test(t):
           "request trailers from both kinds of client reach the h2 origin")
 
     for p in (proxy, iproxy):
-        for key, h in hosts_view(p).items():
+        for key, h in p.hosts_settled().items():
             H.check(h["in_flight"] == 0 and h["waiting"] == 0, "%s left in_flight %d waiting %d"
                     % (key, h["in_flight"], h["waiting"]))
     for o in (h2c, ceiling, restarting):

@@ -182,8 +182,9 @@ def test(t):
     # Still serving, nothing held.
     r = H.request(proxy, "http://direct.test:%d/still" % origin.port)
     H.check(r.status == 200, "after the faults: %s" % r.status)
-    H.check(all(h["in_flight"] == 0 for h in proxy.hosts().values()), "a slot is still held: %s" % proxy.hosts())
-    m = proxy.metrics()
+    hosts = proxy.hosts_settled()
+    H.check(all(h["in_flight"] == 0 for h in hosts.values()), "a slot is still held: %s" % hosts)
+    m = H.metrics_when(proxy, "politeproxy_parent_connections", 0)
     H.check(all(v == 0 for v in H.mseries(m, "politeproxy_parent_connections").values()),
             "a parent turn is still held: %s" % H.mseries(m, "politeproxy_parent_connections"))
 
