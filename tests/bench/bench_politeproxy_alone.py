@@ -266,9 +266,11 @@ class PoliteproxyAloneScenarios:
         rows = []
         for line in p.stdout.splitlines():
             f = line.split()
-            if len(f) >= 5 and f[1].isdigit() and f[2].isdigit() and f[3].isdigit():  # layer hosts used requests ns [/ 1k]
+            if len(f) >= 5 and f[1].isdigit() and f[2].isdigit() and f[3].isdigit():  # layer hosts used requests ns [/ 1k [range order]]
                 rows.append({"layer": f[0], "hosts": int(f[1]), "used": int(f[2]), "requests": int(f[3]),
-                             "ns": float(f[4])})
+                             "ns": float(f[4]), "ratio": float(f[5]) if len(f) > 5 and f[5] != "-" else None,
+                             "range": f[6] if len(f) > 6 and f[6] != "-" else None,
+                             "order": f[7] if len(f) > 7 else "round-robin"})
         self.results["gate"] = {"output": p.stdout, "rows": rows, "rc": p.returncode}
         if p.returncode != 0 or not rows:
             self.fail("gate", "gate_bench exit %d: %s" % (p.returncode, p.stdout[-300:]))

@@ -3,10 +3,20 @@
 //   gate        the sans-io gate behind a host-key map (enqueue, advance, release)
 //   host_gates  the real registry: acquire coroutine + permit, on a one-thread
 //               io_context with no sockets
-// Requests go round robin over the hosts they use: over all of them (each one's state
-// cold in the cache at a million), or over 1k of a million held (a crawl's working set
-// among idle hosts: what holding a million costs the hosts in use).
-// Usage: gate_bench [requests]   (not part of ctest; see tests/bench/README.md)
+// Requests go over the hosts they use: all of them (each one's state cold in the cache
+// at a million), or 1k of a million held (a crawl's working set among idle hosts: what
+// holding a million costs the hosts in use). In two orders: round robin in the order the
+// hosts were made (their entries lie in that order in memory, and the CPU's prefetchers
+// follow it through the 1k rows), and a fixed shuffle of the same hosts, repeated (no
+// crawl asks for its hosts in the order their entries were made); each order's ratios
+// are to its own 1k row.
+// Every table is made once; the rows are then measured in `rounds` interleaved rounds,
+// so a ratio compares measurements seconds apart, never minutes: a row's ns is the median
+// over the rounds, its ratio the median of each round's ratio to that round's 1k row
+// (of its order), and the last column the lowest and highest of those ratios. A round
+// of a row over no more hosts than its requests warms them first; a row over more (all
+// of 1M) goes on through its hosts from round to round, each met cold.
+// Usage: gate_bench [requests] [rounds]   (not part of ctest; see tests/bench/README.md)
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
@@ -15,9 +25,13 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,66 +61,167 @@ std::vector<std::string> used_names(const std::vector<std::string>& held, std::s
     return names;
 }
 
-double bench_gate(std::size_t hosts, std::size_t used, std::size_t requests) {
-    const auto held = host_names(hosts);
-    const auto names = used_names(held, used);
-    std::unordered_map<std::string, gate> gates;
-    const auto t0 = clock::now();
-    for (const auto& n : held) gates.try_emplace(n, gate_limits{2, 1e12, 1e12, 1000}, t0);
-    std::vector<gate::waiter*> woken;
-    gate::waiter w;
-    const auto start = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < requests; ++i) {
-        const auto now = t0 + std::chrono::nanoseconds(i);
-        gate& g = gates.find(names[i % used])->second;
-        w = gate::waiter{};
-        g.enqueue(w);
-        woken.clear();
-        g.advance(now, woken);
-        if (w.state() != gate::waiter_state::departed) std::abort();
-        g.release();
-    }
-    return ns_per_op(std::chrono::steady_clock::now() - start, requests);
-}
+// A row's hosts in its order, taken on from where its last round stopped: a round of fewer
+// requests than hosts goes on to the next ones, never the same first ones again.
+struct request_order {
+    std::vector<std::string> names;
+    std::size_t next = 0;
 
-double bench_host_gates(std::size_t hosts, std::size_t used, std::size_t requests) {
-    auto cfg = load_config_text("defaults: { concurrency: 2, rate: 1000000000000, burst: 1000000000000 }\n", "bench");
-    if (!cfg) std::abort();
-    host_gates gates(std::make_shared<const config>(std::move(*cfg)));
-    const auto held = host_names(hosts);
-    const auto names = used_names(held, used);
-    asio::io_context ioc(1);
-    std::chrono::steady_clock::duration elapsed{};
-    asio::co_spawn(ioc, [&]() -> task<void> {
-        for (const auto& n : held) (co_await gates.acquire(n)).granted.reset();  // create every gate first
+    const std::string& take() {
+        const std::string& name = names[next];
+        next = next + 1 == names.size() ? 0 : next + 1;
+        return name;
+    }
+    /// Requests that warm the hosts a round will use: all of them twice when the round
+    /// goes over them all; none when it does not (those rows read hosts gone cold).
+    std::size_t warm_up(std::size_t requests) const { return names.size() <= requests ? 2 * names.size() : 0; }
+};
+
+// The sans-io gates of `hosts` hosts behind a map.
+class gate_layer {
+public:
+    explicit gate_layer(const std::vector<std::string>& held) {
+        for (const auto& n : held) gates_.try_emplace(n, gate_limits{2, 1e12, 1e12, 1000}, t0_);
+    }
+
+    double measure(request_order& order, std::size_t requests) {
+        run(order, order.warm_up(requests));
         const auto start = std::chrono::steady_clock::now();
-        for (std::size_t i = 0; i < requests; ++i) {
-            auto r = co_await gates.acquire(names[i % used]);
-            if (r.ec) std::abort();
+        run(order, requests);
+        return ns_per_op(std::chrono::steady_clock::now() - start, requests);
+    }
+
+private:
+    void run(request_order& order, std::size_t requests) {
+        gate::waiter w;
+        for (std::size_t i = 0; i < requests; ++i, ++tick_) {
+            gate& g = gates_.find(order.take())->second;
+            w = gate::waiter{};
+            g.enqueue(w);
+            woken_.clear();
+            g.advance(t0_ + std::chrono::nanoseconds(tick_), woken_);
+            if (w.state() != gate::waiter_state::departed) std::abort();
+            g.release();
         }
-        elapsed = std::chrono::steady_clock::now() - start;
-    }, asio::detached);
-    ioc.run();
-    return ns_per_op(elapsed, requests);
+    }
+
+    clock::time_point t0_ = clock::now();
+    std::uint64_t tick_ = 0;
+    std::unordered_map<std::string, gate> gates_;
+    std::vector<gate::waiter*> woken_;
+};
+
+// host_gates with a gate made for each of `hosts` hosts, driven on a one-thread io_context.
+class host_gates_layer {
+public:
+    explicit host_gates_layer(const std::vector<std::string>& held) : gates_(bench_config()) {
+        go([&]() -> task<void> {
+            for (const auto& n : held) (co_await gates_.acquire(n)).granted.reset();
+        });
+    }
+
+    double measure(request_order& order, std::size_t requests) {
+        std::chrono::steady_clock::duration elapsed{};
+        go([&]() -> task<void> {
+            for (std::size_t i = 0; i < order.warm_up(requests); ++i)
+                if ((co_await gates_.acquire(order.take())).ec) std::abort();
+            const auto start = std::chrono::steady_clock::now();
+            for (std::size_t i = 0; i < requests; ++i)
+                if ((co_await gates_.acquire(order.take())).ec) std::abort();
+            elapsed = std::chrono::steady_clock::now() - start;
+        });
+        return ns_per_op(elapsed, requests);
+    }
+
+private:
+    static std::shared_ptr<const config> bench_config() {
+        auto cfg = load_config_text("defaults: { concurrency: 2, rate: 1000000000000, burst: 1000000000000 }\n", "bench");
+        if (!cfg) std::abort();
+        return std::make_shared<const config>(std::move(*cfg));
+    }
+
+    template <class Body>
+    void go(Body body) {
+        asio::co_spawn(ioc_, body, asio::detached);
+        ioc_.restart();
+        ioc_.run();
+    }
+
+    host_gates gates_;
+    asio::io_context ioc_{1};
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::size_t requests = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2'000'000;
-    std::printf("%-10s %10s %10s %12s %16s %10s\n", "layer", "hosts", "used", "requests", "ns/acquire+release",
-                "/ 1k hosts");
-    double gate_1k = 0, host_gates_1k = 0;
-    const std::pair<std::size_t, std::size_t> rows[] = {
-        {1, 1}, {1000, 1000}, {100000, 100000}, {1000000, 1000000}, {1000000, 1000}};
-    for (const auto& [hosts, used] : rows) {
-        const double g = bench_gate(hosts, used, requests), h = bench_host_gates(hosts, used, requests / 4);
-        if (hosts == 1000) gate_1k = g, host_gates_1k = h;
-        const auto ratio = [](double x, double base) {
-            return base > 0 ? std::to_string(x / base).substr(0, 4) : std::string("-");  // 1 host runs before 1k
-        };
-        std::printf("%-10s %10zu %10zu %12zu %16.1f %10s\n", "gate", hosts, used, requests, g, ratio(g, gate_1k).c_str());
-        std::printf("%-10s %10zu %10zu %12zu %16.1f %10s\n", "host_gates", hosts, used, requests / 4, h,
-                    ratio(h, host_gates_1k).c_str());
+    const std::size_t rounds = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 5;
+    const std::size_t host_gates_requests = requests / 4;  // a coroutine each: 4x the gate's cost and more
+    if (rounds == 0 || host_gates_requests < rounds) std::abort();
+
+    struct row {
+        std::size_t hosts, used;
+        bool shuffled;
+        request_order gate_order, host_gates_order;  // the same hosts; each layer's own place in them
+        std::vector<double> gate_ns, host_gates_ns, gate_ratio, host_gates_ratio;
+    };
+    std::vector<row> rows;
+    std::map<std::size_t, std::vector<std::string>> held;
+    std::minstd_rand random(31);
+    for (const bool shuffled : {false, true})
+        for (const auto& [hosts, used] : {std::pair<std::size_t, std::size_t>{1, 1}, {1000, 1000}, {100000, 100000},
+                                          {1000000, 1000000}, {1000000, 1000}}) {
+            if (shuffled && hosts < 1000) continue;
+            if (!held.count(hosts)) held[hosts] = host_names(hosts);
+            auto names = used_names(held[hosts], used);
+            if (shuffled) std::shuffle(names.begin(), names.end(), random);
+            rows.push_back({hosts, used, shuffled, {names}, {names}, {}, {}, {}, {}});
+        }
+    const auto base_of = [&](const row& r) -> const row& {  // the 1k row of the same order
+        return *std::find_if(rows.begin(), rows.end(), [&](const row& b) { return b.hosts == 1000 && b.shuffled == r.shuffled; });
+    };
+    std::map<std::size_t, std::unique_ptr<gate_layer>> gate_layers;
+    std::map<std::size_t, std::unique_ptr<host_gates_layer>> host_gates_layers;
+    for (const auto& [hosts, names] : held) {
+        gate_layers[hosts] = std::make_unique<gate_layer>(names);
+        host_gates_layers[hosts] = std::make_unique<host_gates_layer>(names);
     }
+
+    for (std::size_t round = 0; round < rounds; ++round) {
+        for (auto& r : rows) {
+            r.gate_ns.push_back(gate_layers[r.hosts]->measure(r.gate_order, requests / rounds));
+            r.host_gates_ns.push_back(host_gates_layers[r.hosts]->measure(r.host_gates_order, host_gates_requests / rounds));
+        }
+        for (auto& r : rows) {
+            r.gate_ratio.push_back(r.gate_ns.back() / base_of(r).gate_ns.back());
+            r.host_gates_ratio.push_back(r.host_gates_ns.back() / base_of(r).host_gates_ns.back());
+        }
+    }
+
+    std::printf("%-10s %10s %10s %12s %16s %10s %12s  %s\n", "layer", "hosts", "used", "requests", "ns/acquire+release",
+                "/ 1k hosts", "lowest-highest", "order");
+    const auto line = [&](const char* layer, const row& r, std::size_t n, const std::vector<double>& ns,
+                          const std::vector<double>& ratio) {
+        const char* order = r.shuffled ? "shuffled" : "round-robin";
+        if (r.hosts < 1000) {  // the 1k row is the base; one host is not compared with it
+            std::printf("%-10s %10zu %10zu %12zu %16.1f %10s %12s  %s\n", layer, r.hosts, r.used, n, median(ns), "-", "-",
+                        order);
+            return;
+        }
+        const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
+        std::printf("%-10s %10zu %10zu %12zu %16.1f %10.2f %7.2f-%.2f  %s\n", layer, r.hosts, r.used, n, median(ns),
+                    median(ratio), *lo, *hi, order);
+    };
+    for (const auto& r : rows) {
+        line("gate", r, requests, r.gate_ns, r.gate_ratio);
+        line("host_gates", r, host_gates_requests, r.host_gates_ns, r.host_gates_ratio);
+    }
+    std::printf("# %zu interleaved rounds: ns is the median over them, the ratio the median of each round's\n"
+                "# ratio to its 1k row, with the lowest and highest of those\n", rounds);
 }
