@@ -337,7 +337,7 @@ void host_gates::close() {
     // Every parked waiter's timer gets a poke; each then sees closed_ and leaves.
     wakeups wake;
     for (auto& s : table_.shards())
-        for (auto& [key, e] : s.entries) e->g.for_each_waiter([&wake](gate::waiter& w) { wake.add(&w); });
+        s.entries.for_each([&wake](host_entry& e) { e.g.for_each_waiter([&wake](gate::waiter& w) { wake.add(&w); }); });
     for (auto& l : locks) l.unlock();
     wake.poke();
 }

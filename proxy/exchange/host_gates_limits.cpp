@@ -96,10 +96,10 @@ void host_gates::begin_config(std::shared_ptr<const config> cfg) {
     }
 }
 
-void host_gates::reapply_config(host_table::pass_cursor& at, std::size_t buckets) {
+void host_gates::reapply_config(host_table::pass_cursor& at, std::size_t slots) {
     const auto cfg = current_config();
     const auto today = utc_today();
-    for_some_entries_reapplying(at, buckets, [&](host_entry& e, clock::time_point now, wakeups&) {
+    for_some_entries_reapplying(at, slots, [&](host_entry& e, clock::time_point now, wakeups&) {
         e.override_entry = cfg->override_for(e.key, today);
         replace_policy_locked(e, policy_with(cfg, e.override_entry, e.api_override.get()), now);
         if (!cfg->robots.honor) e.robots_rate.reset();
@@ -117,8 +117,8 @@ std::size_t host_gates::evict_idle(clock::time_point now, clock::duration idle_f
 
 std::size_t host_gates::evict_idle(host_table::pass_cursor& at, clock::time_point now, clock::duration idle_for,
                                    const evicted_fn& on_evicted, const client_book::evicted_fn& on_client_evicted,
-                                   std::size_t buckets) {
-    const std::size_t evicted = table_.evict_idle_some(at, buckets, now, idle_for, on_evicted);
+                                   std::size_t slots) {
+    const std::size_t evicted = table_.evict_idle_some(at, slots, now, idle_for, on_evicted);
     if (!at.done()) return evicted;
     clients_.evict_idle(now, idle_for, on_client_evicted);
     std::lock_guard lock(groups_.mutex());

@@ -66,18 +66,17 @@ inline clock::duration retry_after_hint(const host_entry& e, clock::time_point n
 }  // namespace gates_detail
 
 template <class F>
-void host_gates::for_some_entries_reapplying(host_table::pass_cursor& at, std::size_t buckets, F&& f) {
+void host_gates::for_some_entries_reapplying(host_table::pass_cursor& at, std::size_t slots, F&& f) {
     auto& s = table_.at(at.shard);
     gates_detail::wakeups wake;  // poked once the lock is let go
     std::lock_guard lock(s.mutex);
     const auto now = time_.now();
-    const auto [first, end] = host_table::take_slice(s, at, buckets);
-    for (std::size_t b = first; b < end; ++b)
-        for (auto it = s.entries.begin(b); it != s.entries.end(b); ++it) {
-            host_entry& e = *it->second;
-            f(e, now, wake);
-            apply_health(e, now);
-            wake.run_gate(e, now);
+    const auto [first, end] = host_table::take_slice(s, at, slots);
+    for (std::size_t i = first; i < end; ++i)
+        if (host_entry* e = s.entries.at(i)) {
+            f(*e, now, wake);
+            apply_health(*e, now);
+            wake.run_gate(*e, now);
         }
 }
 

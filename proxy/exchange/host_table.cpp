@@ -43,46 +43,42 @@ host_table::host_table(std::uint64_t seed) {
 }
 
 std::shared_ptr<host_entry> host_table::find(shard& s, const std::string& key) const {
-    const auto it = s.entries.find(key);
-    return it == s.entries.end() ? nullptr : it->second;
+    const auto* found = s.entries.find(key);
+    return found ? *found : nullptr;
 }
 
 void host_table::insert(shard& s, std::shared_ptr<host_entry> entry) {
     static_assert(shard_count <= 256, "host_entry::shard is one byte");
     entry->shard = static_cast<std::uint8_t>(&s - shards_.data());
-    const std::string_view key = entry->key;
-    s.entries.emplace(key, std::move(entry));
+    s.entries.insert(std::move(entry));
 }
 
-std::size_t host_table::evict_idle_some(pass_cursor& at, std::size_t buckets, clock::time_point now,
+std::size_t host_table::evict_idle_some(pass_cursor& at, std::size_t slots, clock::time_point now,
                                         clock::duration idle_for, const evicted_fn& on_evicted) {
     shard& s = shards_[at.shard];
-    std::vector<decltype(s.entries)::node_type> gone;  // destroyed after the lock
+    std::vector<std::shared_ptr<host_entry>> gone;  // destroyed after the lock
     {
         std::lock_guard lock(s.mutex);
-        const auto [first, end] = take_slice(s, at, buckets);
-        std::vector<std::string_view> idle;
-        for (std::size_t b = first; b < end; ++b)
-            for (auto it = s.entries.begin(b); it != s.entries.end(b); ++it) {
-                const host_entry& e = *it->second;
-                if (now - e.last_used < idle_for || !e.g.idle(now) || e.health.paused_until() > now) continue;
-                if (e.h2_sessions) continue;  // its stream ceiling lasts as long as its sessions
-                if (on_evicted) on_evicted(e.key, host_counts{e.outcomes, e.limit_changes, e.g.would_have_waited()});
-                idle.push_back(it->first);
-            }
-        gone.reserve(idle.size());
-        for (const std::string_view key : idle) gone.push_back(s.entries.extract(key));
+        const auto [first, end] = take_slice(s, at, slots);
+        for (std::size_t i = first; i < end; ++i) {
+            const host_entry* e = s.entries.at(i);
+            if (!e || now - e->last_used < idle_for || !e->g.idle(now) || e->health.paused_until() > now) continue;
+            if (e->h2_sessions) continue;  // its stream ceiling lasts as long as its sessions
+            if (on_evicted) on_evicted(e->key, host_counts{e->outcomes, e->limit_changes, e->g.would_have_waited()});
+            gone.push_back(s.entries.extract_at(i));  // moves no other entry
+        }
+        if (at.shard != static_cast<std::size_t>(&s - shards_.data())) s.entries.shrink();  // its pass is over
     }
     return gone.size();
 }
 
-std::pair<std::size_t, std::size_t> host_table::take_slice(const shard& s, pass_cursor& at, std::size_t buckets) {
+std::pair<std::size_t, std::size_t> host_table::take_slice(const shard& s, pass_cursor& at, std::size_t slots) {
     assert(!at.done());
-    const std::size_t count = s.entries.bucket_count();
-    if (at.bucket == 0 || at.buckets_at_start != count) at = {at.shard, 0, count};  // (again) from its first bucket
-    const std::size_t first = at.bucket;
-    const std::size_t end = first + std::clamp<std::size_t>(buckets, 1, count - first);
-    at = end >= count ? pass_cursor{at.shard + 1, 0, 0} : pass_cursor{at.shard, end, count};
+    const std::size_t count = s.entries.slot_count();
+    if (at.slot == 0 || at.layout_at_start != s.entries.layout()) at = {at.shard, 0, s.entries.layout()};  // (again) from its first slot
+    const std::size_t first = at.slot;
+    const std::size_t end = first + std::min(std::max<std::size_t>(slots, 1), count - first);
+    at = end >= count ? pass_cursor{at.shard + 1, 0, 0} : pass_cursor{at.shard, end, at.layout_at_start};
     return {first, end};
 }
 
@@ -101,9 +97,10 @@ std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const gro
     const auto wall_now = std::chrono::system_clock::now();
     for (const auto& s : shards_) {
         std::lock_guard lock(s.mutex);
-        for (const auto& [key, e] : s.entries) {
+        s.entries.for_each([&](const host_entry& entry) {
+            const host_entry* e = &entry;
             host_snapshot h;
-            h.key = key;
+            h.key = e->key;
             // A request waiting for its fleet lease holds a local slot but is not at the origin.
             h.in_flight = e->g.in_flight() - e->fleet.size();
             h.fleet_in_flight = e->fleet.held();
@@ -150,7 +147,7 @@ std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const gro
             h.outcomes = e->outcomes;
             h.limit_changes = e->limit_changes;
             out.push_back(std::move(h));
-        }
+        });
     }
     return out;
 }

@@ -118,11 +118,11 @@ public:
     /// keeping their in-flight counts and parked requests.
     void set_config(std::shared_ptr<const config> cfg);
     /// The same in slices: begin_config applies the config (and the groups' and clients'
-    /// settings) at once, reapply_config the tracked hosts' new limits a slice of `buckets`
-    /// buckets of one shard at a time; call it until `at.done()`, letting the loop serve
+    /// settings) at once, reapply_config the tracked hosts' new limits a slice of `slots`
+    /// slots of one shard at a time; call it until `at.done()`, letting the loop serve
     /// between slices (a million hosts take most of a second).
     void begin_config(std::shared_ptr<const config> cfg);
-    void reapply_config(host_table::pass_cursor& at, std::size_t buckets = eviction_slice);
+    void reapply_config(host_table::pass_cursor& at, std::size_t slots = eviction_slice);
     std::shared_ptr<const config> current_config() const;
 
     /// The gate key of a request for `host_key` under `cfg`: the host key itself, with
@@ -157,14 +157,14 @@ public:
     using evicted_fn = host_table::evicted_fn;
     std::size_t evict_idle(clock::time_point now, clock::duration idle_for, const evicted_fn& on_evicted = {},
                            const client_book::evicted_fn& on_client_evicted = {});
-    /// The same pass in slices of `buckets` buckets of the host table, each holding one
+    /// The same pass in slices of `slots` slots of the host table, each holding one
     /// shard's lock (host_table::evict_idle_some); the slice that ends the pass also
     /// forgets the idle clients and domain groups. Call until `at.done()`, letting the
     /// loop serve between calls.
-    static constexpr std::size_t eviction_slice = 256;  // ~200 hosts of a million: a few ms at most (host_scale_bench)
+    static constexpr std::size_t eviction_slice = 384;  // ~180 hosts of a million: a few ms at most (host_scale_bench)
     std::size_t evict_idle(host_table::pass_cursor& at, clock::time_point now, clock::duration idle_for,
                            const evicted_fn& on_evicted, const client_book::evicted_fn& on_client_evicted,
-                           std::size_t buckets = eviction_slice);
+                           std::size_t slots = eviction_slice);
 
     /// An HTTP/2 `session` to an origin of `key` takes at most `streams` at once (its
     /// SETTINGS_MAX_CONCURRENT_STREAMS; 0 holds every new request in the queue; nullopt:
@@ -249,7 +249,7 @@ private:
     void for_each_entry_reapplying(F&& f);
     /// The same over one slice of a pass (host_table::take_slice).
     template <class F>
-    void for_some_entries_reapplying(host_table::pass_cursor& at, std::size_t buckets, F&& f);
+    void for_some_entries_reapplying(host_table::pass_cursor& at, std::size_t slots, F&& f);
     /// `how` is counted in the host's outcomes unless the permit ended no request (`counted`).
     void release(host_entry& entry, outcome how, bool counted, std::uint64_t lease, client_state* client);
     /// A request refused without a permit (fail_closed): counted once, as rejected.

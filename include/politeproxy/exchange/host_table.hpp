@@ -5,6 +5,7 @@
 // its config, groups and robots.txt cap) and drives their gates.
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/config/config.hpp"
+#include "politeproxy/exchange/host_map.hpp"
 #include "politeproxy/policy/adaptive_limit.hpp"
 #include "politeproxy/policy/fleet_line.hpp"
 #include "politeproxy/policy/gate.hpp"
@@ -21,7 +22,6 @@
 #include <random>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -149,8 +149,7 @@ class host_table {
 public:
     struct shard {
         mutable std::mutex mutex;
-        /// Keyed by a view of the entry's own key (it lives as long as the entry): one copy per host.
-        std::unordered_map<std::string_view, std::shared_ptr<host_entry>> entries;
+        host_map entries;  ///< by the entry's own key: one copy per host
         std::minstd_rand random;  ///< backoff jitter
     };
     static constexpr std::size_t shard_count = 16;
@@ -167,25 +166,26 @@ public:
 
     std::size_t size() const;
     /// Where a pass in slices (evict_idle_some, host_gates::reapply_config) stands: the
-    /// shard and the bucket it goes on from, and that shard's bucket count when its pass
-    /// began (a rehash between slices moves entries between buckets: the shard's pass
-    /// starts again, so none is missed).
+    /// shard and the slot it goes on from, and that shard's layout when its pass began
+    /// (an insert between slices may move every entry: the shard's pass starts again, so
+    /// none is missed).
     struct pass_cursor {
-        std::size_t shard = 0, bucket = 0, buckets_at_start = 0;
+        std::size_t shard = 0, slot = 0;
+        std::uint64_t layout_at_start = 0;
         bool done() const { return shard == shard_count; }
     };
-    /// Under the lock of `at`'s shard (`at` not done): the buckets [first, second) of its
-    /// next slice (at least one, at most `buckets`), `at` moved past them (to the next
-    /// shard after the last bucket).
-    static std::pair<std::size_t, std::size_t> take_slice(const shard& s, pass_cursor& at, std::size_t buckets);
+    /// Under the lock of `at`'s shard (`at` not done): the slots [first, second) of its
+    /// next slice (at most `slots`, none only in a shard without any), `at` moved past
+    /// them (to the next shard after the last slot).
+    static std::pair<std::size_t, std::size_t> take_slice(const shard& s, pass_cursor& at, std::size_t slots);
     /// One slice of an eviction pass: forgets the entries idle (see gate::idle) for at
-    /// least `idle_for` among at most `buckets` buckets of one shard from `at`, which
+    /// least `idle_for` among at most `slots` slots of one shard from `at`, which
     /// moves on, telling `on_evicted` (under the shard's lock) each one's final counts.
     /// The shard's lock is held for that slice only, and what it evicted is destroyed
     /// after the lock is released: a million idle hosts go in slices, between which the
     /// caller's loop serves. Returns how many.
     using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
-    std::size_t evict_idle_some(pass_cursor& at, std::size_t buckets, clock::time_point now,
+    std::size_t evict_idle_some(pass_cursor& at, std::size_t slots, clock::time_point now,
                                 clock::duration idle_for, const evicted_fn& on_evicted);
     /// Every entry as the metrics and status views show it; `groups`: whose lock guards
     /// the domain groups' counts.

@@ -1,0 +1,131 @@
+#include "politeproxy/exchange/host_map.hpp"
+
+#include "politeproxy/exchange/host_table.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <functional>
+#include <new>
+
+#include <sys/mman.h>
+
+namespace politeproxy {
+
+namespace {
+// At most 3/4 of the slots hold an entry or an erased mark: a lookup of a key not filed
+// probes about 8.5 slots at that load, one that is filed about 2.5.
+constexpr std::size_t max_load_num = 3, max_load_den = 4;
+constexpr std::size_t min_capacity = 8;
+}  // namespace
+
+namespace host_map_detail {
+
+constexpr std::size_t huge_page = std::size_t{2} << 20;
+
+void* allocate(std::size_t bytes) {
+    if (bytes < huge_page) return ::operator new(bytes);
+    // Mapped with a huge page's worth to spare, then trimmed to an aligned run of whole
+    // huge pages: the kernel backs an aligned, advised range with them.
+    const std::size_t length = (bytes + huge_page - 1) / huge_page * huge_page;
+    void* mapped = mmap(nullptr, length + huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapped == MAP_FAILED) throw std::bad_alloc();
+    auto* const start = static_cast<char*>(mapped);
+    auto* const aligned = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(start) + huge_page - 1) & ~(huge_page - 1));
+    // The head before the aligned start, and the tail after the run (never empty: a
+    // huge page less the head).
+    if (aligned != start) munmap(start, static_cast<std::size_t>(aligned - start));
+    munmap(aligned + length, static_cast<std::size_t>(start + huge_page - aligned));
+    madvise(aligned, length, MADV_HUGEPAGE);  // a hint: without THP, 4 KiB pages
+    return aligned;
+}
+
+void deallocate(void* p, std::size_t bytes) noexcept {
+    if (bytes < huge_page) return ::operator delete(p, bytes);
+    munmap(p, (bytes + huge_page - 1) / huge_page * huge_page);
+}
+
+}  // namespace host_map_detail
+
+std::size_t host_map::hash_of(std::string_view key) { return std::hash<std::string_view>{}(key); }
+
+std::size_t host_map::home(std::size_t hash) const {
+    // Fibonacci hashing: the top bits of the product depend on every bit of the hash (the
+    // host table picks the shard by its low bits, which a shard's keys therefore share).
+    return static_cast<std::size_t>((static_cast<std::uint64_t>(hash) * 0x9E3779B97F4A7C15ull) >> shift_);
+}
+
+std::size_t host_map::find_slot(std::string_view key, std::size_t hash) const {
+    const std::size_t mask = slots_.size() - 1;
+    if (slots_.empty()) return 0;
+    for (std::size_t i = home(hash);; i = (i + 1) & mask) {
+        const slot& s = slots_[i];
+        if (!s.entry) {
+            if (s.hash != erased) return slots_.size();  // never used: the probe ends
+        } else if (s.hash == hash && s.entry->key == key) {
+            return i;
+        }
+    }
+}
+
+const std::shared_ptr<host_entry>* host_map::find(std::string_view key) const {
+    const std::size_t i = find_slot(key, hash_of(key));
+    return i < slots_.size() ? &slots_[i].entry : nullptr;
+}
+
+void host_map::insert(std::shared_ptr<host_entry> entry) {
+    if ((size_ + erased_ + 1) * max_load_den > slots_.size() * max_load_num) {
+        // Grow when live entries fill half the slots or more, else only clear the erased marks.
+        std::size_t capacity = std::max(min_capacity, slots_.size());
+        while ((size_ + 1) * 2 > capacity) capacity *= 2;
+        rebuild(capacity);
+    }
+    const std::size_t hash = hash_of(entry->key), mask = slots_.size() - 1;
+    std::size_t i = home(hash);
+    while (slots_[i].entry) i = (i + 1) & mask;  // the key is not here: the first free slot
+    if (slots_[i].hash == erased) --erased_;
+    slots_[i] = slot{hash, std::move(entry)};
+    ++size_;
+}
+
+std::shared_ptr<host_entry> host_map::extract(std::string_view key) {
+    const std::size_t i = find_slot(key, hash_of(key));
+    return i < slots_.size() ? extract_at(i) : nullptr;
+}
+
+std::shared_ptr<host_entry> host_map::extract_at(std::size_t i) {
+    slot& s = slots_[i];
+    if (!s.entry) return nullptr;
+    s.hash = erased;
+    --size_;
+    ++erased_;
+    return std::move(s.entry);
+}
+
+void host_map::shrink() noexcept {
+    if (slots_.size() <= min_capacity || size_ * 8 >= slots_.size()) return;
+    std::size_t capacity = min_capacity;
+    while (size_ * 4 > capacity) capacity *= 2;  // room to grow by as many again before the next rebuild
+    try {
+        rebuild(capacity);
+    } catch (const std::bad_alloc&) {  // fewer slots would be nice, not needed
+    }
+}
+
+void host_map::rebuild(std::size_t capacity) {
+    decltype(slots_) fresh(capacity);  // made first: if that throws, nothing changed
+    const unsigned shift = 64 - static_cast<unsigned>(std::countr_zero(capacity));
+    fresh.swap(slots_);
+    shift_ = shift;
+    const std::size_t mask = capacity - 1;
+    for (slot& s : fresh) {  // the old slots, now
+        if (!s.entry) continue;
+        std::size_t i = home(s.hash);
+        while (slots_[i].entry) i = (i + 1) & mask;
+        slots_[i] = std::move(s);
+    }
+    erased_ = 0;
+    ++layout_;
+}
+
+}  // namespace politeproxy
