@@ -261,10 +261,10 @@ def summarize(bench, info, args, elapsed):
         L.append("|---|---|---:|---:|---:|---:|---:|---:|")
         for r in ga["rows"]:
             order = r.get("order", "round-robin")
-            ratio = gate_ratio(ga["rows"], r["layer"], r["hosts"], r.get("used", r["hosts"]), order)
+            vs_1k = gate_ratio(ga["rows"], r["layer"], r["hosts"], r.get("used", r["hosts"]), order)
             L.append("| %s | %s | %d | %d | %d | %.1f | %s | %s |" % (
                 r["layer"], order, r["hosts"], r.get("used", r["hosts"]), r["requests"], r["ns"],
-                "%.2fx" % ratio if ratio and r["hosts"] >= 1000 else "–", r.get("range") or "–"))
+                "%.2fx" % vs_1k if vs_1k and r["hosts"] >= 1000 else "–", r.get("range") or "–"))
         L.append("")
 
     goals = evaluate_goals(R, args.intercept_rate)
@@ -381,8 +381,8 @@ def evaluate_goals(R, rate):
             base = gate_row(ga["rows"], "host_gates", 1000, 1000, order)
             at_1m = gate_row(ga["rows"], "host_gates", 1000000, used, order)
             if base and at_1m:
-                ratio = gate_ratio(ga["rows"], "host_gates", 1000000, used, order)
+                vs_1k = gate_ratio(ga["rows"], "host_gates", 1000000, used, order)
                 goals.append(("host_gates at 1M hosts <= 1.5x 1k (%s)" % reading, "%.0f vs %.0f ns (%.2fx%s)" % (
-                    at_1m["ns"], base["ns"], ratio, ", rounds %s" % at_1m["range"] if at_1m.get("range") else ""),
-                    ratio <= 1.5))
+                    at_1m["ns"], base["ns"], vs_1k, ", rounds %s" % at_1m["range"] if at_1m.get("range") else ""),
+                    vs_1k <= 1.5))
     return goals

@@ -179,12 +179,13 @@ def main():
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = a.out or "/tmp/politeproxy-bench-%s.md" % stamp
-    text = summarize(bench, info, a, elapsed)
-    with open(out, "w") as f:
-        f.write(text + "\n")
+    # The raw figures first: a report that fails to render loses no run.
     with open(os.path.splitext(out)[0] + ".json", "w") as f:
         json.dump({"info": info, "args": vars(a), "results": bench.results, "failures": bench.failures,
                    "elapsed_s": elapsed}, f, indent=1, default=str)
+    text = summarize(bench, info, a, elapsed)
+    with open(out, "w") as f:
+        f.write(text + "\n")
     print(text)
     print("\nreport: %s (raw figures: %s.json)" % (out, os.path.splitext(out)[0]))
     if bench.failures and not a.keep_tmp:
