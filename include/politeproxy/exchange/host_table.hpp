@@ -167,8 +167,8 @@ public:
     std::size_t size() const;
     /// Where a pass in slices (evict_idle_some, host_gates::reapply_config) stands: the
     /// shard and the slot it goes on from, and that shard's layout when its pass began
-    /// (an insert between slices may move every entry: the shard's pass starts again, so
-    /// none is missed).
+    /// (an insert, or the shrink at the end of an eviction pass, may move every entry
+    /// between slices: the shard's pass starts again, so none is missed).
     struct pass_cursor {
         std::size_t shard = 0, slot = 0;
         std::uint64_t layout_at_start = 0;
