@@ -56,8 +56,8 @@ std::size_t host_map::home(std::size_t hash) const {
 }
 
 std::size_t host_map::find_slot(std::string_view key, std::size_t hash) const {
-    const std::size_t mask = slots_.size() - 1;
     if (slots_.empty()) return 0;
+    const std::size_t mask = slots_.size() - 1;
     for (std::size_t i = home(hash);; i = (i + 1) & mask) {
         const slot& s = slots_[i];
         if (!s.entry) {

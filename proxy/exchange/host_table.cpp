@@ -55,7 +55,8 @@ void host_table::insert(shard& s, std::shared_ptr<host_entry> entry) {
 
 std::size_t host_table::evict_idle_some(pass_cursor& at, std::size_t slots, clock::time_point now,
                                         clock::duration idle_for, const evicted_fn& on_evicted) {
-    shard& s = shards_[at.shard];
+    const std::size_t index = at.shard;
+    shard& s = shards_[index];
     std::vector<std::shared_ptr<host_entry>> gone;  // destroyed after the lock
     {
         std::lock_guard lock(s.mutex);
@@ -67,7 +68,7 @@ std::size_t host_table::evict_idle_some(pass_cursor& at, std::size_t slots, cloc
             if (on_evicted) on_evicted(e->key, host_counts{e->outcomes, e->limit_changes, e->g.would_have_waited()});
             gone.push_back(s.entries.extract_at(i));  // moves no other entry
         }
-        if (at.shard != static_cast<std::size_t>(&s - shards_.data())) s.entries.shrink();  // its pass is over
+        if (at.shard != index) s.entries.shrink();  // its pass is over
     }
     return gone.size();
 }

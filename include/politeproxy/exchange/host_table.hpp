@@ -156,7 +156,7 @@ public:
 
     explicit host_table(std::uint64_t seed);
 
-    shard& of(const std::string& key) { return shards_[std::hash<std::string>{}(key) % shard_count]; }
+    shard& of(const std::string& key) { return shards_[host_map::hash_of(key) % shard_count]; }  ///< by the low bits of the hash its map files it under
     shard& at(std::size_t index) { return shards_[index]; }  ///< an entry's (host_entry::shard)
     std::array<shard, shard_count>& shards() { return shards_; }
     /// Under s's lock: `key`'s entry, or null.
