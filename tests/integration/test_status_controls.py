@@ -163,7 +163,12 @@ def test(t):
         H.check(h["override_source"] is None and h["paused_seconds"] == 0 and h["limit"] == 4,
                 "after resume: %s should be back to the defaults: %s" % (TARGET, h))
         H.check(sorted(api_overrides(proxy)) == [API_HOST], "after resume: %s" % api_overrides(proxy))
-        logged = [line for line in proxy.lines if "override %s by alice" % TARGET in line]
+        # The proxy's output reaches proxy.lines through a reader thread: the resume's line
+        # can arrive a moment after its answer.
+        def logged_lines():
+            return [line for line in proxy.lines if "override %s by alice" % TARGET in line]
+        H.wait_until(lambda: len(logged_lines()) >= 3, 2.0 * H.SLOW)
+        logged = logged_lines()
         H.check(len(logged) == 3, "pause, set limit and resume should each be logged once: %s" % logged)
 
         # D
