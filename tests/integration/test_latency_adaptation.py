@@ -135,9 +135,11 @@ def test(t):
         t3 = time.monotonic()
         reached = {}
 
-        def at_max_for_a_while():
+        def at_max_for_a_while():  # 0.6 s on end: a step back down starts the wait again
             v = sampler.latest()
-            if v == HARD_MAX and "t" not in reached:
+            if v != HARD_MAX:
+                reached.clear()
+            elif "t" not in reached:
                 reached["t"] = time.monotonic()
             return "t" in reached and time.monotonic() - reached["t"] >= 0.6 or \
                 time.monotonic() - t3 > 4.5
