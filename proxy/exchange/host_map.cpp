@@ -1,11 +1,11 @@
 #include "politeproxy/exchange/host_map.hpp"
 
+#include "politeproxy/base/keyed_hash.hpp"
 #include "politeproxy/exchange/host_table.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <functional>
 #include <new>
 
 #include <sys/mman.h>
@@ -47,7 +47,7 @@ void deallocate(void* p, std::size_t bytes) noexcept {
 
 }  // namespace host_map_detail
 
-std::size_t host_map::hash_of(std::string_view key) { return std::hash<std::string_view>{}(key); }
+std::size_t host_map::hash_of(std::string_view key) { return keyed_hash(key); }
 
 std::size_t host_map::home(std::size_t hash) const {
     // Fibonacci hashing: the top bits of the product depend on every bit of the hash (the

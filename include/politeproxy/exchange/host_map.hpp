@@ -42,7 +42,8 @@ public:
     host_map(const host_map&) = delete;
     host_map& operator=(const host_map&) = delete;
 
-    /// The hash a key is filed under (std::hash of the key's characters).
+    /// The hash a key is filed under: keyed_hash (SipHash under a secret key), since keys
+    /// are names a client or a page chose, and known slots would let them pile up in one.
     static std::size_t hash_of(std::string_view key);
 
     /// `key`'s entry (the table's owner of it), or null.
