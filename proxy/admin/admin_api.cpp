@@ -102,31 +102,39 @@ std::string page_of(const std::vector<Item>& items, const page_query& q, const c
     return out + "}\n";
 }
 
-std::uint64_t throttled(const host_snapshot& h) { return h.outcomes[static_cast<std::size_t>(outcome::throttled)]; }
+std::uint64_t throttled(const host_series_row& h) { return h.outcomes[static_cast<std::size_t>(outcome::throttled)]; }
 
+// Filtered and sorted on every host's row (host_series_row); only the page's hosts are
+// snapshot in full: a page of a million hosts costs their rows, not their snapshots.
 void list_hosts(const admin_view& view, const page_query& q, admin_response& res) {
-    auto hosts = view.gates.snapshot(view.gates.time().now());
-    std::erase_if(hosts, [&](const host_snapshot& h) { return h.key.find(q.filter) == std::string::npos; });
-    const auto measure = [&](const host_snapshot& h) -> std::uint64_t {
+    auto hosts = view.gates.series_rows();
+    std::erase_if(hosts, [&](const host_series_row& h) { return h.key.find(q.filter) == std::string::npos; });
+    const auto measure = [&](const host_series_row& h) -> std::uint64_t {
         if (q.sort == "waiting") return h.waiting;
         if (q.sort == "in_flight") return h.in_flight;
         if (q.sort == "throttled") return throttled(h);
         return 0;
     };
-    std::sort(hosts.begin(), hosts.end(), [&](const host_snapshot& a, const host_snapshot& b) {
+    std::sort(hosts.begin(), hosts.end(), [&](const host_series_row& a, const host_series_row& b) {
         const auto ma = measure(a), mb = measure(b);
         return ma != mb ? ma > mb : a.key < b.key;
     });
+    const auto now = view.gates.time().now();
     const auto wall_now = std::chrono::system_clock::now();
     json(res, http::status::ok,
-         page_of(hosts, q, "hosts", [](const host_snapshot& h) -> const std::string& { return h.key; },
-                 [&](std::string& out, const host_snapshot& h) { append_host_json(out, h, view.parents, wall_now, view.names); },
+         page_of(hosts, q, "hosts", [](const host_series_row& h) -> const std::string& { return h.key; },
+                 [&](std::string& out, const host_series_row& row) {
+                     const auto h = view.gates.snapshot({row.key}, now);
+                     if (!h.empty()) return append_host_json(out, h.front(), view.parents, wall_now, view.names);
+                     out += "{\"key\": ";  // evicted since its row was read
+                     append_json_string(out, row.key);
+                     out += ", \"tracked\": false}";
+                 },
                  q.sort == "key"));
 }
 
 void one_host(const admin_view& view, const std::string& key, admin_response& res) {
-    for (const auto& h : view.gates.snapshot(view.gates.time().now())) {
-        if (h.key != key) continue;
+    for (const auto& h : view.gates.snapshot({key}, view.gates.time().now())) {
         std::string out;
         append_host_json(out, h, view.parents, std::chrono::system_clock::now(), view.names);
         return json(res, http::status::ok, out + "\n");

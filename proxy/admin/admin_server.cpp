@@ -1,5 +1,7 @@
 #include "politeproxy/admin/admin_server.hpp"
 #include "politeproxy/base/executor.hpp"
+#include "politeproxy/base/free_heap.hpp"
+#include "politeproxy/base/off_thread.hpp"
 
 #include "politeproxy/admin/admin_api.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
@@ -28,8 +30,10 @@ namespace {
 constexpr auto admin_idle = std::chrono::seconds(30);
 constexpr std::size_t admin_request_limit = 64 * 1024;
 constexpr auto accept_error_pause = std::chrono::milliseconds(100);
+constexpr std::size_t release_heap_after_hosts = 10000;  // answers built over ~2 MB and more
+constexpr auto background_deadline = std::chrono::seconds(30);
 
-http::response<http::string_body> route(const admin_view& view, const http::request<http::string_body>& req) {
+admin_response route(const admin_view& view, const admin_request& req) {
     http::response<http::string_body> res{http::status::ok, 11};
     res.set(http::field::cache_control, "no-store");
     res.set(http::field::content_type, "text/plain; charset=utf-8");
@@ -73,6 +77,32 @@ http::response<http::string_body> route(const admin_view& view, const http::requ
     return res;
 }
 
+// The answers that read every tracked host.
+bool over_every_host(const admin_request& req) {
+    if (req.method() != http::verb::get && req.method() != http::verb::head) return false;
+    const std::string_view path = req.target().substr(0, req.target().find('?'));
+    return path == "/metrics" || path == "/hosts";
+}
+
+// route() on view.background, then the memory its answer's building freed given back.
+task<admin_response> route_in_background(const admin_view& view, admin_request req) {
+    const bool keep_alive = req.keep_alive();
+    auto work = [view, req = std::move(req)] {
+        auto res = route(view, req);
+        if (view.gates.size() >= release_heap_after_hosts) release_free_heap();
+        return res;
+    };
+    if (auto res = co_await off_thread(*view.background, std::move(work), clock::now() + background_deadline))
+        co_return std::move(*res);
+    admin_response res{http::status::service_unavailable, 11};
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    res.set(http::field::retry_after, "30");
+    res.body() = "503 Service Unavailable: the answer took over 30 s to build\n";
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    co_return res;
+}
+
 task<void> serve(tcp_socket socket, admin_view view) {
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
@@ -82,7 +112,9 @@ task<void> serve(tcp_socket socket, admin_view view) {
         stream.expires_after(admin_idle);
         auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
         if (ec) co_return;
-        auto res = route(view, parser.get());
+        admin_response res;
+        if (view.background && over_every_host(parser.get())) res = co_await route_in_background(view, parser.release());
+        else res = route(view, parser.get());
         const bool keep = res.keep_alive();
         auto [wec, m] = co_await http::async_write(stream, res, use_tuple);
         if (wec || !keep) break;

@@ -100,35 +100,44 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
                                        MetricType::Gauge);
     constexpr const char* directions[limit_change_count] = {"up", "down", "collapse"};
 
-    // Past metrics.max_host_series the rest are summed as "_other" (host_series: who keeps a name).
+    // Past metrics.max_host_series the rest are summed as "_other" (host_series: who keeps
+    // a name). Every host gives a row of its counters; only the named ones a snapshot.
     series_.begin_scrape();
-    const auto hosts = gates.snapshot(gates.time().now(), false);  // no per-client queues: no series of theirs
-    const auto picked = series_.pick(hosts, cfg->max_host_series);
-    auto add_host = [&](const host_snapshot& h, bool gauges_of_gate) {
+    auto rows = gates.series_rows();
+    const auto picked = series_.pick(rows, cfg->max_host_series);
+    std::vector<std::string> named_keys;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (picked.named[i]) named_keys.push_back(rows[i].key);
+    const std::size_t tracked_hosts = rows.size();
+    std::vector<host_series_row>().swap(rows);  // ~170 bytes a host: freed before the text is built
+    // No per-client queues: no series of theirs. A named host evicted since its row has no
+    // snapshot: its series ends (host_evicted).
+    const auto named = gates.snapshot(named_keys, gates.time().now(), false);
+    // What a named host and "_other" both have: their counters, in flight and waiting.
+    auto add_counts = [&](const auto& h, bool named_host) {
         add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));
         add_sample(waiting, {{"host", h.key}}, static_cast<double>(h.waiting));
-        if (gauges_of_gate) {
-            add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
-            if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));
-            add_sample(rate, {{"host", h.key}}, h.rate);
-            add_sample(rate_from, {{"host", h.key}, {"source", std::string(name_of(h.rate_from))}}, 1);
-            if (h.fleet_in_flight) add_sample(fleet_in_flight, {{"host", h.key}}, static_cast<double>(*h.fleet_in_flight));
-            add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
-        }
         for (std::size_t d = 0; d < limit_change_count; ++d)
             add_sample(changes, {{"host", h.key}, {"direction", directions[d]}}, static_cast<double>(h.limit_changes[d]));
-        if (!h.enforce || (!gauges_of_gate && h.would_have_waited > 0))
+        if (!h.enforce || (!named_host && h.would_have_waited > 0))
             add_sample(would_wait, {{"host", h.key}}, static_cast<double>(h.would_have_waited));
         for (std::size_t o = 0; o < outcome_count; ++o)
             add_sample(requests, {{"host", h.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
                        static_cast<double>(h.outcomes[o]));
     };
-    for (std::size_t i = 0; i < hosts.size(); ++i)
-        if (picked.named[i]) add_host(hosts[i], true);
-    if (picked.has_other) add_host(picked.other, false);
+    for (const host_snapshot& h : named) {
+        add_counts(h, true);
+        add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
+        if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));
+        add_sample(rate, {{"host", h.key}}, h.rate);
+        add_sample(rate_from, {{"host", h.key}, {"source", std::string(name_of(h.rate_from))}}, 1);
+        if (h.fleet_in_flight) add_sample(fleet_in_flight, {{"host", h.key}}, static_cast<double>(*h.fleet_in_flight));
+        add_sample(paused, {{"host", h.key}}, std::chrono::duration<double>(h.paused_for).count());
+    }
+    if (picked.has_other) add_counts(picked.other, false);
 
     auto tracked = metric_family("hosts_tracked", "Host keys with state in memory", MetricType::Gauge);
-    add_sample(tracked, {}, static_cast<double>(hosts.size()));
+    add_sample(tracked, {}, static_cast<double>(tracked_hosts));
 
     auto overrides = metric_family("host_override_info", "Active overrides (registry and control API) and their reasons",
                                  MetricType::Gauge);

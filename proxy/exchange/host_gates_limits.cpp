@@ -128,12 +128,24 @@ std::size_t host_gates::evict_idle(host_table::pass_cursor& at, clock::time_poin
 
 std::size_t host_gates::size() const { return table_.size(); }
 
-std::vector<host_snapshot> host_gates::snapshot(clock::time_point now, bool client_queues) const {
-    auto hosts = table_.snapshot(now, groups_, client_queues);
-    if (fleet_)
-        for (auto& h : hosts) h.fleet_store_up = fleet_->up_for(h.key);
+namespace {
+std::vector<host_snapshot> with_fleet_store(std::vector<host_snapshot> hosts, const fleet::fleet_client* fleet) {
+    if (fleet)
+        for (auto& h : hosts) h.fleet_store_up = fleet->up_for(h.key);
     return hosts;
 }
+}  // namespace
+
+std::vector<host_snapshot> host_gates::snapshot(clock::time_point now, bool client_queues) const {
+    return with_fleet_store(table_.snapshot(now, groups_, client_queues), fleet_);
+}
+
+std::vector<host_snapshot> host_gates::snapshot(const std::vector<std::string>& keys, clock::time_point now,
+                                                bool client_queues) const {
+    return with_fleet_store(table_.snapshot(keys, now, groups_, client_queues), fleet_);
+}
+
+std::vector<host_series_row> host_gates::series_rows(std::size_t slots) const { return table_.series_rows(slots); }
 
 namespace {
 

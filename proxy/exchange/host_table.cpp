@@ -92,63 +92,105 @@ std::size_t host_table::size() const {
     return n;
 }
 
+namespace {
+
+// Under the entry's shard lock.
+host_snapshot snapshot_of(const host_entry& e, clock::time_point now,
+                          std::chrono::system_clock::time_point wall_now, const group_gates& groups, bool client_queues) {
+    host_snapshot h;
+    h.key = e.key;
+    // A request waiting for its fleet lease holds a local slot but is not at the origin.
+    h.in_flight = e.g.in_flight() - e.fleet.size();
+    h.fleet_in_flight = e.fleet.held();
+    h.waiting = e.g.waiting() + e.fleet.size();
+    h.limit = e.g.limit();
+    h.configured_limit = e.policy->concurrency;
+    h.stream_ceiling = e.stream_ceiling;
+    h.h2 = e.h2_sessions != nullptr;
+    h.rate = e.g.limits().rate;
+    h.configured_rate = e.policy->rate;
+    h.rate_from = e.robots_rate && *e.robots_rate < e.health.rate() ? rate_source::robots
+                  : h.rate < h.configured_rate                       ? rate_source::adaptive
+                                                                     : rate_source::config;
+    // A robots.txt hold is not a pause; an operator's is.
+    const auto paused_until = std::max(e.health.paused_until(), e.api_pause_until);
+    h.paused_for = paused_until > now ? paused_until - now : clock::duration::zero();
+    h.p95 = e.health.p95();
+    h.baseline = e.health.baseline();
+    h.epoch_latency = e.health.epoch_latency();
+    h.last_reason = e.health.last_reason();
+    h.since_last_change = now - e.health.last_change();
+    if (e.api_override && !e.api_override->expired(wall_now)) {  // one that expired goes with the next tick
+        h.override_reason = e.api_override->reason;
+        h.override_source = "api";
+        h.api_override = e.api_override;
+    } else if (e.override_entry) {
+        h.override_reason = e.override_entry->reason;
+        h.override_source = "registry";
+    }
+    if (e.domain) {
+        std::lock_guard group_lock(groups.mutex());
+        const group_gate& g = *e.domain->gate;
+        h.domain_group = host_snapshot::group_view{e.domain->key, g.in_flight(), g.waiting(), g.limit()};
+    }
+    if (client_queues && e.g.limits().fair) {
+        e.g.for_each_lane([&h](const client_account* c, std::size_t waiting, bool aside) {
+            h.clients.push_back({c ? c->name() : std::string(), waiting, c ? c->weight() : 1u, aside});
+        });
+        std::sort(h.clients.begin(), h.clients.end(),
+                  [](const auto& a, const auto& b) { return a.waiting != b.waiting ? a.waiting > b.waiting : a.client < b.client; });
+    }
+    h.enforce = e.policy->enforce;
+    h.would_have_waited = e.g.would_have_waited();
+    h.outcomes = e.outcomes;
+    h.limit_changes = e.limit_changes;
+    return h;
+}
+
+}  // namespace
+
 std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const group_gates& groups,
                                                 bool client_queues) const {
     std::vector<host_snapshot> out;
+    out.reserve(size());  // a million hosts' snapshots take ~500 MB: never twice that while growing
     const auto wall_now = std::chrono::system_clock::now();
     for (const auto& s : shards_) {
         std::lock_guard lock(s.mutex);
-        s.entries.for_each([&](const host_entry& entry) {
-            const host_entry* e = &entry;
-            host_snapshot h;
-            h.key = e->key;
-            // A request waiting for its fleet lease holds a local slot but is not at the origin.
-            h.in_flight = e->g.in_flight() - e->fleet.size();
-            h.fleet_in_flight = e->fleet.held();
-            h.waiting = e->g.waiting() + e->fleet.size();
-            h.limit = e->g.limit();
-            h.configured_limit = e->policy->concurrency;
-            h.stream_ceiling = e->stream_ceiling;
-            h.h2 = e->h2_sessions != nullptr;
-            h.rate = e->g.limits().rate;
-            h.configured_rate = e->policy->rate;
-            h.rate_from = e->robots_rate && *e->robots_rate < e->health.rate() ? rate_source::robots
-                          : h.rate < h.configured_rate                       ? rate_source::adaptive
-                                                                             : rate_source::config;
-            // A robots.txt hold is not a pause; an operator's is.
-            const auto paused_until = std::max(e->health.paused_until(), e->api_pause_until);
-            h.paused_for = paused_until > now ? paused_until - now : clock::duration::zero();
-            h.p95 = e->health.p95();
-            h.baseline = e->health.baseline();
-            h.epoch_latency = e->health.epoch_latency();
-            h.last_reason = e->health.last_reason();
-            h.since_last_change = now - e->health.last_change();
-            if (e->api_override && !e->api_override->expired(wall_now)) {  // one that expired goes with the next tick
-                h.override_reason = e->api_override->reason;
-                h.override_source = "api";
-                h.api_override = e->api_override;
-            } else if (e->override_entry) {
-                h.override_reason = e->override_entry->reason;
-                h.override_source = "registry";
-            }
-            if (e->domain) {
-                std::lock_guard group_lock(groups.mutex());
-                const group_gate& g = *e->domain->gate;
-                h.domain_group = host_snapshot::group_view{e->domain->key, g.in_flight(), g.waiting(), g.limit()};
-            }
-            if (client_queues && e->g.limits().fair) {
-                e->g.for_each_lane([&h](const client_account* c, std::size_t waiting, bool aside) {
-                    h.clients.push_back({c ? c->name() : std::string(), waiting, c ? c->weight() : 1u, aside});
-                });
-                std::sort(h.clients.begin(), h.clients.end(),
-                          [](const auto& a, const auto& b) { return a.waiting != b.waiting ? a.waiting > b.waiting : a.client < b.client; });
-            }
-            h.enforce = e->policy->enforce;
-            h.would_have_waited = e->g.would_have_waited();
-            h.outcomes = e->outcomes;
-            h.limit_changes = e->limit_changes;
-            out.push_back(std::move(h));
-        });
+        s.entries.for_each([&](const host_entry& e) { out.push_back(snapshot_of(e, now, wall_now, groups, client_queues)); });
+    }
+    return out;
+}
+
+std::vector<host_snapshot> host_table::snapshot(const std::vector<std::string>& keys, clock::time_point now,
+                                                const group_gates& groups, bool client_queues) const {
+    std::vector<host_snapshot> out;
+    out.reserve(keys.size());
+    const auto wall_now = std::chrono::system_clock::now();
+    for (const auto& key : keys) {
+        const shard& s = of(key);
+        std::lock_guard lock(s.mutex);
+        if (const auto* found = s.entries.find(key)) out.push_back(snapshot_of(**found, now, wall_now, groups, client_queues));
+    }
+    return out;
+}
+
+std::vector<host_series_row> host_table::series_rows(std::size_t slots) const {
+    std::vector<host_series_row> out;
+    out.reserve(size());
+    std::size_t shard_from = 0;  // where the rows of the shard being read begin
+    for (pass_cursor at; !at.done();) {
+        const shard& s = shards_[at.shard];
+        std::lock_guard lock(s.mutex);
+        if (at.slot == 0) shard_from = out.size();
+        else if (at.layout_at_start != s.entries.layout()) out.resize(shard_from);  // read again from its first slot
+        const auto [first, end] = take_slice(s, at, slots);
+        for (std::size_t i = first; i < end; ++i) {
+            const host_entry* e = s.entries.at(i);
+            if (!e) continue;
+            // As in snapshot_of: a request waiting for its fleet lease is not at the origin.
+            out.push_back(host_series_row{e->key, e->g.in_flight() - e->fleet.size(), e->g.waiting() + e->fleet.size(),
+                                          e->policy->enforce, e->g.would_have_waited(), e->outcomes, e->limit_changes});
+        }
     }
     return out;
 }

@@ -161,6 +161,7 @@ int proxy_server::run() {
     for (auto& w : workers) resolver.add_loop(w->ioc);
     asio::thread_pool config_loader(1);  // SIGHUP's reads; the same
     password_checks passwords;             // the same
+    asio::thread_pool admin_background(1);  // /metrics and /hosts built: never behind a reload's read
     const std::string via = make_via();
     for (auto& w : workers)
         w->ctx.emplace(proxy_context{{gates, w->pool, m, resolver, log_, origin_tls.get(), w->h2_origins, parents, via},
@@ -270,7 +271,7 @@ int proxy_server::run() {
                                                      if (!fleet) return nullptr;
                                                      return fleet->store_up() ? "up" : "down";
                                                  },
-                                                 &resolver}),
+                                                 &resolver, &admin_background}),
                    asio::detached);
 
     // Each worker sweeps its own pool; the first also evicts idle gates.
@@ -368,6 +369,7 @@ int proxy_server::run() {
         worker_threads.emplace_back([&ioc = workers[i]->ioc] { ioc.run(); });
     control.run();
     for (auto& t : worker_threads) t.join();
+    admin_background.join();  // an answer still being built there refers to what goes next
     // The pools' sockets and the timers belong to the workers' loops, which go first.
     for (auto& w : workers) {
         w->pool.clear();

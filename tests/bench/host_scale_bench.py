@@ -13,7 +13,8 @@ Then, with a probe on one keep-alive connection sending requests back to back to
 more host (so the worker's pauses show as the probe's latency, as a client sees them):
   - RSS: VmRSS before the load and after it (before any scrape): bytes per host;
   - scrape: one GET /metrics, its time, the peak RSS during it (VmHWM reset before), the
-    probe's longest latency during it;
+    probe's longest latency during it, and VmRSS 2 s after it (what a process that is
+    scraped holds for its hosts);
   - reload: SIGHUP with the config unchanged; the probe's longest latency in the 4 s after;
   - eviction: the config rewritten with host_idle_ttl 5s and SIGHUP; the probe runs
     until the proxy's RSS has stopped falling; the longest probe latency after the
@@ -109,12 +110,15 @@ def one_binary(bench, a, name, binary):
         s0 = time.monotonic()
         tracked = RB.metric_sum(bench.metrics(pp), "politeproxy_hosts_tracked")
         s1 = time.monotonic()
-        res.update(scrape_seconds=s1 - s0, scrape_peak_rss_kb=RB.proc_status_kb(pp.pid, "VmHWM"),
-                   tracked=tracked, scrape_probe_max_ms=1000 * max(probe.between(s0, s1) or [0]))
+        res.update(scrape_seconds=s1 - s0, scrape_peak_rss_kb=RB.proc_status_kb(pp.pid, "VmHWM"), tracked=tracked)
         if tracked < a.hosts:
             raise RuntimeError("only %d hosts tracked after the load of %d" % (tracked, a.hosts))
 
         time.sleep(2.0)
+        # Read after the pause: a probe request the scrape held up ends after the scrape's
+        # answer, and is counted only once it has ended.
+        res["scrape_probe_max_ms"] = 1000 * max(probe.between(s0, s1) or [0])
+        res["scrape_after_rss_kb"] = RB.proc_status_kb(pp.pid, "VmRSS")
         before = probe.between(time.monotonic() - 1.5, time.monotonic())
         # A reload that changes nothing: what re-applying the config to every host costs.
         r0 = time.monotonic()
@@ -143,10 +147,10 @@ def one_binary(bench, a, name, binary):
         if probe and probe.is_alive():
             probe.stop()
         bench.procs.stop(pp)
-    RB.log("%s: %.0f B/host (RSS %d -> %d KiB), scrape %.2f s (peak %d KiB, probe max %.1f ms), probe p50 %.2f ms, "
+    RB.log("%s: %.0f B/host (RSS %d -> %d KiB), scrape %.2f s (peak %d KiB, probe max %.1f ms, RSS after %d KiB), probe p50 %.2f ms, "
            "max %.1f ms before, %.1f ms in a reload, %.1f ms in a reload + eviction (%d requests), RSS after %d KiB" % (
                name, res["bytes_per_host"], res["base_rss_kb"], res["loaded_rss_kb"], res["scrape_seconds"],
-               res["scrape_peak_rss_kb"], res["scrape_probe_max_ms"], res["probe_p50_ms"],
+               res["scrape_peak_rss_kb"], res["scrape_probe_max_ms"], res["scrape_after_rss_kb"], res["probe_p50_ms"],
                res["probe_max_before_ms"], res["probe_max_reload_ms"], res["probe_max_evicting_ms"],
                res["probe_requests_evicting"],
                res["after_rss_kb"]))
@@ -158,14 +162,15 @@ def report(a, results, elapsed, failures):
     lines = ["# politeproxy host scale (%s)" % stamp, "",
              "%d hosts seen once each (64 connections), one worker on core 1; a probe on one keep-alive "
              "connection throughout. %.0f s in all." % (a.hosts, elapsed), "",
-             "| binary | B per host | RSS loaded | scrape s | scrape peak RSS | probe max in scrape | probe p50 | "
+             "| binary | B per host | RSS loaded | scrape s | scrape peak RSS | probe max in scrape | RSS after scrape | probe p50 | "
              "probe max before | probe max in reload | probe max in reload + eviction | RSS after |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
-        lines.append("| %s | %.0f | %.0f MiB | %.2f | %.0f MiB | %.1f ms | %.2f ms | %.1f ms | %.1f ms | **%.1f ms** | "
+        lines.append("| %s | %.0f | %.0f MiB | %.2f | %.0f MiB | %.1f ms | %.0f MiB | %.2f ms | %.1f ms | %.1f ms | **%.1f ms** | "
                      "%.0f MiB |" % (
             name, r["bytes_per_host"], r["loaded_rss_kb"] / 1024, r["scrape_seconds"], r["scrape_peak_rss_kb"] / 1024,
-            r["scrape_probe_max_ms"], r["probe_p50_ms"], r["probe_max_before_ms"], r["probe_max_reload_ms"],
+            r["scrape_probe_max_ms"], r["scrape_after_rss_kb"] / 1024, r["probe_p50_ms"], r["probe_max_before_ms"],
+            r["probe_max_reload_ms"],
             r["probe_max_evicting_ms"],
             r["after_rss_kb"] / 1024))
     if failures:

@@ -8,9 +8,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 
 using namespace politeproxy;
 using namespace politeproxy::testing;
@@ -90,4 +92,66 @@ TEST_CASE("a reload pass goes on through a shard an eviction pass shrank under i
     REQUIRE(gates.size() == busy.size());  // each shard now under 1/8 full: its slots shrank, laid out anew
     while (!reload.done()) gates.reapply_config(reload, 16);
     for (const auto& h : gates.snapshot(time.now())) CHECK_MESSAGE(h.configured_limit == 3, h.key);
+}
+
+TEST_CASE("a scrape's rows: every tracked host's counters as its snapshot has them; snapshots of the named keys alone") {
+    auto cfg = make_config("defaults: { concurrency: 1, rate: 1000, burst: 1 }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    for (int i = 0; i < 300; ++i) {
+        permit p = gates.try_acquire("h" + std::to_string(i % 100) + ".test");
+        if (!p) continue;  // the slot or the token of this host is taken
+        p.set_outcome(i % 3 == 0 ? outcome::throttled : outcome::ok);
+        time.advance(5ms);
+    }
+    permit held = gates.try_acquire("held.test");
+    REQUIRE(held);
+    const auto rows = gates.series_rows();
+    const auto snapshots = gates.snapshot(time.now());
+    REQUIRE(rows.size() == snapshots.size());
+    CHECK(rows.size() == 101);
+    std::map<std::string, const host_snapshot*> by_key;
+    for (const auto& h : snapshots) by_key[h.key] = &h;
+    for (const auto& r : rows) {
+        REQUIRE(by_key.contains(r.key));
+        const host_snapshot& h = *by_key.at(r.key);
+        CHECK(r.in_flight == h.in_flight);
+        CHECK(r.waiting == h.waiting);
+        CHECK(r.outcomes == h.outcomes);
+        CHECK(r.limit_changes == h.limit_changes);
+        CHECK(r.would_have_waited == h.would_have_waited);
+        CHECK(r.enforce == h.enforce);
+    }
+    CHECK(by_key.at("held.test")->in_flight == 1);
+    CHECK(std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.outcomes != decltype(r.outcomes){}; }) == 100);
+
+    const auto named = gates.snapshot({"h7.test", "never.test", "held.test"}, time.now());
+    REQUIRE(named.size() == 2);  // an untracked key is left out; the rest in the order asked
+    CHECK(named[0].key == "h7.test");
+    CHECK(named[0].outcomes == by_key.at("h7.test")->outcomes);
+    CHECK(named[1].key == "held.test");
+    CHECK(named[1].in_flight == 1);
+}
+
+TEST_CASE("rows read in slices while hosts come and grow the shards: each host once, every one there before") {
+    auto cfg = make_config("defaults: { concurrency: 1, rate: 1000, burst: 1 }\n");
+    manual_time time;
+    host_gates gates(cfg, time_source(time));
+    for (int i = 0; i < 2000; ++i) CHECK(gates.try_acquire("old" + std::to_string(i) + ".test"));
+    std::atomic<bool> adding{true};
+    std::thread newcomers([&] {  // each shard laid out anew several times (growth)
+        for (int i = 0; i < 60000; ++i) gates.try_acquire("new" + std::to_string(i) + ".test");
+        adding = false;
+    });
+    int reads = 0;
+    do {
+        const auto rows = gates.series_rows(16);
+        std::set<std::string> keys;
+        for (const auto& r : rows) CHECK(keys.insert(r.key).second);  // no host twice
+        for (int i = 0; i < 2000; i += 97) CHECK(keys.contains("old" + std::to_string(i) + ".test"));
+        ++reads;
+    } while (adding);
+    newcomers.join();
+    CHECK(reads >= 1);
+    CHECK(gates.series_rows(16).size() == 62000);
 }

@@ -12,17 +12,17 @@ using namespace politeproxy;
 
 namespace {
 
-host_snapshot host(const std::string& key, std::uint64_t ok, std::size_t in_flight = 0) {
-    host_snapshot h;
+host_series_row host(const std::string& key, std::uint64_t ok, std::size_t in_flight = 0) {
+    host_series_row h;
     h.key = key;
     h.outcomes[0] = ok;
     h.in_flight = in_flight;
     return h;
 }
 
-std::uint64_t total(const host_snapshot& h) { return std::accumulate(h.outcomes.begin(), h.outcomes.end(), std::uint64_t{0}); }
+std::uint64_t total(const host_series_row& h) { return std::accumulate(h.outcomes.begin(), h.outcomes.end(), std::uint64_t{0}); }
 
-std::vector<std::string> named(const std::vector<host_snapshot>& hosts, const host_series::picked& p) {
+std::vector<std::string> named(const std::vector<host_series_row>& hosts, const host_series::picked& p) {
     std::vector<std::string> out;
     for (std::size_t i = 0; i < hosts.size(); ++i)
         if (p.named[i]) out.push_back(hosts[i].key);
@@ -34,7 +34,7 @@ std::vector<std::string> named(const std::vector<host_snapshot>& hosts, const ho
 
 TEST_CASE("the busiest hosts get the places; the rest are summed under _other") {
     host_series s;
-    std::vector<host_snapshot> hosts{host("c.test", 1, 3), host("a.test", 10), host("b.test", 5)};
+    std::vector<host_series_row> hosts{host("c.test", 1, 3), host("a.test", 10), host("b.test", 5)};
     auto p = s.pick(hosts, 2);
     CHECK(named(hosts, p) == std::vector<std::string>{"a.test", "b.test"});
     REQUIRE(p.has_other);
@@ -52,7 +52,7 @@ TEST_CASE("the busiest hosts get the places; the rest are summed under _other") 
 
 TEST_CASE("a named host keeps its series while it has state, however busy the others get") {
     host_series s;
-    std::vector<host_snapshot> hosts{host("a.test", 10), host("b.test", 5), host("c.test", 1)};
+    std::vector<host_series_row> hosts{host("a.test", 10), host("b.test", 5), host("c.test", 1)};
     s.pick(hosts, 2);
     hosts[2].outcomes[0] = 1000;  // c becomes the busiest
     auto p = s.pick(hosts, 2);
@@ -71,7 +71,7 @@ TEST_CASE("a named host keeps its series while it has state, however busy the ot
 
 TEST_CASE("a host evicted without a series of its own stays counted in _other") {
     host_series s;
-    std::vector<host_snapshot> hosts{host("a.test", 10), host("b.test", 4)};
+    std::vector<host_series_row> hosts{host("a.test", 10), host("b.test", 4)};
     auto p = s.pick(hosts, 1);
     CHECK(total(p.other) == 4);
     s.evicted("b.test", host_counts::of(host("b.test", 6)));  // 2 more since the scrape
@@ -85,7 +85,7 @@ TEST_CASE("a host evicted without a series of its own stays counted in _other") 
 
 TEST_CASE("a host evicted between the snapshot and the pick is not counted twice") {
     host_series s;
-    std::vector<host_snapshot> hosts{host("a.test", 10), host("b.test", 4), host("c.test", 50)};
+    std::vector<host_series_row> hosts{host("a.test", 10), host("b.test", 4), host("c.test", 50)};
     auto p = s.pick(hosts, 1);
     REQUIRE(named(hosts, p) == std::vector<std::string>{"c.test"});
     CHECK(total(p.other) == 14);
@@ -124,7 +124,7 @@ TEST_CASE("over many scrapes with evictions and growth, _other never goes back a
                 ++it;
             }
         }
-        std::vector<host_snapshot> hosts;
+        std::vector<host_series_row> hosts;
         for (const auto& [key, n] : live) hosts.push_back(host(key, n));
         const auto p = s.pick(hosts, cap);
         const auto names = named(hosts, p);

@@ -5,6 +5,10 @@
 #include <functional>
 #include <string>
 
+namespace boost::asio {
+class thread_pool;
+}
+
 namespace politeproxy {
 
 class dns_resolver;
@@ -25,6 +29,12 @@ struct admin_view {
     std::function<bool()> ready;  ///< listening and configured
     std::function<const char*()> fleet_store;  ///< "up" or "down"; null without a fleet
     const dns_resolver* names = nullptr;       ///< /hosts: each key's cached addresses
+    /// Where GET /metrics and /hosts are built (each reads every tracked host: about half
+    /// a second at a million), so the loop the listener shares keeps serving requests;
+    /// the memory they freed is given back to the system there after them
+    /// (base/free_heap.hpp). Null: on the listener's loop. It must finish its work before
+    /// anything the view refers to goes.
+    boost::asio::thread_pool* background = nullptr;
 };
 
 /// Serves GET /metrics (Prometheus text format), /hosts (JSON, see hosts_view.hpp),

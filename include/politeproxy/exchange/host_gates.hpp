@@ -179,6 +179,13 @@ public:
     /// Every tracked host; `client_queues`: with each one's per-client queues (the views
     /// show them; the metrics do not need them).
     std::vector<host_snapshot> snapshot(clock::time_point now, bool client_queues = true) const;
+    /// The tracked hosts among `keys`, in that order (a key not tracked is left out).
+    std::vector<host_snapshot> snapshot(const std::vector<std::string>& keys, clock::time_point now,
+                                        bool client_queues = true) const;
+    /// Every tracked host's row for /metrics (host_series_row): its counters and gauges summed
+    /// under "_other", without the rest of a snapshot; one shard's lock held for `slots`
+    /// slots at a time (host_table::series_rows).
+    std::vector<host_series_row> series_rows(std::size_t slots = 4096) const;
     /// The clients known (clients:); set_config keeps it in step with the config.
     client_book& clients() { return clients_; }
     const client_book& clients() const { return clients_; }
