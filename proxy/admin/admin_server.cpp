@@ -11,6 +11,7 @@
 #include "politeproxy/admin/status_page.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -77,24 +78,23 @@ admin_response route(const admin_view& view, const admin_request& req) {
     return res;
 }
 
-// The answers that read every tracked host.
-bool over_every_host(const admin_request& req) {
-    if (req.method() != http::verb::get && req.method() != http::verb::head) return false;
+// Where an answer that reads every tracked host is built; null: any other, on the loop.
+asio::thread_pool* thread_for(const admin_view& view, const admin_request& req) {
+    if (req.method() != http::verb::get && req.method() != http::verb::head) return nullptr;
     const std::string_view path = req.target().substr(0, req.target().find('?'));
-    return path == "/metrics" || path == "/hosts";
+    if (path == "/metrics") return view.metrics_thread;
+    if (path == "/hosts" || path == "/api/hosts") return view.views_thread;
+    return nullptr;
 }
 
-// route() on view.background, then the memory its answer's building freed given back.
-task<admin_response> route_in_background(const admin_view& view, admin_request req) {
+// route() on `thread`; a 503 if it takes longer than background_deadline.
+task<admin_response> route_on(asio::thread_pool& thread, const admin_view& view, admin_request req) {
     const bool keep_alive = req.keep_alive();
-    auto work = [view, req = std::move(req)] {
-        auto res = route(view, req);
-        if (view.gates.size() >= release_heap_after_hosts) release_free_heap();
-        return res;
-    };
-    if (auto res = co_await off_thread(*view.background, std::move(work), clock::now() + background_deadline))
+    auto work = [view, req = std::move(req)] { return route(view, req); };
+    if (auto res = co_await off_thread(thread, std::move(work), clock::now() + background_deadline))
         co_return std::move(*res);
     admin_response res{http::status::service_unavailable, 11};
+    res.set(http::field::cache_control, "no-store");
     res.set(http::field::content_type, "text/plain; charset=utf-8");
     res.set(http::field::retry_after, "30");
     res.body() = "503 Service Unavailable: the answer took over 30 s to build\n";
@@ -113,10 +113,15 @@ task<void> serve(tcp_socket socket, admin_view view) {
         auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
         if (ec) co_return;
         admin_response res;
-        if (view.background && over_every_host(parser.get())) res = co_await route_in_background(view, parser.release());
+        asio::thread_pool* thread = thread_for(view, parser.get());
+        if (thread) res = co_await route_on(*thread, view, parser.release());  // no co_await in ?: (GCC 12)
         else res = route(view, parser.get());
         const bool keep = res.keep_alive();
+        stream.expires_after(admin_idle);  // the write's own time, whatever the read and the build took
         auto [wec, m] = co_await http::async_write(stream, res, use_tuple);
+        // The answer (a /hosts body can be hundreds of MB) is freed here: give it back.
+        res = {};
+        if (thread && view.gates.size() >= release_heap_after_hosts) asio::post(*thread, release_free_heap);
         if (wec || !keep) break;
     }
     boost::system::error_code ignored;

@@ -112,7 +112,7 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
     std::vector<host_series_row>().swap(rows);  // ~170 bytes a host: freed before the text is built
     // No per-client queues: no series of theirs. A named host evicted since its row has no
     // snapshot: its series ends (host_evicted).
-    const auto named = gates.snapshot(named_keys, gates.time().now(), false);
+    const auto named_hosts = gates.snapshot(named_keys, gates.time().now(), false);
     // What a named host and "_other" both have: their counters, in flight and waiting.
     auto add_counts = [&](const auto& h, bool named_host) {
         add_sample(in_flight, {{"host", h.key}}, static_cast<double>(h.in_flight));
@@ -125,7 +125,7 @@ std::string metrics_renderer::render(const metrics& counted, const host_gates& g
             add_sample(requests, {{"host", h.key}, {"outcome", std::string(outcome_name(static_cast<outcome>(o)))}},
                        static_cast<double>(h.outcomes[o]));
     };
-    for (const host_snapshot& h : named) {
+    for (const host_snapshot& h : named_hosts) {
         add_counts(h, true);
         add_sample(limit, {{"host", h.key}}, static_cast<double>(h.limit));
         if (h.stream_ceiling) add_sample(ceiling, {{"host", h.key}}, static_cast<double>(*h.stream_ceiling));

@@ -310,8 +310,12 @@ try {
 } catch (e) {
   // storage refused (a private mode): the token lives in the field only
 }
-refresh();
-setInterval(refresh, 1000);
+// Again a second after each refresh has ended, never while one is under way (at a million
+// hosts /hosts takes seconds to build).
+(async function poll() {
+  try { await refresh(); } catch (e) { /* drawn as unreachable by each view */ }
+  setTimeout(poll, 1000);
+})();
 )js";
 }
 

@@ -2,9 +2,12 @@
 
 #include <bit>
 #include <cstring>
+#include <chrono>
+#include <exception>
 #include <random>
 
 #include <sys/random.h>
+#include <unistd.h>
 
 namespace politeproxy {
 
@@ -36,7 +39,7 @@ struct sip_state {
 
 std::uint64_t little_endian_word(const char* p, std::size_t n) {  // n <= 8
     std::uint64_t w = 0;
-    std::memcpy(&w, p, n);
+    if (n > 0) std::memcpy(&w, p, n);  // p may be null with n 0 (an empty view)
     if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
     return w;
 }
@@ -46,9 +49,14 @@ sip_key drawn_key() {
     std::uint64_t words[2];
     if (::getrandom(words, sizeof words, 0) == static_cast<ssize_t>(sizeof words)) {
         k.k0 = words[0], k.k1 = words[1];
-    } else {  // no getrandom (an old kernel, a filter): the C++ library's source
+        return k;
+    }
+    try {  // no getrandom (an old kernel, a filter): the C++ library's source
         std::random_device rd;
         k.k0 = std::uint64_t{rd()} << 32 | rd(), k.k1 = std::uint64_t{rd()} << 32 | rd();
+    } catch (const std::exception&) {  // none either: the time and an address, better than a known key
+        k.k0 = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+        k.k1 = reinterpret_cast<std::uintptr_t>(&k) ^ static_cast<std::uint64_t>(::getpid()) << 32;
     }
     return k;
 }

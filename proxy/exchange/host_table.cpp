@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <iterator>
 
 namespace politeproxy {
 
@@ -94,15 +95,19 @@ std::size_t host_table::size() const {
 
 namespace {
 
+// Under the entry's shard lock. A request waiting for its fleet lease holds a local slot
+// but is not at the origin.
+std::size_t in_flight_of(const host_entry& e) { return e.g.in_flight() - e.fleet.size(); }
+std::size_t waiting_of(const host_entry& e) { return e.g.waiting() + e.fleet.size(); }
+
 // Under the entry's shard lock.
 host_snapshot snapshot_of(const host_entry& e, clock::time_point now,
                           std::chrono::system_clock::time_point wall_now, const group_gates& groups, bool client_queues) {
     host_snapshot h;
     h.key = e.key;
-    // A request waiting for its fleet lease holds a local slot but is not at the origin.
-    h.in_flight = e.g.in_flight() - e.fleet.size();
+    h.in_flight = in_flight_of(e);
     h.fleet_in_flight = e.fleet.held();
-    h.waiting = e.g.waiting() + e.fleet.size();
+    h.waiting = waiting_of(e);
     h.limit = e.g.limit();
     h.configured_limit = e.policy->concurrency;
     h.stream_ceiling = e.stream_ceiling;
@@ -152,7 +157,7 @@ host_snapshot snapshot_of(const host_entry& e, clock::time_point now,
 std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const group_gates& groups,
                                                 bool client_queues) const {
     std::vector<host_snapshot> out;
-    out.reserve(size());  // a million hosts' snapshots take ~500 MB: never twice that while growing
+    out.reserve(size());  // a million hosts' snapshots take ~500 MB: not twice that while growing, unless more come
     const auto wall_now = std::chrono::system_clock::now();
     for (const auto& s : shards_) {
         std::lock_guard lock(s.mutex);
@@ -175,22 +180,26 @@ std::vector<host_snapshot> host_table::snapshot(const std::vector<std::string>& 
 }
 
 std::vector<host_series_row> host_table::series_rows(std::size_t slots) const {
-    std::vector<host_series_row> out;
+    std::vector<host_series_row> out, slice;
     out.reserve(size());
     std::size_t shard_from = 0;  // where the rows of the shard being read begin
     for (pass_cursor at; !at.done();) {
-        const shard& s = shards_[at.shard];
-        std::lock_guard lock(s.mutex);
-        if (at.slot == 0) shard_from = out.size();
-        else if (at.layout_at_start != s.entries.layout()) out.resize(shard_from);  // read again from its first slot
-        const auto [first, end] = take_slice(s, at, slots);
-        for (std::size_t i = first; i < end; ++i) {
-            const host_entry* e = s.entries.at(i);
-            if (!e) continue;
-            // As in snapshot_of: a request waiting for its fleet lease is not at the origin.
-            out.push_back(host_series_row{e->key, e->g.in_flight() - e->fleet.size(), e->g.waiting() + e->fleet.size(),
-                                          e->policy->enforce, e->g.would_have_waited(), e->outcomes, e->limit_changes});
+        bool again = false;
+        const bool next_shard = at.slot == 0;
+        {  // under the lock only the slice's rows: `out` grows (and may move) after it
+            const shard& s = shards_[at.shard];
+            std::lock_guard lock(s.mutex);
+            again = !next_shard && at.layout_at_start != s.entries.layout();
+            const auto [first, end] = take_slice(s, at, slots);
+            for (std::size_t i = first; i < end; ++i)
+                if (const host_entry* e = s.entries.at(i))
+                    slice.push_back(host_series_row{e->key, in_flight_of(*e), waiting_of(*e), e->policy->enforce,
+                                                    e->g.would_have_waited(), e->outcomes, e->limit_changes});
         }
+        if (next_shard) shard_from = out.size();
+        else if (again) out.resize(shard_from);  // laid out anew: read again from its first slot
+        std::move(slice.begin(), slice.end(), std::back_inserter(out));
+        slice.clear();
     }
     return out;
 }

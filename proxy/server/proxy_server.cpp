@@ -56,6 +56,18 @@ constexpr auto accept_error_pause = std::chrono::milliseconds(100);
 constexpr auto drain_poll = std::chrono::milliseconds(50);
 constexpr auto reload_read_timeout = std::chrono::seconds(60);  // a config on a hung file system
 constexpr std::size_t release_heap_after = 1000;                 // evicted hosts in one pass
+
+// The admin listener's threads for the answers it builds over every host (admin_view).
+struct admin_thread_pools {
+    asio::thread_pool metrics{1};
+    asio::thread_pool views{1};
+    void stop() {  // what was queued is dropped (its waiters' loops have stopped); what runs ends
+        metrics.stop();
+        views.stop();
+        metrics.join();
+        views.join();
+    }
+};
 // A minted leaf certificate is valid this long (and minted again a quarter before).
 constexpr auto leaf_lifetime = std::chrono::hours(24 * 30);
 
@@ -161,7 +173,6 @@ int proxy_server::run() {
     for (auto& w : workers) resolver.add_loop(w->ioc);
     asio::thread_pool config_loader(1);  // SIGHUP's reads; the same
     password_checks passwords;             // the same
-    asio::thread_pool admin_background(1);  // /metrics and /hosts built: never behind a reload's read
     const std::string via = make_via();
     for (auto& w : workers)
         w->ctx.emplace(proxy_context{{gates, w->pool, m, resolver, log_, origin_tls.get(), w->h2_origins, parents, via},
@@ -264,6 +275,8 @@ int proxy_server::run() {
         }
     }, asio::detached);
 
+    // Declared after everything the admin view refers to: gone (stopped, joined) before it.
+    admin_thread_pools admin_threads;
     asio::co_spawn(control,
                    run_admin_listener(admin_acceptor,
                                       admin_view{gates, overrides, parents, m, rendered, idle_origin_connections, [&] { return !draining.load(); },
@@ -271,7 +284,7 @@ int proxy_server::run() {
                                                      if (!fleet) return nullptr;
                                                      return fleet->store_up() ? "up" : "down";
                                                  },
-                                                 &resolver, &admin_background}),
+                                                 &resolver, &admin_threads.metrics, &admin_threads.views}),
                    asio::detached);
 
     // Each worker sweeps its own pool; the first also evicts idle gates.
@@ -369,7 +382,7 @@ int proxy_server::run() {
         worker_threads.emplace_back([&ioc = workers[i]->ioc] { ioc.run(); });
     control.run();
     for (auto& t : worker_threads) t.join();
-    admin_background.join();  // an answer still being built there refers to what goes next
+    admin_threads.stop();  // an answer still being built there refers to what goes next
     // The pools' sockets and the timers belong to the workers' loops, which go first.
     for (auto& w : workers) {
         w->pool.clear();

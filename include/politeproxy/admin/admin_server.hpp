@@ -29,12 +29,14 @@ struct admin_view {
     std::function<bool()> ready;  ///< listening and configured
     std::function<const char*()> fleet_store;  ///< "up" or "down"; null without a fleet
     const dns_resolver* names = nullptr;       ///< /hosts: each key's cached addresses
-    /// Where GET /metrics and /hosts are built (each reads every tracked host: about half
-    /// a second at a million), so the loop the listener shares keeps serving requests;
-    /// the memory they freed is given back to the system there after them
-    /// (base/free_heap.hpp). Null: on the listener's loop. It must finish its work before
-    /// anything the view refers to goes.
-    boost::asio::thread_pool* background = nullptr;
+    /// Where the answers that read every tracked host are built (about half a second
+    /// and more at a million hosts), so the loop the listener shares keeps serving; after
+    /// one, the memory it used is given back to the system there (base/free_heap.hpp).
+    /// One thread each: a scrape never waits behind the status page's /hosts (asked each
+    /// second), and scrapes never overlap. Null: on the listener's loop. Each must be
+    /// stopped and joined before anything the view refers to goes.
+    boost::asio::thread_pool* metrics_thread = nullptr;  ///< GET /metrics
+    boost::asio::thread_pool* views_thread = nullptr;    ///< GET /hosts, /api/hosts (the list)
 };
 
 /// Serves GET /metrics (Prometheus text format), /hosts (JSON, see hosts_view.hpp),

@@ -29,12 +29,13 @@ namespace politeproxy {
 /// leaves "_other" stays counted in it: a key promoted to a series of its own leaves its
 /// count there, and so does a key evicted while unnamed (evicted()).
 ///
-/// A scrape is begin_scrape(), the snapshot, then pick(): a key may be evicted between
-/// the snapshot and the pick: it is in the snapshot, and evicted() has already dealt with
-/// it (counted it in "_other", or ended its series). pick() leaves every key evicted
-/// since begin_scrape() out of that scrape (one created again under the same key
-/// meanwhile is counted from the next scrape). Evictions outside a scrape are not
-/// remembered by key, so memory stays bounded by the keys with state.
+/// A scrape is begin_scrape(), the snapshot (host_series_row for hosts: read in slices,
+/// over time), then pick(): a key may be evicted after its row was read and before the
+/// pick: it is in the snapshot, and evicted() has already dealt with it (counted it in
+/// "_other", or ended its series). pick() leaves every key evicted since begin_scrape()
+/// out of that scrape (one created again under the same key meanwhile is counted from
+/// the next scrape). Evictions outside a scrape are not remembered by key, so memory
+/// stays bounded by the keys with state.
 ///
 /// Locking. One mutex; pick() and evicted() may come from different threads. Never call
 /// pick() while holding a gate's lock (evicted() is called under one).
@@ -133,8 +134,9 @@ private:
     std::mutex mutex_;
     std::unordered_set<std::string> named_;
     /// The unnamed keys of the last scrape, by keyed_hash: a million hosts' names would
-    /// take ~100 MB kept from one scrape to the next; their 64-bit hashes take ~24 MB
-    /// (two names of a million share one with odds of 1 in 3e7: a count carried twice).
+    /// take ~100 MB kept from one scrape to the next; their 64-bit hashes take ~24 MB.
+    /// Two names of a million share one with odds of 1 in 3e7: then a promotion may
+    /// carry a count twice, or (both promoted at once) drop one from "_other".
     std::unordered_set<std::uint64_t> in_other_;
     Counts carried_;                            ///< counts of keys that left "_other"
     bool scraping_ = false;                     ///< between begin_scrape() and pick()

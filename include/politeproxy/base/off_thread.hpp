@@ -1,6 +1,7 @@
 #pragma once
-// Blocking work (getaddrinfo, password hashing) run on a thread pool while the worker's
-// coroutine waits without blocking its executor. Include it in .cpp files only.
+// Blocking or long work (a reload's reads, the admin answers built over every host) run
+// on a thread pool while the worker's coroutine waits without blocking its executor.
+// Include it in .cpp files only.
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/executor.hpp"
 
@@ -8,6 +9,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,7 +20,9 @@ namespace politeproxy {
 /// Runs `work()` on `pool` and waits for its result up to `deadline`. Nothing at the
 /// deadline, or when the waiting coroutine is cancelled: work already running then
 /// finishes in the background and its result is dropped; work not yet started is
-/// skipped (destroyed without running). `work` must own everything it touches.
+/// skipped (destroyed without running). What `work` throws is thrown in the waiting
+/// coroutine (a pool thread would terminate the process). `work` must own everything it
+/// touches, or the pool must be joined before what it refers to goes.
 /// The caller resumes on its own executor. Pass `work` as a named closure, moved: GCC 12
 /// destroys a temporary closure in a co_await expression twice.
 template <class Work>
@@ -32,7 +36,8 @@ task<std::optional<std::invoke_result_t<Work&>>> off_thread(boost::asio::thread_
         steady_timer timer;
         std::mutex mutex;
         std::optional<result> r;
-        bool abandoned = false;  ///< the waiter gave up
+        std::exception_ptr error;  ///< what work() threw
+        bool abandoned = false;    ///< the waiter gave up
     };
     auto p = std::make_shared<pending>(co_await boost::asio::this_coro::executor);
     p->timer.expires_at(deadline);
@@ -41,10 +46,13 @@ task<std::optional<std::invoke_result_t<Work&>>> off_thread(boost::asio::thread_
             std::lock_guard lock(p->mutex);
             if (p->abandoned) return;
         }
-        auto r = work();
-        {
+        try {
+            auto r = work();
             std::lock_guard lock(p->mutex);
             p->r.emplace(std::move(r));
+        } catch (...) {
+            std::lock_guard lock(p->mutex);
+            p->error = std::current_exception();
         }
         auto ex = p->timer.get_executor();
         boost::asio::post(ex, [p] { p->timer.cancel(); });
@@ -54,6 +62,7 @@ task<std::optional<std::invoke_result_t<Work&>>> off_thread(boost::asio::thread_
         const auto state = co_await boost::asio::this_coro::cancellation_state;
         const bool give_up = !ec || state.cancelled() != boost::asio::cancellation_type::none;  // the deadline, or cancelled
         std::lock_guard lock(p->mutex);
+        if (p->error) std::rethrow_exception(p->error);
         if (p->r) co_return std::move(p->r);
         if (give_up) {
             p->abandoned = true;

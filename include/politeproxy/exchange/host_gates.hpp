@@ -185,7 +185,7 @@ public:
     /// Every tracked host's row for /metrics (host_series_row): its counters and gauges summed
     /// under "_other", without the rest of a snapshot; one shard's lock held for `slots`
     /// slots at a time (host_table::series_rows).
-    std::vector<host_series_row> series_rows(std::size_t slots = 4096) const;
+    std::vector<host_series_row> series_rows(std::size_t slots = host_table::row_slice) const;
     /// The clients known (clients:); set_config keeps it in step with the config.
     client_book& clients() { return clients_; }
     const client_book& clients() const { return clients_; }
