@@ -134,9 +134,9 @@ void list_hosts(const admin_view& view, const page_query& q, admin_response& res
 }
 
 void one_host(const admin_view& view, const std::string& key, admin_response& res) {
-    for (const auto& h : view.gates.snapshot({key}, view.gates.time().now())) {
+    if (const auto tracked = view.gates.snapshot({key}, view.gates.time().now()); !tracked.empty()) {
         std::string out;
-        append_host_json(out, h, view.parents, std::chrono::system_clock::now(), view.names);
+        append_host_json(out, tracked.front(), view.parents, std::chrono::system_clock::now(), view.names);
         return json(res, http::status::ok, out + "\n");
     }
     if (auto live = view.overrides.find(key)) {  // overridden, not tracked (yet, or any more)

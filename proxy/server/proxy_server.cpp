@@ -68,6 +68,7 @@ struct admin_thread_pools {
         views.join();
     }
 };
+
 // A minted leaf certificate is valid this long (and minted again a quarter before).
 constexpr auto leaf_lifetime = std::chrono::hours(24 * 30);
 
