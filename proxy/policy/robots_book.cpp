@@ -98,7 +98,7 @@ void robots_book::keep(origin_state& state, std::shared_ptr<const robots_rules> 
     if (state.rules) rule_bytes_ += state.rules->bytes();
 }
 
-void robots_book::forget(std::unordered_map<std::string, origin_state>::iterator it) {
+void robots_book::forget(origin_map::iterator it) {
     if (it->second.rules) rule_bytes_ -= it->second.rules->bytes();
     origins_.erase(it);
 }

@@ -23,4 +23,13 @@ std::uint64_t sip_hash(const sip_key& key, std::string_view bytes) noexcept;
 /// from one process to the next.
 std::uint64_t keyed_hash(std::string_view bytes) noexcept;
 
+/// keyed_hash for std::unordered_map and set keyed by names from outside (hosts, domains,
+/// origins, clients), whose buckets an unkeyed hash would let anyone fill in one:
+/// `std::unordered_map<std::string, T, keyed_string_hash, std::equal_to<>>` (transparent:
+/// found by a string_view without making a string).
+struct keyed_string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return keyed_hash(s); }
+};
+
 }  // namespace politeproxy

@@ -2,6 +2,7 @@
 // The clients this process knows (clients: in the config): each one's account, found by
 // name for each request, forgotten when idle.
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/keyed_hash.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/policy/client_account.hpp"
 
@@ -106,11 +107,6 @@ public:
     std::size_t size() const;
 
 private:
-    // Looked up by string_view: no string made for a name already known.
-    struct name_hash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-    };
     /// Forgets the clients `forget` picks among the idle ones (nothing waiting, nothing in
     /// flight, no request holding it); under mutex_.
     template <class Forget>
@@ -118,7 +114,8 @@ private:
 
     mutable std::mutex mutex_;
     std::optional<clients_config> config_;
-    std::unordered_map<std::string, std::shared_ptr<client_state>, name_hash, std::equal_to<>> clients_;
+    /// Looked up by string_view: no string made for a name already known.
+    std::unordered_map<std::string, std::shared_ptr<client_state>, keyed_string_hash, std::equal_to<>> clients_;
     evicted_fn last_evicted_;  ///< evict_idle's, for the room made by find()
 };
 

@@ -1,4 +1,5 @@
 #pragma once
+#include "politeproxy/base/keyed_hash.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/policy/group_gate.hpp"
 
@@ -41,7 +42,8 @@ private:
     }
 
     mutable std::mutex mutex_;
-    std::array<std::unordered_map<std::string, std::shared_ptr<group_gate>>, level_count> gates_;
+    std::array<std::unordered_map<std::string, std::shared_ptr<group_gate>, keyed_string_hash, std::equal_to<>>, level_count>
+        gates_;
 };
 
 }  // namespace politeproxy

@@ -10,6 +10,7 @@
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/event.hpp"
+#include "politeproxy/base/keyed_hash.hpp"
 #include "politeproxy/base/executor.hpp"
 #include "politeproxy/http2/client_session.hpp"
 #include "politeproxy/net/timed_socket.hpp"
@@ -165,7 +166,7 @@ private:
         bool picked_h2 = false;          ///< ALPN picked h2 before
     };
     static constexpr std::size_t max_remembered = 10000;
-    std::unordered_map<std::string, origin> origins_;
+    std::unordered_map<std::string, origin, keyed_string_hash, std::equal_to<>> origins_;
 };
 
 }  // namespace politeproxy

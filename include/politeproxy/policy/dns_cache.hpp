@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/keyed_hash.hpp"
 #include "politeproxy/policy/address_filter.hpp"
 
 #include <cstddef>
@@ -97,7 +98,7 @@ private:
 
     settings settings_;
     lru entries_;  ///< most recently used first
-    std::unordered_map<std::string_view, lru::iterator> by_name_;  ///< views into entries_' names
+    std::unordered_map<std::string_view, lru::iterator, keyed_string_hash> by_name_;  ///< views into entries_' names
 };
 
 /// `v6` and `v4` in the order a connect tries them: IPv6 first, the families alternating

@@ -1,5 +1,6 @@
 #pragma once
 #include "politeproxy/base/clock.hpp"
+#include "politeproxy/base/keyed_hash.hpp"
 #include "politeproxy/policy/robots_txt.hpp"
 
 #include <cstddef>
@@ -107,12 +108,13 @@ private:
                     clock::time_point now);
     void keep(origin_state& state, std::shared_ptr<const robots_rules> rules, clock::time_point until);
     void make_room(clock::time_point now);
-    void forget(std::unordered_map<std::string, origin_state>::iterator it);
+    using origin_map = std::unordered_map<std::string, origin_state, keyed_string_hash, std::equal_to<>>;
+    void forget(origin_map::iterator it);
 
     clock::duration cache_ttl_;
     clock::duration max_delay_;
-    std::unordered_map<std::string, origin_state> origins_;
-    std::unordered_map<std::string, gate_cap> caps_;
+    origin_map origins_;
+    std::unordered_map<std::string, gate_cap, keyed_string_hash, std::equal_to<>> caps_;
     std::size_t rule_bytes_ = 0;
 };
 
