@@ -66,11 +66,11 @@ void host_gates::leave_groups(group_ladder& ladder, group_gate::waiter& node) {
     wake.add(granted);  // under the lock: a granted waiter that gives up needs it to go away
 }
 
-permit host_gates::depart_at_once_locked(shard& s, const std::string& key, const std::string& address,
+permit host_gates::depart_at_once_locked(const host_table::place& where, const std::string& address,
                                          clock::time_point now, const std::shared_ptr<client_state>& client,
                                          wakeups* wake) {
     if (closed_) return {};
-    auto entry = find_or_create(s, key, now);
+    auto entry = find_or_create(where, now);
     entry->last_used = now;
     if (entry->health.tick(now)) {
         apply_health(*entry, now);
@@ -113,13 +113,13 @@ permit host_gates::try_acquire(const std::string& key, const std::string& addres
     // With the store up every request needs a lease (acquire); without it, fail_closed
     // refuses in acquire, and local_share departs on the local gate alone.
     if (fleet_ && (fleet_needs_lease(key) || fleet_fails_closed())) return {};
-    shard& s = table_.of(key);
+    const auto where = table_.locate(key);
     // Wake-ups are owed only when a client's cap makes it give group slots back (most
     // requests, nobody's, skip making the object).
     std::optional<wakeups> wake;
     if (client) wake.emplace();
-    std::lock_guard lock(s.mutex);
-    permit p = depart_at_once_locked(s, key, address, time_.now(), client, wake ? &*wake : nullptr);
+    std::lock_guard lock(where.s.mutex);
+    permit p = depart_at_once_locked(where, address, time_.now(), client, wake ? &*wake : nullptr);
     if (p && fleet_) {
         p.lease_ = fleet_->hold_unasserted(key);  // asserted in the store when it is back
         p.entry_->fleet.leased_unasked();
@@ -158,15 +158,15 @@ task<acquire_result> host_gates::acquire(std::string key, std::string address, s
 
 task<acquire_result> host_gates::acquire_local(const std::string& key, const std::string& address,
                                                clock::time_point start, const std::shared_ptr<client_state>& client) {
-    shard& s = table_.of(key);
+    const auto where = table_.locate(key);
     std::shared_ptr<host_entry> entry;
     // Every parked request costs memory (a coroutine chain, its header, its connection):
     // their number across all hosts is bounded, whichever clients and hosts they are.
     const parked_place parked(parked_, current_config()->limits.max_parked);
     {
-        std::lock_guard lock(s.mutex);
+        std::lock_guard lock(where.s.mutex);
         if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
-        entry = find_or_create(s, key, start);
+        entry = find_or_create(where, start);
         if (!parked) {
             count_rejected_locked(*entry, client.get());
             co_return acquire_result{{}, errc::parked_full, parked_retry_after};
@@ -187,7 +187,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
     clock::duration max_wait{};
     {
         wakeups wake;
-        std::lock_guard lock(s.mutex);
+        std::lock_guard lock(where.s.mutex);
         if (closed_) co_return acquire_result{{}, errc::shutting_down, shutdown_retry_after};
         max_wait = entry->policy->queue.max_wait;
         choose_groups(*entry, address, w->groups);
@@ -211,7 +211,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         const auto now = time_.now();
         std::optional<permit> granted;
         {
-            std::lock_guard lock(s.mutex);
+            std::lock_guard lock(where.s.mutex);
             state = w->host_node().state();
             if (state == gate::waiter_state::departed) {
                 guard.self = nullptr;
@@ -246,7 +246,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
             }
             if (all_held) {
                 wakeups wake;
-                std::lock_guard lock(s.mutex);
+                std::lock_guard lock(where.s.mutex);
                 if (w->host_node().state() == gate::waiter_state::awaiting_groups) {
                     entry->g.groups_granted(*w);
                     wake.run_gate(*entry, time_.now());
@@ -260,7 +260,7 @@ task<acquire_result> host_gates::acquire_local(const std::string& key, const std
         if (time_.now() < wake_at) continue;  // a poke: the state changed, read it again
         // Our token is due, or a pause ended: run the gate.
         wakeups wake;
-        std::lock_guard lock(s.mutex);
+        std::lock_guard lock(where.s.mutex);
         const auto t = time_.now();
         if (entry->health.tick(t)) {
             apply_health(*entry, t);

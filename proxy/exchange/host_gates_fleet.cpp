@@ -106,14 +106,14 @@ void host_gates::note_answer_locked(host_entry& e, const fleet::lease_answer& an
 
 task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, const std::string& address,
                                                         const std::shared_ptr<client_state>& client) {
-    shard& s = table_.of(key);
+    const auto where = table_.locate(key);
     const auto start = time_.now();
     permit local;
     fleet::lease_terms terms;
     {
         wakeups wake;
-        std::lock_guard lock(s.mutex);
-        local = depart_at_once_locked(s, key, address, start, client, &wake);
+        std::lock_guard lock(where.s.mutex);
+        local = depart_at_once_locked(where, address, start, client, &wake);
         if (!local) co_return acquire_result{};
         local.counted_ = false;  // a miss parks: the request is counted where it ends
         const host_entry& e = *local.entry_;
@@ -124,7 +124,7 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
     const auto now = time_.now();
     {
         wakeups wake;
-        std::lock_guard lock(s.mutex);
+        std::lock_guard lock(where.s.mutex);
         note_answer_locked(*local.entry_, answer, local, start, now, wake);
     }
     if (!local.lease_) co_return acquire_result{};  // the fleet is full: park (the local slot goes back)
@@ -133,10 +133,10 @@ task<acquire_result> host_gates::acquire_leased_at_once(const std::string& key, 
 }
 
 void host_gates::count_rejected(const std::string& key, client_state* client) {
-    shard& s = table_.of(key);
-    std::lock_guard lock(s.mutex);
+    const auto where = table_.locate(key);
+    std::lock_guard lock(where.s.mutex);
     const auto now = time_.now();
-    auto entry = find_or_create(s, key, now);
+    auto entry = find_or_create(where, now);
     entry->last_used = now;
     count_rejected_locked(*entry, client);
 }
@@ -174,9 +174,9 @@ void host_gates::fleet_store_changed() {
 }
 
 void host_gates::fleet_held(const std::string& key, std::size_t held) {
-    shard& s = table_.of(key);
-    std::lock_guard lock(s.mutex);
-    if (const auto e = table_.find(s, key)) e->fleet.heard_held(held, time_.now());
+    const auto where = table_.locate(key);
+    std::lock_guard lock(where.s.mutex);
+    if (const auto e = table_.find(where)) e->fleet.heard_held(held, time_.now());
 }
 
 void host_gates::tick(clock::time_point now) {

@@ -42,8 +42,9 @@ std::shared_ptr<const config> host_gates::current_config() const {
     return config_;
 }
 
-std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::string& key, clock::time_point now) {
-    if (auto found = table_.find(s, key)) {
+std::shared_ptr<host_entry> host_gates::find_or_create(const host_table::place& where, clock::time_point now) {
+    const std::string& key = where.key;
+    if (auto found = table_.find(where)) {
         // Its node lost since the last sweep (fleet_store_changed comes after): the share now.
         if (fleet_ && !found->fleet.store_down() && !fleet_->up_for(key)) store_lost_locked(*found, now);
         return found;
@@ -67,7 +68,7 @@ std::shared_ptr<host_entry> host_gates::find_or_create(shard& s, const std::stri
         entry->robots_rate = robots_.rate_cap(key, now);  // read before this gate was last forgotten
         if (entry->robots_rate) apply_health(*entry, now);
     }
-    table_.insert(s, entry);
+    table_.insert(where, entry);
     return entry;
 }
 
@@ -160,11 +161,11 @@ std::optional<std::size_t> lowest_ceiling(const host_entry& e) {
 }  // namespace
 
 void host_gates::set_stream_ceiling(const std::string& key, const void* session, std::optional<std::size_t> streams) {
-    shard& s = table_.of(key);
+    const auto where = table_.locate(key);
     wakeups wake;
-    std::lock_guard lock(s.mutex);
+    std::lock_guard lock(where.s.mutex);
     const auto now = time_.now();
-    auto entry = find_or_create(s, key, now);
+    auto entry = find_or_create(where, now);
     if (!entry->h2_sessions) entry->h2_sessions = std::make_unique<h2_session_ceilings>();
     auto& sessions = *entry->h2_sessions;
     const auto it = std::find_if(sessions.begin(), sessions.end(), [&](const auto& p) { return p.first == session; });
@@ -180,10 +181,10 @@ void host_gates::set_stream_ceiling(const std::string& key, const void* session,
 }
 
 void host_gates::forget_stream_ceiling(const std::string& key, const void* session) {
-    shard& s = table_.of(key);
+    const auto where = table_.locate(key);
     wakeups wake;
-    std::lock_guard lock(s.mutex);
-    const auto found = table_.find(s, key);
+    std::lock_guard lock(where.s.mutex);
+    const auto found = table_.find(where);
     if (!found) return;  // forgotten while idle: nothing holds a ceiling
     host_entry& entry = *found;
     if (entry.h2_sessions) {

@@ -51,10 +51,10 @@ void host_gates::set_live_override(const std::string& key, std::shared_ptr<const
         else live_.erase(key);
     }
     const auto cfg = current_config();
-    shard& s = table_.of(key);
+    const auto where = table_.locate(key);
     wakeups wake;
-    std::lock_guard lock(s.mutex);
-    const auto found = table_.find(s, key);
+    std::lock_guard lock(where.s.mutex);
+    const auto found = table_.find(where);
     if (!found) return;  // applies when the host is next tracked (find_or_create)
     host_entry& e = *found;
     const auto now = time_.now();

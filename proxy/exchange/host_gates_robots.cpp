@@ -6,8 +6,8 @@ using namespace gates_detail;
 
 robots_turn host_gates::robots_due(const std::string& origin, const std::string& key,
                                 const std::string& address) {
-    shard& s = table_.of(key);
-    std::lock_guard lock(s.mutex);
+    const auto where = table_.locate(key);
+    std::lock_guard lock(where.s.mutex);
     const auto now = time_.now();
     {
         std::lock_guard robots_lock(robots_mutex_);
@@ -18,7 +18,7 @@ robots_turn host_gates::robots_due(const std::string& origin, const std::string&
     turn.origin_ = origin;
     turn.key_ = key;
     if (fleet_) return turn;
-    turn.slot = depart_at_once_locked(s, key, address, now, nullptr, nullptr);  // nobody's: no cap to meet
+    turn.slot = depart_at_once_locked(where, address, now, nullptr, nullptr);  // nobody's: no cap to meet
     if (turn.slot) {
         turn.held_ = true;
         turn.slot.entry_->robots_hold = true;
@@ -49,10 +49,10 @@ void host_gates::robots_done(const std::string& origin, const std::string& key, 
         robots_.fetched(origin, key, read, {backoff.initial, backoff.max}, now);
         cap = robots_.rate_cap(key, now);
     }
-    shard& s = table_.of(key);
+    const auto where = table_.locate(key);
     wakeups wake;
-    std::lock_guard lock(s.mutex);
-    const auto found = table_.find(s, key);
+    std::lock_guard lock(where.s.mutex);
+    const auto found = table_.find(where);
     if (!found) return;
     host_entry& e = *found;
     if (held) e.robots_hold = false;  // only the fetch that set the hold lifts it

@@ -25,10 +25,8 @@ std::string_view name_of(rate_source s) {
     return "config";
 }
 
-// make_shared's block (libstdc++, 64-bit: a vtable pointer and two 32-bit counts before
-// the entry) in tcmalloc's 768-byte size class; its next is 896: 128 bytes more per host.
-constexpr std::size_t make_shared_counts = 16;
-static_assert(sizeof(host_entry) + make_shared_counts <= 768, "a million idle hosts hold one each (host_scale_bench.py)");
+static_assert(sizeof(host_entry) + host_entry_counts <= host_entry_block,
+              "a million idle hosts hold one each (host_scale_bench.py)");
 
 host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o,
                        clock::time_point now)
@@ -43,15 +41,23 @@ host_table::host_table(std::uint64_t seed) {
     for (auto& s : shards_) s.random.seed(static_cast<std::minstd_rand::result_type>(seed++));
 }
 
-std::shared_ptr<host_entry> host_table::find(shard& s, const std::string& key) const {
-    const auto* found = s.entries.find(key);
+host_table::place host_table::locate(const std::string& key) {
+    const std::size_t hash = host_map::hash_of(key);
+    shard& s = shards_[shard_of(hash)];
+    s.entries.prefetch_home(hash);
+    return {s, key, hash};
+}
+
+std::shared_ptr<host_entry> host_table::find(const place& at) const {
+    const auto* found = at.s.entries.find(at.key, at.hash);
     return found ? *found : nullptr;
 }
 
-void host_table::insert(shard& s, std::shared_ptr<host_entry> entry) {
+void host_table::insert(const place& at, std::shared_ptr<host_entry> entry) {
     static_assert(shard_count <= 256, "host_entry::shard is one byte");
-    entry->shard = static_cast<std::uint8_t>(&s - shards_.data());
-    s.entries.insert(std::move(entry));
+    assert(entry->key == at.key);
+    entry->shard = static_cast<std::uint8_t>(&at.s - shards_.data());
+    at.s.entries.insert(std::move(entry), at.hash);
 }
 
 std::size_t host_table::evict_idle_some(pass_cursor& at, std::size_t slots, clock::time_point now,
@@ -172,9 +178,10 @@ std::vector<host_snapshot> host_table::snapshot(const std::vector<std::string>& 
     out.reserve(keys.size());
     const auto wall_now = std::chrono::system_clock::now();
     for (const auto& key : keys) {
-        const shard& s = of(key);
+        const std::size_t hash = host_map::hash_of(key);
+        const shard& s = shards_[shard_of(hash)];
         std::lock_guard lock(s.mutex);
-        if (const auto* found = s.entries.find(key)) out.push_back(snapshot_of(**found, now, wall_now, groups, client_queues));
+        if (const auto* found = s.entries.find(key, hash)) out.push_back(snapshot_of(**found, now, wall_now, groups, client_queues));
     }
     return out;
 }

@@ -140,14 +140,14 @@ TEST_CASE("slot arrays of 2 MiB and more lie in whole, aligned huge pages") {
 
 TEST_CASE("names chosen to share a slot under an unkeyed hash spread out (no hash flooding)") {
     // 1000 names that std::hash (MurmurHash, fixed seed: anyone can search offline)
-    // would file in slot 0 of the 2048 slots 1000 entries take, through host_map's own
-    // home(): the top bits of the hash times 2^64/phi. Filed under it, they would lie in
+    // would file in slot 0 of the 2048 slots 1000 entries take (host_map::home_in: the
+    // top bits of the hash times 2^64/phi). Filed under it, they would lie in
     // one run of 1000 slots that every lookup among them walks.
     std::vector<std::string> names;
     for (std::uint64_t i = 0; names.size() < 1000; ++i) {
         std::string name = "n" + std::to_string(i) + ".flood.test";
         const std::uint64_t h = std::hash<std::string_view>{}(name);
-        if ((h * 0x9E3779B97F4A7C15ull) >> 53 == 0) names.push_back(std::move(name));
+        if (host_map::home_in(h, 2048) == 0) names.push_back(std::move(name));
     }
     host_map map;
     for (const auto& name : names) map.insert(entry(name));

@@ -212,7 +212,7 @@ private:
     friend class gates_detail::wakeups;
     using shard = host_table::shard;
 
-    std::shared_ptr<host_entry> find_or_create(shard& s, const std::string& key, clock::time_point now);
+    std::shared_ptr<host_entry> find_or_create(const host_table::place& where, clock::time_point now);
     /// The policy a host runs under: its registry policy (`o`, else the defaults) with
     /// `live` on top; the pointer keeps `cfg` alive.
     static std::shared_ptr<const host_policy> policy_with(const std::shared_ptr<const config>& cfg,
@@ -229,7 +229,7 @@ private:
     /// request ahead of it (in the local queue or the fleet line); else an empty one.
     /// `wake` (declared before the lock; needed with a `client`) gets whom giving back
     /// group slots let go when the client reached its cap meanwhile.
-    permit depart_at_once_locked(shard& s, const std::string& key, const std::string& address, clock::time_point now,
+    permit depart_at_once_locked(const host_table::place& where, const std::string& address, clock::time_point now,
                                  const std::shared_ptr<client_state>& client, gates_detail::wakeups* wake);
     task<acquire_result> acquire_local(const std::string& key, const std::string& address, clock::time_point start,
                                        const std::shared_ptr<client_state>& client);

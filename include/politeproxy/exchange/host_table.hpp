@@ -42,10 +42,16 @@ struct domain_membership {
     std::shared_ptr<group_gate> gate;
 };
 
+/// make_shared's block for a host_entry (libstdc++, 64-bit): a vtable pointer and two
+/// 32-bit counts, then the entry; the whole in tcmalloc's 768-byte size class (its next is
+/// 896: 128 bytes more per host).
+inline constexpr std::size_t host_entry_counts = 16;
+inline constexpr std::size_t host_entry_block = 768;
+
 /// The state kept for one host key while it is tracked. A million idle hosts hold one
 /// each: what hosts do not use in the default config (HTTP/2 sessions, a domain group) is
 /// held by pointer, so that make_shared's block (this and its counts) stays in tcmalloc's
-/// 768-byte size class (host_table.cpp).
+/// 768-byte size class (host_entry_block).
 struct host_entry : std::enable_shared_from_this<host_entry> {
     host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o, clock::time_point now);
 
@@ -171,14 +177,22 @@ public:
 
     explicit host_table(std::uint64_t seed);
 
-    shard& of(const std::string& key) { return shards_[host_map::hash_of(key) % shard_count]; }  ///< by the low bits of the hash its map files it under
-    const shard& of(const std::string& key) const { return shards_[host_map::hash_of(key) % shard_count]; }
+    /// Where a key is filed: its shard (by the low bits of the hash its shard's map files
+    /// it under) and that hash, so that a lookup hashes its key once.
+    struct place {
+        shard& s;
+        const std::string& key;
+        std::size_t hash;
+    };
+    /// `key`'s place. Asks the CPU for the key's first slot in its shard meanwhile: among
+    /// a million hosts it is a cache miss, which then overlaps taking the shard's lock.
+    place locate(const std::string& key);
     shard& at(std::size_t index) { return shards_[index]; }  ///< an entry's (host_entry::shard)
     std::array<shard, shard_count>& shards() { return shards_; }
-    /// Under s's lock: `key`'s entry, or null.
-    std::shared_ptr<host_entry> find(shard& s, const std::string& key) const;
-    /// Under s's lock: tracks `entry` (of a key of s), noting its shard in it.
-    void insert(shard& s, std::shared_ptr<host_entry> entry);
+    /// Under the place's shard lock: its key's entry, or null.
+    std::shared_ptr<host_entry> find(const place& at) const;
+    /// Under the place's shard lock: tracks `entry` (of its key), noting its shard in it.
+    void insert(const place& at, std::shared_ptr<host_entry> entry);
 
     std::size_t size() const;
     /// Where a pass in slices (evict_idle_some, host_gates::reapply_config) stands: the
@@ -218,6 +232,8 @@ public:
     std::vector<host_series_row> series_rows(std::size_t slots = row_slice) const;
 
 private:
+    static std::size_t shard_of(std::size_t hash) { return hash % shard_count; }
+
     std::array<shard, shard_count> shards_;
 };
 
