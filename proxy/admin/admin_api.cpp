@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 namespace politeproxy {
 namespace http = boost::beast::http;
@@ -78,9 +79,10 @@ bool read_query(std::string_view target, page_query& q, admin_response& res) {
 // there, else (sorted by key: it went away meanwhile) after where it would be. Rows of
 // one key stay on one page (the page grows past `limit` for them), so `next`, the last
 // key of the page, never splits them. `key_of(item)`.
+// `more`: members after "next" (each as `,\n "name": value`).
 template <class Item, class KeyOf, class Write>
 std::string page_of(const std::vector<Item>& items, const page_query& q, const char* name, KeyOf key_of, Write write,
-                    bool by_key) {
+                    bool by_key, std::string_view more = {}) {
     std::size_t from = 0;
     if (!q.after.empty()) {
         const auto last = std::find_if(items.rbegin(), items.rend(), [&](const Item& i) { return key_of(i) == q.after; });
@@ -99,26 +101,49 @@ std::string page_of(const std::vector<Item>& items, const page_query& q, const c
     out += "],\n \"next\": ";
     if (to < items.size() && to > from) append_json_string(out, key_of(items[to - 1]));
     else out += "null";
+    out += more;
     return out + "}\n";
 }
 
 std::uint64_t throttled(const host_series_row& h) { return h.outcomes[static_cast<std::size_t>(outcome::throttled)]; }
 
+// The hosts a listing matched, all of them: how many, their requests in flight and
+// waiting, and how many are paused (the status page's summary line, at any number of hosts).
+std::string total_json(const std::vector<host_series_row>& hosts, clock::time_point now) {
+    std::size_t in_flight = 0, waiting = 0, paused = 0;
+    for (const auto& h : hosts) {
+        in_flight += h.in_flight;
+        waiting += h.waiting;
+        if (h.paused_until > now) ++paused;
+    }
+    return ",\n \"total\": {\"hosts\": " + std::to_string(hosts.size()) + ", \"in_flight\": " + std::to_string(in_flight) +
+           ", \"waiting\": " + std::to_string(waiting) + ", \"paused\": " + std::to_string(paused) + "}";
+}
+
 // Filtered and sorted on every host's row (host_series_row); only the page's hosts are
 // snapshot in full: a page of a million hosts costs their rows, not their snapshots.
+// sort=waiting: most waiting first, then most in flight; sort=in_flight: most in flight
+// first, then most waiting; sort=throttled: most throttled answers first; then by key.
 void list_hosts(const admin_view& view, const page_query& q, admin_response& res) {
     auto hosts = view.gates.series_rows();
     std::erase_if(hosts, [&](const host_series_row& h) { return h.key.find(q.filter) == std::string::npos; });
-    const auto measure = [&](const host_series_row& h) -> std::uint64_t {
-        if (q.sort == "waiting") return h.waiting;
-        if (q.sort == "in_flight") return h.in_flight;
-        if (q.sort == "throttled") return throttled(h);
-        return 0;
+    const auto measure = [&](const host_series_row& h) -> std::pair<std::uint64_t, std::uint64_t> {
+        if (q.sort == "waiting") return {h.waiting, h.in_flight};
+        if (q.sort == "in_flight") return {h.in_flight, h.waiting};
+        if (q.sort == "throttled") return {throttled(h), 0};
+        return {};
     };
-    std::sort(hosts.begin(), hosts.end(), [&](const host_series_row& a, const host_series_row& b) {
+    const auto busier = [&](const host_series_row& a, const host_series_row& b) {
         const auto ma = measure(a), mb = measure(b);
         return ma != mb ? ma > mb : a.key < b.key;
-    });
+    };
+    // The first page (the status page's, every second) needs only its own rows in order.
+    if (q.after.empty()) {
+        const auto page_end = hosts.begin() + static_cast<std::ptrdiff_t>(std::min(hosts.size(), q.limit));
+        std::partial_sort(hosts.begin(), page_end, hosts.end(), busier);
+    } else {
+        std::sort(hosts.begin(), hosts.end(), busier);
+    }
     const auto now = view.gates.time().now();
     const auto wall_now = std::chrono::system_clock::now();
     json(res, http::status::ok,
@@ -130,7 +155,7 @@ void list_hosts(const admin_view& view, const page_query& q, admin_response& res
                      append_json_string(out, row.key);
                      out += ", \"tracked\": false}";
                  },
-                 q.sort == "key"));
+                 q.sort == "key", total_json(hosts, now)));
 }
 
 void one_host(const admin_view& view, const std::string& key, admin_response& res) {

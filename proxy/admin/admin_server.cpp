@@ -39,6 +39,10 @@ admin_response route(const admin_view& view, const admin_request& req) {
     res.set(http::field::cache_control, "no-store");
     res.set(http::field::content_type, "text/plain; charset=utf-8");
     const std::string_view path = req.target().substr(0, req.target().find('?'));
+    // With a fleet: whether its store is reachable, beside every listing of hosts.
+    if (view.fleet_store && (path == "/hosts" || path == "/api/hosts")) {
+        if (const char* state = view.fleet_store()) res.set("Politeproxy-Fleet-Store", state);
+    }
     if (path.starts_with("/api/")) {
         answer_api(view, req, res);
     } else if (req.method() != http::verb::get && req.method() != http::verb::head) {
@@ -53,9 +57,6 @@ admin_response route(const admin_view& view, const admin_request& req) {
         res.set(http::field::content_type, "application/json");
         res.body() = render_hosts_json(view.gates, view.parents, view.gates.time().now(), std::chrono::system_clock::now(),
                                        view.names);
-        if (view.fleet_store) {
-            if (const char* state = view.fleet_store()) res.set("Politeproxy-Fleet-Store", state);
-        }
     } else if (path == "/" || path == "/status.js") {
         const bool page = path == "/";
         res.set(http::field::content_type, page ? "text/html; charset=utf-8" : "text/javascript; charset=utf-8");

@@ -39,7 +39,7 @@ std::string_view status_page_html() {
 </head>
 <body>
 <h1>politeproxy</h1>
-<p id="summary">loading /hosts &hellip;</p>
+<p id="summary">loading &hellip;</p>
 <div id="controls">
   <label>token <input id="token" type="password" autocomplete="off" spellcheck="false" size="22"></label>
   <label>reason <input id="reason" maxlength="500" size="32"></label>

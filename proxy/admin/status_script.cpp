@@ -6,11 +6,11 @@ namespace politeproxy {
 
 std::string_view status_page_script() {
     return R"js('use strict';
-// Draws /hosts (hosts with requests waiting first, then in flight) and /api/overrides every
-// second. Every value goes in as text (textContent), never as markup: keys and reasons come
+// Draws the busiest hosts (most waiting first, then most in flight: one page of
+// /api/hosts, with the totals over all hosts) and /api/overrides every second. Every value goes in as text (textContent), never as markup: keys and reasons come
 // from clients and operators. The row buttons call the control API with the token typed
 // into #token, kept in this tab's sessionStorage only (never a cookie or localStorage).
-const shown = 500;              // host rows drawn
+const shown = 500;              // host rows asked for and drawn, of however many hosts
 const overridesShown = 2000;    // override rows fetched, in pages of overridesPage
 const overridesPage = 1000;
 const tokenKey = 'politeproxy.token';
@@ -76,13 +76,10 @@ function swap(id, body) {
 async function drawHosts() {
   const summary = $('summary');
   try {
-    const res = await fetch('/hosts', { cache: 'no-store' });
-    const hosts = await res.json();
+    const res = await fetch('/api/hosts?sort=waiting&limit=' + shown, { cache: 'no-store' });
+    const { hosts, total } = await res.json();
     if (held()) return;
     const fleet = res.headers.get('Politeproxy-Fleet-Store');
-    hosts.sort((a, b) => b.waiting - a.waiting || b.in_flight - a.in_flight || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    let inFlight = 0, waiting = 0, paused = 0;
-    for (const h of hosts) { inFlight += h.in_flight; waiting += h.waiting; if (h.paused_seconds > 0) paused++; }
     summary.replaceChildren();
     const add = (label, value, cls) => {
       const b = document.createElement('b');
@@ -90,14 +87,14 @@ async function drawHosts() {
       if (cls) b.className = cls;
       summary.append(label, b, '  ');
     };
-    add('hosts ', String(hosts.length));
-    add('in flight ', String(inFlight));
-    add('waiting ', String(waiting));
-    add('paused ', String(paused));
+    add('hosts ', String(total.hosts));
+    add('in flight ', String(total.in_flight));
+    add('waiting ', String(total.waiting));
+    add('paused ', String(total.paused));
     add('fleet store ', fleet || 'off', fleet === 'down' ? 'down' : '');
     add('updated ', new Date().toLocaleTimeString());
     const body = document.createElement('tbody');
-    for (const h of hosts.slice(0, shown)) {
+    for (const h of hosts) {
       const tr = body.insertRow();
       tr.dataset.host = h.key;
       if (h.paused_seconds > 0) tr.className = 'paused';
@@ -120,12 +117,12 @@ async function drawHosts() {
       buttons(tr, h.override_source === 'api');
     }
     swap('hosts', body);
-    $('more').textContent = hosts.length > shown ? (hosts.length - shown) + ' quieter hosts not shown' : '';
+    $('more').textContent = total.hosts > hosts.length ? (total.hosts - hosts.length) + ' quieter hosts not shown' : '';
   } catch (e) {
     summary.replaceChildren();
     const b = document.createElement('b');
     b.className = 'down';
-    b.textContent = 'the proxy does not answer /hosts (' + e + ')';
+    b.textContent = 'the proxy does not answer /api/hosts (' + e + ')';
     summary.append(b);
   }
 }
@@ -311,7 +308,7 @@ try {
   // storage refused (a private mode): the token lives in the field only
 }
 // Again a second after each refresh has ended, never while one is under way (at a million
-// hosts /hosts takes seconds to build).
+// hosts a page of /api/hosts takes about a second to build).
 (async function poll() {
   try { await refresh(); } catch (e) { /* drawn as unreachable by each view */ }
   setTimeout(poll, 1000);

@@ -15,6 +15,9 @@ more host (so the worker's pauses show as the probe's latency, as a client sees 
   - scrape: one GET /metrics, its time, the peak RSS during it (VmHWM reset before), the
     probe's longest latency during it, and VmRSS 2 s after it (what a process that is
     scraped holds for its hosts);
+  - status page: the request the binary's own status page makes every second (its
+    /status.js says which: one page of /api/hosts, or all of /hosts before 2026-12-06),
+    its time, answer size and peak RSS, and the probe's longest latency during it;
   - reload: SIGHUP with the config unchanged; the probe's longest latency in the 4 s after;
   - eviction: the config rewritten with host_idle_ttl 5s and SIGHUP; the probe runs
     until the proxy's RSS has stopped falling; the longest probe latency after the
@@ -86,6 +89,20 @@ def rss_settled(pid, quiet_s=3.0, limit_s=60.0):
     return time.monotonic() - start
 
 
+def status_page(pp, probe):
+    admin = "http://127.0.0.1:%d" % pp.admin
+    script = RB.http_get(admin + "/status.js")
+    path = "/api/hosts?sort=waiting&limit=500" if "fetch('/api/hosts?sort=waiting" in script else "/hosts"
+    RB.reset_peak_rss(pp.pid)
+    t0 = time.monotonic()
+    body = RB.http_get(admin + path, timeout=120)
+    t1 = time.monotonic()
+    peak = RB.proc_status_kb(pp.pid, "VmHWM")
+    time.sleep(2.0)  # as for the scrape: a held-up probe request is counted once it ends
+    return {"page_path": path, "page_seconds": t1 - t0, "page_mb": len(body) / 1e6, "page_peak_rss_kb": peak,
+            "page_probe_max_ms": 1000 * max(probe.between(t0, t1) or [0])}
+
+
 def one_binary(bench, a, name, binary):
     pp = bench.start_politeproxy(name, config("10m"), binary)
     res = {"binary": binary}
@@ -119,6 +136,7 @@ def one_binary(bench, a, name, binary):
         # answer, and is counted only once it has ended.
         res["scrape_probe_max_ms"] = 1000 * max(probe.between(s0, s1) or [0])
         res["scrape_after_rss_kb"] = RB.proc_status_kb(pp.pid, "VmRSS")
+        res.update(status_page(pp, probe))
         before = probe.between(time.monotonic() - 1.5, time.monotonic())
         # A reload that changes nothing: what re-applying the config to every host costs.
         r0 = time.monotonic()
@@ -147,10 +165,13 @@ def one_binary(bench, a, name, binary):
         if probe and probe.is_alive():
             probe.stop()
         bench.procs.stop(pp)
-    RB.log("%s: %.0f B/host (RSS %d -> %d KiB), scrape %.2f s (peak %d KiB, probe max %.1f ms, RSS after %d KiB), probe p50 %.2f ms, "
+    RB.log("%s: %.0f B/host (RSS %d -> %d KiB), scrape %.2f s (peak %d KiB, probe max %.1f ms, RSS after %d KiB), "
+           "status page %s %.2f s %.1f MB (peak %d KiB, probe max %.1f ms), probe p50 %.2f ms, "
            "max %.1f ms before, %.1f ms in a reload, %.1f ms in a reload + eviction (%d requests), RSS after %d KiB" % (
                name, res["bytes_per_host"], res["base_rss_kb"], res["loaded_rss_kb"], res["scrape_seconds"],
-               res["scrape_peak_rss_kb"], res["scrape_probe_max_ms"], res["scrape_after_rss_kb"], res["probe_p50_ms"],
+               res["scrape_peak_rss_kb"], res["scrape_probe_max_ms"], res["scrape_after_rss_kb"],
+               res["page_path"], res["page_seconds"], res["page_mb"], res["page_peak_rss_kb"], res["page_probe_max_ms"],
+               res["probe_p50_ms"],
                res["probe_max_before_ms"], res["probe_max_reload_ms"], res["probe_max_evicting_ms"],
                res["probe_requests_evicting"],
                res["after_rss_kb"]))
@@ -162,14 +183,16 @@ def report(a, results, elapsed, failures):
     lines = ["# politeproxy host scale (%s)" % stamp, "",
              "%d hosts seen once each (64 connections), one worker on core 1; a probe on one keep-alive "
              "connection throughout. %.0f s in all." % (a.hosts, elapsed), "",
-             "| binary | B per host | RSS loaded | scrape s | scrape peak RSS | probe max in scrape | RSS after scrape | probe p50 | "
+             "| binary | B per host | RSS loaded | scrape s | scrape peak RSS | probe max in scrape | RSS after scrape | "
+             "status page asks | its s | its MB | its peak RSS | probe max in it | probe p50 | "
              "probe max before | probe max in reload | probe max in reload + eviction | RSS after |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
-        lines.append("| %s | %.0f | %.0f MiB | %.2f | %.0f MiB | %.1f ms | %.0f MiB | %.2f ms | %.1f ms | %.1f ms | **%.1f ms** | "
-                     "%.0f MiB |" % (
+        lines.append("| %s | %.0f | %.0f MiB | %.2f | %.0f MiB | %.1f ms | %.0f MiB | `%s` | %.2f | %.1f | %.0f MiB | %.1f ms | "
+                     "%.2f ms | %.1f ms | %.1f ms | **%.1f ms** | %.0f MiB |" % (
             name, r["bytes_per_host"], r["loaded_rss_kb"] / 1024, r["scrape_seconds"], r["scrape_peak_rss_kb"] / 1024,
-            r["scrape_probe_max_ms"], r["scrape_after_rss_kb"] / 1024, r["probe_p50_ms"], r["probe_max_before_ms"],
+            r["scrape_probe_max_ms"], r["scrape_after_rss_kb"] / 1024, r["page_path"], r["page_seconds"], r["page_mb"],
+            r["page_peak_rss_kb"] / 1024, r["page_probe_max_ms"], r["probe_p50_ms"], r["probe_max_before_ms"],
             r["probe_max_reload_ms"],
             r["probe_max_evicting_ms"],
             r["after_rss_kb"] / 1024))

@@ -6,7 +6,9 @@ paused_seconds, override_reason (or null), p95_seconds, baseline_seconds and
 latency_at_limit_seconds (or null), last_change (why and when the limit last moved, or
 null) and enforce. Checked
 for: an override with a reason under load (in_flight 3, waiting 2), a plain host, a host
-paused by a 429 with Retry-After 5 and an observe-only host. /readyz answers 200 "ready"."""
+paused by a 429 with Retry-After 5 and an observe-only host. GET /api/hosts lists them in
+pages, busiest first, each page with the totals over all of them. /readyz answers 200
+"ready"."""
 import datetime
 import json
 import os
@@ -80,6 +82,36 @@ def parse_rfc3339(s):
     return datetime.datetime.fromisoformat(s).timestamp()
 
 
+def api_page(proxy, query):
+    status, _, body = proxy.admin_get("/api/hosts?" + query)
+    H.check(status == 200, "GET /api/hosts?%s answered %d: %r" % (query, status, body[:300]))
+    return json.loads(body.decode())
+
+
+def check_listing(proxy):
+    """GET /api/hosts in pages of 2, busiest first (most waiting, then most in flight, then
+    by key), each page with the totals over every host (what the status page draws its
+    summary from at any number of hosts)."""
+    def busy_first():
+        page = api_page(proxy, "sort=waiting&limit=2")
+        first = page["hosts"][0] if page["hosts"] else {}
+        return page if first.get("key") == WIDE and first["waiting"] == 2 and first["in_flight"] == 3 else None
+    page = H.wait_until(busy_first, 1.0, interval=0.05) or api_page(proxy, "sort=waiting&limit=2")
+    H.log("/api/hosts?sort=waiting&limit=2: %s" % json.dumps(page))
+    H.check([h["key"] for h in page["hosts"]] == [WIDE, PAUSED] and page["next"] == PAUSED,
+            "the first page should be %s (2 waiting), then %s (none busy, first by key): %s"
+            % (WIDE, PAUSED, json.dumps(page)))
+    total = {"hosts": 4, "in_flight": 3, "waiting": 2, "paused": 1}
+    H.check(page.get("total") == total, "/api/hosts total %r, expected %r" % (page.get("total"), total))
+    rest = api_page(proxy, "sort=waiting&limit=2&after=" + PAUSED)
+    H.check([h["key"] for h in rest["hosts"]] == [PLAIN, WATCH] and rest["next"] is None
+            and rest.get("total") == total, "the second page: %s" % json.dumps(rest))
+    # in_flight first: WIDE, then by key (none of the others waits)
+    by_flight = api_page(proxy, "sort=in_flight&limit=1")
+    H.check([h["key"] for h in by_flight["hosts"]] == [WIDE] and by_flight["next"] == WIDE,
+            "sort=in_flight: %s" % json.dumps(by_flight))
+
+
 def test(t):
     origin = t.origin()
     proxy = t.proxy(H.base_config(
@@ -114,6 +146,7 @@ def test(t):
         w = hs.get(WIDE)
         return w is not None and w["in_flight"] == 3 and w["waiting"] == 2 and hs
     hosts = H.wait_until(loaded, 1.0, interval=0.05) or get_hosts(proxy)[0]
+    check_listing(proxy)
     for k in (WIDE, PLAIN, PAUSED, WATCH):
         H.check(k in hosts, "/hosts has no entry for %s; keys: %s" % (k, sorted(hosts)))
         H.log("/hosts %s" % json.dumps(hosts[k]))

@@ -2,7 +2,8 @@
 """The admin listener's live status page (`/` and `/status.js`), rendered by headless
 Chromium (Debian's `chromium`) against a running proxy under load:
   - busy.test: 6 slow requests at concurrency 2 (2 in flight, 4 waiting) is the first row,
-    with those counts; plain.test (one request, done) is listed after it;
+    with those counts; plain.test (one request, done) is listed after it; the summary
+    gives the totals over every host (from one page of GET /api/hosts);
   - paused.test, paused 30 s by a 429 with Retry-After, is drawn as paused, with its
     last change "throttled";
   - an override reason that looks like markup is shown as text, never as an element, in
@@ -67,7 +68,9 @@ def test(t):
     csp = hdr.get("content-security-policy", "")
     H.check("script-src 'self'" in csp and "default-src 'none'" in csp, "GET /: Content-Security-Policy %r" % csp)
     status, headers, script = proxy.admin_get("/status.js")
-    H.check(status == 200 and b"fetch('/hosts'" in script, "GET /status.js answered %d" % status)
+    # One page of the busiest hosts, never every host (a million would be ~500 MB a second).
+    H.check(status == 200 and b"fetch('/api/hosts?sort=waiting&limit=' + shown" in script,
+            "GET /status.js answered %d, or asks for more than a page of hosts" % status)
     hdr = dict((k.lower(), v) for k, v in headers)
     H.check("javascript" in hdr.get("content-type", "") and hdr.get("content-security-policy") == csp
             and hdr.get("x-content-type-options") == "nosniff", "GET /status.js headers %r" % hdr)
@@ -112,6 +115,12 @@ def test(t):
             "the overrides table's %s row: registry, concurrency 1 and its reason as text expected: %s %r"
             % (ODD, cells, inner))
     H.check("fleet store" in dom and ">off<" in dom, "the summary should say the fleet store is off")
+    summary = re.search(r'<p id="summary">(.*?)</p>', dom, re.S)
+    summary = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]*>", "", summary.group(1)))) if summary else ""
+    H.check("hosts 4 in flight 2 waiting 4 paused 1" in summary,
+            "the summary (totals over every host) should read hosts 4, in flight 2, waiting 4, paused 1: %r"
+            % summary)
+    H.check("quieter hosts" not in dom, "all 4 hosts are drawn: no 'quieter hosts not shown'")
 
     shot = os.path.join(os.path.dirname(os.path.abspath(t.binary)), "status-page.png")
     page(t, "--screenshot=" + shot, "--hide-scrollbars", proxy.admin_url + "/")

@@ -136,6 +136,7 @@ struct host_series_row {
     std::string key;
     std::size_t in_flight = 0;
     std::size_t waiting = 0;
+    clock::time_point paused_until{};  ///< by its health or an operator (not a robots.txt hold)
     bool enforce = true;
     std::uint64_t would_have_waited = 0;
     std::array<std::uint64_t, outcome_count> outcomes{};
