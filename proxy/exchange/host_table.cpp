@@ -43,7 +43,7 @@ host_table::host_table(std::uint64_t seed) {
 
 host_table::place host_table::locate(const std::string& key) {
     const std::size_t hash = host_map::hash_of(key);
-    shard& s = shards_[shard_of(hash)];
+    shard& s = shard_for(hash);
     s.entries.prefetch_home(hash);
     return {s, key, hash};
 }
@@ -180,7 +180,7 @@ std::vector<host_snapshot> host_table::snapshot(const std::vector<std::string>& 
     const auto wall_now = std::chrono::system_clock::now();
     for (const auto& key : keys) {
         const std::size_t hash = host_map::hash_of(key);
-        const shard& s = shards_[shard_of(hash)];
+        const shard& s = shard_for(hash);
         std::lock_guard lock(s.mutex);
         if (const auto* found = s.entries.find(key, hash)) out.push_back(snapshot_of(**found, now, wall_now, groups, client_queues));
     }

@@ -164,7 +164,7 @@ struct host_counts {
 /// Every tracked host's entry, in 16 shards by key.
 ///
 /// Locking: each shard's mutex guards its map and every entry in it (and the entry's
-/// gate); the caller takes it (`of(key).mutex`, `at(entry.shard).mutex`) around lookups
+/// gate); the caller takes it (`locate(key).s.mutex`, `at(entry.shard).mutex`) around lookups
 /// and changes. size and snapshot take each shard's lock in turn; a pass in slices takes
 /// one shard's for each slice.
 class host_table {
@@ -188,6 +188,7 @@ public:
     /// `key`'s place. Asks the CPU for the key's first slot in its shard meanwhile: among
     /// a million hosts it is a cache miss, which then overlaps taking the shard's lock.
     place locate(const std::string& key);
+    place locate(std::string&&) = delete;  ///< the place refers to its key
     shard& at(std::size_t index) { return shards_[index]; }  ///< an entry's (host_entry::shard)
     std::array<shard, shard_count>& shards() { return shards_; }
     /// Under the place's shard lock: its key's entry, or null.
@@ -233,7 +234,8 @@ public:
     std::vector<host_series_row> series_rows(std::size_t slots = row_slice) const;
 
 private:
-    static std::size_t shard_of(std::size_t hash) { return hash % shard_count; }
+    shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }
+    const shard& shard_for(std::size_t hash) const { return shards_[hash % shard_count]; }
 
     std::array<shard, shard_count> shards_;
 };
