@@ -6,6 +6,8 @@
 #include "politeproxy/fleet/fleet_client.hpp"
 #include "politeproxy/policy/public_suffixes.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace politeproxy {
@@ -125,6 +127,15 @@ std::size_t host_gates::evict_idle(host_table::pass_cursor& at, clock::time_poin
     std::lock_guard lock(groups_.mutex());
     groups_.evict_idle();  // after the hosts: they refer to their domain's group
     return evicted;
+}
+
+std::size_t host_gates::eviction_shards_per_tick(clock::duration idle_for, clock::duration tick) {
+    constexpr std::size_t shards = host_table::shard_count;
+    const auto pass = idle_for / 10;
+    if (tick <= clock::duration::zero() || pass <= tick) return shards;
+    // ceil(shards * tick / pass), without overflow for any TTL
+    const auto per_tick = (static_cast<double>(shards) * static_cast<double>(tick.count())) / static_cast<double>(pass.count());
+    return std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(per_tick)), 1, shards);
 }
 
 std::size_t host_gates::size() const { return table_.size(); }

@@ -294,6 +294,8 @@ int proxy_server::run() {
         auto& timer = *housekeeping.emplace_back(std::make_unique<steady_timer>(w->ioc));
         const bool evicts = w == workers.front();
         asio::co_spawn(w->ioc, [&, evicts, pool = &w->pool, ex = w->ioc.get_executor()]() -> task<void> {
+            host_table::pass_cursor eviction;  // a pass goes on from tick to tick
+            std::size_t evicted = 0;           // by the pass so far
             for (;;) {
                 timer.expires_after(housekeeping_period);
                 if (auto [ec] = co_await timer.async_wait(use_tuple); ec) co_return;
@@ -302,22 +304,26 @@ int proxy_server::run() {
                 if (!evicts) continue;
                 gates.tick(now);
                 overrides.tick(std::chrono::system_clock::now());
-                // In slices, the loop serving between them: a million idle hosts never stall it long.
+                // In slices, the loop serving between them: a million idle hosts never stall
+                // it long. A few shards a tick when the TTL is long (a pass in a tenth of it).
                 const auto idle_for = gates.current_config()->limits.host_idle_ttl;
-                std::size_t evicted = 0;
-                for (host_table::pass_cursor at; !at.done();) {
+                if (eviction.done()) eviction = {};
+                const std::size_t last_shard = eviction.shard + host_gates::eviction_shards_per_tick(idle_for, housekeeping_period);
+                while (!eviction.done() && eviction.shard < last_shard) {
                     evicted += gates.evict_idle(
-                        at, now, idle_for,
+                        eviction, now, idle_for,
                         [&rendered](const std::string& key, const host_counts& final) { rendered.host_evicted(key, final); },
                         [&rendered](const std::string& name, const client_counts& final) {
                             rendered.client_evicted(name, final);
                         });
                     co_await asio::post(ex, asio::deferred);
                 }
+                if (!eviction.done()) continue;
                 // Give freed gate memory back to the system, not only to the heap, after a
                 // pass that freed much: on the loader's thread, as returning one large free
                 // span can take 20 ms (a few evictions a second are left to the allocator).
                 if (evicted >= release_heap_after) asio::post(config_loader, release_free_heap);
+                evicted = 0;
             }
         }, asio::detached);
     }

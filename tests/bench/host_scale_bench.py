@@ -12,6 +12,8 @@ to each of --hosts names `mN.bench.test` (resolve: table, so no DNS), nginx answ
 Then, with a probe on one keep-alive connection sending requests back to back to one
 more host (so the worker's pauses show as the probe's latency, as a client sees them):
   - RSS: VmRSS before the load and after it (before any scrape): bytes per host;
+  - idle CPU: the proxy's CPU time per second over 5 s with the probe held (nothing to
+    serve): what holding the hosts costs by itself;
   - scrape: one GET /metrics, its time, the peak RSS during it (VmHWM reset before), the
     probe's longest latency during it, and VmRSS 2 s after it (what a process that is
     scraped holds for its hosts);
@@ -52,11 +54,16 @@ class Probe(threading.Thread):
         super().__init__(daemon=True)
         self.port, self.url = proxy_port, "http://probe.bench.test:%d/1k" % origin_port
         self.samples, self.stop_flag, self.error = [], threading.Event(), None
+        self.go = threading.Event()  # cleared: the probe waits (between requests)
+        self.go.set()
 
     def run(self):
         try:
             conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
             while not self.stop_flag.is_set():
+                if not self.go.is_set():
+                    self.go.wait(1.0)
+                    continue
                 t0 = time.monotonic()
                 conn.request("GET", self.url, headers={"Host": "probe.bench.test"})
                 r = conn.getresponse()
@@ -75,6 +82,18 @@ class Probe(threading.Thread):
     def stop(self):
         self.stop_flag.set()
         self.join(timeout=35)
+
+
+def idle_cpu_ms_per_s(pid, probe, seconds=5.0):
+    """The proxy's CPU time per second with nothing to serve (the probe held): what
+    holding the hosts costs by itself (housekeeping's passes over them)."""
+    probe.go.clear()
+    time.sleep(1.0)
+    c0, t0 = RB.proc_cpu_seconds(pid), time.monotonic()
+    time.sleep(seconds)
+    c1, t1 = RB.proc_cpu_seconds(pid), time.monotonic()
+    probe.go.set()
+    return 1000 * (c1 - c0) / (t1 - t0)
 
 
 def rss_settled(pid, quiet_s=3.0, limit_s=60.0):
@@ -122,6 +141,7 @@ def one_binary(bench, a, name, binary):
         loaded_rss = RB.proc_status_kb(pp.pid, "VmRSS")
         res.update(base_rss_kb=base_rss, loaded_rss_kb=loaded_rss,
                    bytes_per_host=(loaded_rss - base_rss) * 1024.0 / a.hosts)
+        res["idle_cpu_ms_per_s"] = idle_cpu_ms_per_s(pp.pid, probe)
 
         RB.reset_peak_rss(pp.pid)
         s0 = time.monotonic()
@@ -165,10 +185,11 @@ def one_binary(bench, a, name, binary):
         if probe and probe.is_alive():
             probe.stop()
         bench.procs.stop(pp)
-    RB.log("%s: %.0f B/host (RSS %d -> %d KiB), scrape %.2f s (peak %d KiB, probe max %.1f ms, RSS after %d KiB), "
+    RB.log("%s: %.0f B/host (RSS %d -> %d KiB), idle CPU %.1f ms/s, scrape %.2f s (peak %d KiB, probe max %.1f ms, RSS after %d KiB), "
            "status page %s %.2f s %.1f MB (peak %d KiB, probe max %.1f ms), probe p50 %.2f ms, "
            "max %.1f ms before, %.1f ms in a reload, %.1f ms in a reload + eviction (%d requests), RSS after %d KiB" % (
-               name, res["bytes_per_host"], res["base_rss_kb"], res["loaded_rss_kb"], res["scrape_seconds"],
+               name, res["bytes_per_host"], res["base_rss_kb"], res["loaded_rss_kb"], res["idle_cpu_ms_per_s"],
+               res["scrape_seconds"],
                res["scrape_peak_rss_kb"], res["scrape_probe_max_ms"], res["scrape_after_rss_kb"],
                res["page_path"], res["page_seconds"], res["page_mb"], res["page_peak_rss_kb"], res["page_probe_max_ms"],
                res["probe_p50_ms"],
@@ -183,14 +204,14 @@ def report(a, results, elapsed, failures):
     lines = ["# politeproxy host scale (%s)" % stamp, "",
              "%d hosts seen once each (64 connections), one worker on core 1; a probe on one keep-alive "
              "connection throughout. %.0f s in all." % (a.hosts, elapsed), "",
-             "| binary | B per host | RSS loaded | scrape s | scrape peak RSS | probe max in scrape | RSS after scrape | "
+             "| binary | B per host | RSS loaded | idle CPU | scrape s | scrape peak RSS | probe max in scrape | RSS after scrape | "
              "status page asks | its s | its MB | its peak RSS | probe max in it | probe p50 | "
              "probe max before | probe max in reload | probe max in reload + eviction | RSS after |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
-        lines.append("| %s | %.0f | %.0f MiB | %.2f | %.0f MiB | %.1f ms | %.0f MiB | `%s` | %.2f | %.1f | %.0f MiB | %.1f ms | "
+        lines.append("| %s | %.0f | %.0f MiB | %.1f ms/s | %.2f | %.0f MiB | %.1f ms | %.0f MiB | `%s` | %.2f | %.1f | %.0f MiB | %.1f ms | "
                      "%.2f ms | %.1f ms | %.1f ms | **%.1f ms** | %.0f MiB |" % (
-            name, r["bytes_per_host"], r["loaded_rss_kb"] / 1024, r["scrape_seconds"], r["scrape_peak_rss_kb"] / 1024,
+            name, r["bytes_per_host"], r["loaded_rss_kb"] / 1024, r["idle_cpu_ms_per_s"], r["scrape_seconds"], r["scrape_peak_rss_kb"] / 1024,
             r["scrape_probe_max_ms"], r["scrape_after_rss_kb"] / 1024, r["page_path"], r["page_seconds"], r["page_mb"],
             r["page_peak_rss_kb"] / 1024, r["page_probe_max_ms"], r["probe_p50_ms"], r["probe_max_before_ms"],
             r["probe_max_reload_ms"],

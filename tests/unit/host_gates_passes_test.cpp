@@ -155,3 +155,16 @@ TEST_CASE("rows read in slices while hosts come and grow the shards: each host o
     MESSAGE(reads << " reads while hosts came");
     CHECK(gates.series_rows(16).size() == 62000);
 }
+
+TEST_CASE("an eviction pass takes at most a tenth of the TTL, or one tick: a few shards a tick when it is long") {
+    using namespace std::chrono_literals;
+    const auto per_tick = [](clock::duration ttl) { return host_gates::eviction_shards_per_tick(ttl, 1s); };
+    CHECK(per_tick(5s) == host_table::shard_count);   // a tenth is under a tick: every shard every tick
+    CHECK(per_tick(10s) == host_table::shard_count);  // a tenth is a tick
+    CHECK(per_tick(30s) == 6);                        // 16 shards in 3 s: 5.3 a tick
+    CHECK(per_tick(60s) == 3);                        // the default TTL: a pass in 5.3 s
+    CHECK(per_tick(10min) == 1);                      // a pass in 16 s
+    CHECK(per_tick(24h) == 1);
+    CHECK(per_tick(0s) == host_table::shard_count);
+    CHECK(host_gates::eviction_shards_per_tick(60s, 0s) == host_table::shard_count);
+}
