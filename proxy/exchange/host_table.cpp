@@ -161,16 +161,36 @@ host_snapshot snapshot_of(const host_entry& e, clock::time_point now,
 
 }  // namespace
 
-std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const group_gates& groups,
-                                                bool client_queues) const {
-    std::vector<host_snapshot> out;
-    out.reserve(size());  // a million hosts' snapshots take ~500 MB: not twice that while growing, unless more come
-    const auto wall_now = std::chrono::system_clock::now();
-    for (const auto& s : shards_) {
-        std::lock_guard lock(s.mutex);
-        s.entries.for_each([&](const host_entry& e) { out.push_back(snapshot_of(e, now, wall_now, groups, client_queues)); });
+template <class Row, class Read>
+std::vector<Row> host_table::read_in_slices(std::size_t slots, Read read) const {
+    std::vector<Row> out, slice;
+    out.reserve(size());  // a million hosts' rows: not twice that while growing, unless more come
+    std::size_t shard_from = 0;  // where the rows of the shard being read begin
+    for (pass_cursor at; !at.done();) {
+        bool again = false;
+        const bool next_shard = at.slot == 0;
+        {  // under the lock only the slice's rows: `out` grows (and may move) after it
+            const shard& s = shards_[at.shard];
+            std::lock_guard lock(s.mutex);
+            again = !next_shard && at.layout_at_start != s.entries.layout();
+            const auto [first, end] = take_slice(s, at, slots);
+            for (std::size_t i = first; i < end; ++i)
+                if (const host_entry* e = s.entries.at(i)) slice.push_back(read(*e));
+        }
+        if (next_shard) shard_from = out.size();
+        else if (again) out.resize(shard_from);  // laid out anew: read again from its first slot
+        std::move(slice.begin(), slice.end(), std::back_inserter(out));
+        slice.clear();
     }
     return out;
+}
+
+std::vector<host_snapshot> host_table::snapshot(clock::time_point now, const group_gates& groups,
+                                                bool client_queues) const {
+    const auto wall_now = std::chrono::system_clock::now();
+    return read_in_slices<host_snapshot>(row_slice, [&](const host_entry& e) {
+        return snapshot_of(e, now, wall_now, groups, client_queues);
+    });
 }
 
 std::vector<host_snapshot> host_table::snapshot(const std::vector<std::string>& keys, clock::time_point now,
@@ -188,29 +208,10 @@ std::vector<host_snapshot> host_table::snapshot(const std::vector<std::string>& 
 }
 
 std::vector<host_series_row> host_table::series_rows(std::size_t slots) const {
-    std::vector<host_series_row> out, slice;
-    out.reserve(size());
-    std::size_t shard_from = 0;  // where the rows of the shard being read begin
-    for (pass_cursor at; !at.done();) {
-        bool again = false;
-        const bool next_shard = at.slot == 0;
-        {  // under the lock only the slice's rows: `out` grows (and may move) after it
-            const shard& s = shards_[at.shard];
-            std::lock_guard lock(s.mutex);
-            again = !next_shard && at.layout_at_start != s.entries.layout();
-            const auto [first, end] = take_slice(s, at, slots);
-            for (std::size_t i = first; i < end; ++i)
-                if (const host_entry* e = s.entries.at(i))
-                    slice.push_back(host_series_row{e->key, in_flight_of(*e), waiting_of(*e), paused_until_of(*e),
-                                                    e->policy->enforce, e->g.would_have_waited(), e->outcomes,
-                                                    e->limit_changes});
-        }
-        if (next_shard) shard_from = out.size();
-        else if (again) out.resize(shard_from);  // laid out anew: read again from its first slot
-        std::move(slice.begin(), slice.end(), std::back_inserter(out));
-        slice.clear();
-    }
-    return out;
+    return read_in_slices<host_series_row>(slots, [](const host_entry& e) {
+        return host_series_row{e.key, in_flight_of(e), waiting_of(e), paused_until_of(e), e.policy->enforce,
+                               e.g.would_have_waited(), e.outcomes, e.limit_changes};
+    });
 }
 
 }  // namespace politeproxy

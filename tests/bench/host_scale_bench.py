@@ -17,6 +17,8 @@ more host (so the worker's pauses show as the probe's latency, as a client sees 
   - scrape: one GET /metrics, its time, the peak RSS during it (VmHWM reset before), the
     probe's longest latency during it, and VmRSS 2 s after it (what a process that is
     scraped holds for its hosts);
+  - /hosts: one GET of every host's full view, its time and the probe's longest latency
+    during it;
   - status page: the request the binary's own status page makes every second (its
     /status.js says which: one page of /api/hosts, or all of /hosts before 2026-12-06),
     its time, answer size and peak RSS, and the probe's longest latency during it;
@@ -122,6 +124,15 @@ def status_page(pp, probe):
             "page_probe_max_ms": 1000 * max(probe.between(t0, t1) or [0])}
 
 
+def full_hosts(pp, probe):
+    t0 = time.monotonic()
+    body = RB.http_get("http://127.0.0.1:%d/hosts" % pp.admin, timeout=120)
+    t1 = time.monotonic()
+    time.sleep(2.0)
+    return {"hosts_seconds": t1 - t0, "hosts_mb": len(body) / 1e6,
+            "hosts_probe_max_ms": 1000 * max(probe.between(t0, t1) or [0])}
+
+
 def one_binary(bench, a, name, binary):
     pp = bench.start_politeproxy(name, config("10m"), binary)
     res = {"binary": binary}
@@ -157,6 +168,7 @@ def one_binary(bench, a, name, binary):
         res["scrape_probe_max_ms"] = 1000 * max(probe.between(s0, s1) or [0])
         res["scrape_after_rss_kb"] = RB.proc_status_kb(pp.pid, "VmRSS")
         res.update(status_page(pp, probe))
+        res.update(full_hosts(pp, probe))
         before = probe.between(time.monotonic() - 1.5, time.monotonic())
         # A reload that changes nothing: what re-applying the config to every host costs.
         r0 = time.monotonic()
@@ -186,12 +198,14 @@ def one_binary(bench, a, name, binary):
             probe.stop()
         bench.procs.stop(pp)
     RB.log("%s: %.0f B/host (RSS %d -> %d KiB), idle CPU %.1f ms/s, scrape %.2f s (peak %d KiB, probe max %.1f ms, RSS after %d KiB), "
-           "status page %s %.2f s %.1f MB (peak %d KiB, probe max %.1f ms), probe p50 %.2f ms, "
+           "status page %s %.2f s %.1f MB (peak %d KiB, probe max %.1f ms), /hosts %.2f s %.1f MB (probe max %.1f ms), "
+           "probe p50 %.2f ms, "
            "max %.1f ms before, %.1f ms in a reload, %.1f ms in a reload + eviction (%d requests), RSS after %d KiB" % (
                name, res["bytes_per_host"], res["base_rss_kb"], res["loaded_rss_kb"], res["idle_cpu_ms_per_s"],
                res["scrape_seconds"],
                res["scrape_peak_rss_kb"], res["scrape_probe_max_ms"], res["scrape_after_rss_kb"],
                res["page_path"], res["page_seconds"], res["page_mb"], res["page_peak_rss_kb"], res["page_probe_max_ms"],
+               res["hosts_seconds"], res["hosts_mb"], res["hosts_probe_max_ms"],
                res["probe_p50_ms"],
                res["probe_max_before_ms"], res["probe_max_reload_ms"], res["probe_max_evicting_ms"],
                res["probe_requests_evicting"],
@@ -205,15 +219,17 @@ def report(a, results, elapsed, failures):
              "%d hosts seen once each (64 connections), one worker on core 1; a probe on one keep-alive "
              "connection throughout. %.0f s in all." % (a.hosts, elapsed), "",
              "| binary | B per host | RSS loaded | idle CPU | scrape s | scrape peak RSS | probe max in scrape | RSS after scrape | "
-             "status page asks | its s | its MB | its peak RSS | probe max in it | probe p50 | "
+             "status page asks | its s | its MB | its peak RSS | probe max in it | /hosts s | probe max in /hosts | probe p50 | "
              "probe max before | probe max in reload | probe max in reload + eviction | RSS after |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
         lines.append("| %s | %.0f | %.0f MiB | %.1f ms/s | %.2f | %.0f MiB | %.1f ms | %.0f MiB | `%s` | %.2f | %.1f | %.0f MiB | %.1f ms | "
+                     "%.2f | %.1f ms | "
                      "%.2f ms | %.1f ms | %.1f ms | **%.1f ms** | %.0f MiB |" % (
             name, r["bytes_per_host"], r["loaded_rss_kb"] / 1024, r["idle_cpu_ms_per_s"], r["scrape_seconds"], r["scrape_peak_rss_kb"] / 1024,
             r["scrape_probe_max_ms"], r["scrape_after_rss_kb"] / 1024, r["page_path"], r["page_seconds"], r["page_mb"],
-            r["page_peak_rss_kb"] / 1024, r["page_probe_max_ms"], r["probe_p50_ms"], r["probe_max_before_ms"],
+            r["page_peak_rss_kb"] / 1024, r["page_probe_max_ms"], r["hosts_seconds"], r["hosts_probe_max_ms"],
+            r["probe_p50_ms"], r["probe_max_before_ms"],
             r["probe_max_reload_ms"],
             r["probe_max_evicting_ms"],
             r["after_rss_kb"] / 1024))

@@ -133,7 +133,7 @@ TEST_CASE("a scrape's rows: every tracked host's counters as its snapshot has th
     CHECK(named[1].in_flight == 1);
 }
 
-TEST_CASE("rows read in slices while hosts come and grow the shards: each host once, every one there before") {
+TEST_CASE("rows and snapshots read in slices while hosts come and grow the shards: each host once, every one there before") {
     auto cfg = make_config("defaults: { concurrency: 1, rate: 1000, burst: 1 }\n");
     manual_time time;
     host_gates gates(cfg, time_source(time));
@@ -149,6 +149,11 @@ TEST_CASE("rows read in slices while hosts come and grow the shards: each host o
         std::set<std::string> keys;
         for (const auto& r : rows) CHECK(keys.insert(r.key).second);  // no host twice
         for (int i = 0; i < 2000; i += 97) CHECK(keys.contains("old" + std::to_string(i) + ".test"));
+        if (reads % 4 == 0) {  // /hosts reads its snapshots in slices the same way (of row_slice)
+            std::set<std::string> snapped;
+            for (const auto& h : gates.snapshot(time.now())) CHECK(snapped.insert(h.key).second);
+            CHECK(snapped.contains("old0.test"));
+        }
         ++reads;
     } while (adding);
     newcomers.join();

@@ -219,8 +219,8 @@ public:
     using evicted_fn = std::function<void(const std::string& key, const host_counts& final)>;
     std::size_t evict_idle_some(pass_cursor& at, std::size_t slots, clock::time_point now,
                                 clock::duration idle_for, const evicted_fn& on_evicted);
-    /// Every entry as the metrics and status views show it; `groups`: whose lock guards
-    /// the domain groups' counts.
+    /// Every entry as the metrics and status views show it, read in slices as
+    /// series_rows; `groups`: whose lock guards the domain groups' counts.
     std::vector<host_snapshot> snapshot(clock::time_point now, const group_gates& groups, bool client_queues) const;
     /// The same of the entries of `keys` that are tracked, in that order.
     std::vector<host_snapshot> snapshot(const std::vector<std::string>& keys, clock::time_point now,
@@ -236,6 +236,10 @@ public:
 private:
     shard& shard_for(std::size_t hash) { return shards_[hash % shard_count]; }
     const shard& shard_for(std::size_t hash) const { return shards_[hash % shard_count]; }
+    /// A row `read(entry)` of every entry, `slots` slots of one shard under its lock at a
+    /// time (series_rows says how).
+    template <class Row, class Read>
+    std::vector<Row> read_in_slices(std::size_t slots, Read read) const;
 
     std::array<shard, shard_count> shards_;
 };
