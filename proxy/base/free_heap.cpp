@@ -18,6 +18,8 @@ void release_free_heap() {
     // gigabyte a /hosts answer of a million hosts used held it for tens of ms.
     // A step that returns a span larger than itself counts the difference against the
     // next steps (which then return nothing): at most twice the free bytes' worth of steps.
+    // The call at the end returns what is left (freed meanwhile) and clears that count,
+    // which would otherwise turn the next call's steps into nothing.
     constexpr std::size_t step = std::size_t{16} << 20;
     std::size_t free_bytes = 0;
     if (!MallocExtension_GetNumericProperty("tcmalloc.pageheap_free_bytes", &free_bytes)) {
@@ -29,7 +31,7 @@ void release_free_heap() {
         std::this_thread::yield();
         if (!MallocExtension_GetNumericProperty("tcmalloc.pageheap_free_bytes", &free_bytes)) break;
     }
-    if (free_bytes > 0) MallocExtension_ReleaseFreeMemory();  // what is left (freed meanwhile), at once
+    MallocExtension_ReleaseFreeMemory();
 #else
     ::malloc_trim(0);
 #endif

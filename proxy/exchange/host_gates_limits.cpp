@@ -7,7 +7,6 @@
 #include "politeproxy/policy/public_suffixes.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 namespace politeproxy {
@@ -133,9 +132,8 @@ std::size_t host_gates::eviction_shards_per_tick(clock::duration idle_for, clock
     constexpr std::size_t shards = host_table::shard_count;
     const auto pass = idle_for / 10;
     if (tick <= clock::duration::zero() || pass <= tick) return shards;
-    // ceil(shards * tick / pass), without overflow for any TTL
-    const auto per_tick = (static_cast<double>(shards) * static_cast<double>(tick.count())) / static_cast<double>(pass.count());
-    return std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(per_tick)), 1, shards);
+    const auto per_tick = (static_cast<clock::rep>(shards) * tick.count() + pass.count() - 1) / pass.count();  // rounded up
+    return std::clamp<std::size_t>(static_cast<std::size_t>(per_tick), 1, shards);
 }
 
 std::size_t host_gates::size() const { return table_.size(); }

@@ -112,7 +112,7 @@ def rss_settled(pid, quiet_s=3.0, limit_s=60.0):
 
 
 def fetch_apart(url):
-    """GET url by curl, in a process of its own: (seconds, bytes). Read here, the hundreds
+    """GET url by curl, in a process of its own: (start, end, bytes). Read here, the hundreds
     of MB of /hosts would hold Python's lock while they are decoded, and the probe (a thread
     of this process) with it: a stall of the bench's own, not of the proxy."""
     t0 = time.monotonic()

@@ -166,9 +166,10 @@ TEST_CASE("an eviction pass takes at most a tenth of the TTL, or one tick: a few
     const auto per_tick = [](clock::duration ttl) { return host_gates::eviction_shards_per_tick(ttl, 1s); };
     CHECK(per_tick(5s) == host_table::shard_count);   // a tenth is under a tick: every shard every tick
     CHECK(per_tick(10s) == host_table::shard_count);  // a tenth is a tick
-    CHECK(per_tick(30s) == 6);                        // 16 shards in 3 s: 5.3 a tick
-    CHECK(per_tick(60s) == 3);                        // the default TTL: a pass in 5.3 s
-    CHECK(per_tick(10min) == 1);                      // a pass in 16 s
+    CHECK(per_tick(30s) == 6);                        // 16 shards in 3 s: 5.3 a tick, a pass in 3 ticks
+    CHECK(per_tick(60s) == 3);                        // the default TTL: a pass in 6 ticks
+    CHECK(per_tick(10min) == 1);                      // a pass in 16 ticks
+    CHECK(per_tick(12s) == 14);                       // test_host_eviction's: a pass in 2 ticks
     CHECK(per_tick(24h) == 1);
     CHECK(per_tick(0s) == host_table::shard_count);
     CHECK(host_gates::eviction_shards_per_tick(60s, 0s) == host_table::shard_count);

@@ -163,9 +163,10 @@ public:
     /// loop serve between calls.
     static constexpr std::size_t eviction_slice = 384;  // ~180 hosts of a million: a few ms at most (host_scale_bench)
     /// How many of the host table's shards a housekeeping tick of `tick` takes a pass
-    /// over, so that a whole pass takes at most a tenth of `idle_for`, or one tick: a host
-    /// idle for `idle_for` is forgotten within 1.1 times that (or a tick after), and a
-    /// million hosts with a TTL of minutes are not all read every second.
+    /// over: enough for a whole pass in a tenth of `idle_for`, rounded up to whole ticks
+    /// (all of them a tick when that is under one). A host idle for `idle_for` is
+    /// forgotten within 1.1 times that plus a tick, and a million hosts with a TTL of
+    /// minutes are not all read every second.
     static std::size_t eviction_shards_per_tick(clock::duration idle_for, clock::duration tick);
     std::size_t evict_idle(host_table::pass_cursor& at, clock::time_point now, clock::duration idle_for,
                            const evicted_fn& on_evicted, const client_book::evicted_fn& on_client_evicted,
