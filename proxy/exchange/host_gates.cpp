@@ -30,7 +30,7 @@ void host_gates::apply_health(host_entry& e, clock::time_point now) const {
         if (hold || e.fleet.store_down()) rate = fleet_share::rate(rate, f.expected_workers);
     }
     e.g.set_limits({limit, rate, p.burst, p.queue.max_waiting, p.enforce, fair_.load(std::memory_order_relaxed)}, now);
-    e.g.set_pause(e.robots_hold ? clock::time_point::max() : std::max(e.health.paused_until(), e.api_pause_until));
+    e.g.set_pause(e.robots_hold ? clock::time_point::max() : e.paused_until());
 }
 
 host_gates::host_gates(std::shared_ptr<const config> cfg, time_source time, std::uint64_t seed)

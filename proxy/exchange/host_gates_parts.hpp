@@ -58,7 +58,7 @@ inline clock::duration retry_after_hint(const host_entry& e, clock::time_point n
     const double seconds = std::ceil(static_cast<double>(e.g.waiting() + 1) / per_second);
     const auto drain = std::chrono::seconds(static_cast<long>(std::clamp(seconds, 1.0, 3600.0)));
     // Not the gate's: a robots.txt hold is not a pause; an operator's (live override) is.
-    const auto paused_until = std::max(e.health.paused_until(), e.api_pause_until);
+    const auto paused_until = e.paused_until();
     const auto pause = paused_until > now ? paused_until - now : clock::duration::zero();
     return std::max<clock::duration>(drain, pause);
 }

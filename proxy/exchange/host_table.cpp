@@ -105,8 +105,6 @@ namespace {
 // but is not at the origin.
 std::size_t in_flight_of(const host_entry& e) { return e.g.in_flight() - e.fleet.size(); }
 std::size_t waiting_of(const host_entry& e) { return e.g.waiting() + e.fleet.size(); }
-// A robots.txt hold is not a pause; an operator's is.
-clock::time_point paused_until_of(const host_entry& e) { return std::max(e.health.paused_until(), e.api_pause_until); }
 
 // Under the entry's shard lock.
 host_snapshot snapshot_of(const host_entry& e, clock::time_point now,
@@ -125,7 +123,7 @@ host_snapshot snapshot_of(const host_entry& e, clock::time_point now,
     h.rate_from = e.robots_rate && *e.robots_rate < e.health.rate() ? rate_source::robots
                   : h.rate < h.configured_rate                       ? rate_source::adaptive
                                                                      : rate_source::config;
-    const auto paused_until = paused_until_of(e);
+    const auto paused_until = e.paused_until();
     h.paused_for = paused_until > now ? paused_until - now : clock::duration::zero();
     h.p95 = e.health.p95();
     h.baseline = e.health.baseline();
@@ -209,7 +207,7 @@ std::vector<host_snapshot> host_table::snapshot(const std::vector<std::string>& 
 
 std::vector<host_series_row> host_table::series_rows(std::size_t slots) const {
     return read_in_slices<host_series_row>(slots, [](const host_entry& e) {
-        return host_series_row{e.key, in_flight_of(e), waiting_of(e), paused_until_of(e), e.policy->enforce,
+        return host_series_row{e.key, in_flight_of(e), waiting_of(e), e.paused_until(), e.policy->enforce,
                                e.g.would_have_waited(), e.outcomes, e.limit_changes};
     });
 }

@@ -13,6 +13,7 @@
 #include "politeproxy/policy/live_override.hpp"
 #include "politeproxy/policy/outcome.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -78,6 +79,8 @@ struct host_entry : std::enable_shared_from_this<host_entry> {
     /// Its live override (the admin API's; its policy has it on top), and the pause it sets.
     std::shared_ptr<const live_override> api_override;
     clock::time_point api_pause_until{};
+    /// Until when it is paused, by its health or an operator (a robots.txt hold is not a pause).
+    clock::time_point paused_until() const { return std::max(health.paused_until(), api_pause_until); }
 
     /// With a fleet store: its requests waiting for a lease, and what the store last said.
     fleet_line fleet;
