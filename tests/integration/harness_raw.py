@@ -224,13 +224,21 @@ def recv_head(s, buf):
     return head, rest
 
 
+_ports_handed_out = set()
+
+
 def free_port():
-    """A loopback port with nothing listening: bind, read the number, close."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A loopback port with nothing listening (bind, read the number, close), never one this
+    process was given before: the kernel may hand a just-closed number out again, and two
+    servers of one test (a Redis Cluster's nodes) on one number is a broken setup."""
+    while True:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port not in _ports_handed_out:
+            _ports_handed_out.add(port)
+            return port
 
 
 def raw_get(port, host, origin_port, path="/", extra_headers="", connection="close"):

@@ -46,16 +46,9 @@ backend be%(i)d
 def start_haproxy(t, exe, origins):
     """HAProxy with one frontend per case, in front of that case's origin:
     (process, [port per case]) or (None, reason)."""
-    # Distinct ports: free_port() may hand out a number twice, and HAProxy binds with
-    # SO_REUSEPORT, so two frontends on one port would share its connections (one case's
-    # requests reaching another case's origin).
-    taken = {o.port for o in origins}
-    ports = []
-    while len(ports) < len(origins):
-        port = H.free_port()
-        if port not in taken:
-            taken.add(port)
-            ports.append(port)
+    # Distinct ports (free_port never repeats one): HAProxy binds with SO_REUSEPORT, so two
+    # frontends on one port would share its connections.
+    ports = [H.free_port() for _ in origins]
     cfg = os.path.join(t.workdir, "haproxy.cfg")
     with open(cfg, "w") as f:
         f.write(HAPROXY_GLOBAL + "".join(HAPROXY_CASE % {"i": i, "port": port, "origin": o.port}
