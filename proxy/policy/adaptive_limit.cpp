@@ -144,21 +144,23 @@ limit_change adaptive_limit::on_incident(const health_signal& s, clock::time_poi
 }
 
 limit_change adaptive_limit::on_response(const health_signal& s, clock::time_point now) {
-    // The p95 a response is held against is the one before it (and the responses of the
-    // jump itself) joined the window.
-    const auto p95 = recent_.p95();
+    // Only a response to a request sent at the current limit tells what that limit does.
+    const bool judged = policy_->adaptive.enabled && s.epoch == epoch_;
     const bool enough = recent_.count() >= min_samples;
+    // The jump test holds the epoch's median against the p95 before this response (and the
+    // responses of the jump itself) joined the window: read before it joins, and only where
+    // the test runs (a selection over the window; with adaptation off, never).
+    const bool jump_test = judged && enough && limit_ > 1 && current_epoch_.count() + std::size_t{1} >= epoch_samples::median_of;
+    const auto p95 = jump_test ? recent_.p95() : std::nullopt;
     recent_.add(s.latency);
     baseline_.add(s.latency);
-    // Only a response to a request sent at the current limit tells what that limit does.
-    if (!policy_->adaptive.enabled || s.epoch != epoch_) return limit_change::none;
+    if (!judged) return limit_change::none;
     current_epoch_.add(s.latency);
     levels_.add(limit_, s.latency);
     if (!enough) return limit_change::none;
 
     const std::uint32_t n = current_epoch_.count();
-    if (n >= epoch_samples::median_of && limit_ > 1 &&
-        seconds(current_epoch_.median()) > shrink_above * seconds(*p95)) {
+    if (jump_test && seconds(current_epoch_.median()) > shrink_above * seconds(*p95)) {
         set_limit(limit_ - 1, change_reason::slow_response, now);
         return limit_change::down;
     }
