@@ -13,7 +13,8 @@ fair_queue::fair_queue() = default;
 
 fair_queue::~fair_queue() {
     // The gate cancels its waiters first; unlink defensively.
-    for (auto& [key, l] : lanes_) l->waiters.clear();
+    if (lanes_)
+        for (auto& [key, l] : *lanes_) l->waiters.clear();
     ring_.clear();
     aside_.clear();
     idle_.clear();
@@ -21,7 +22,8 @@ fair_queue::~fair_queue() {
 
 fair_queue::lane& fair_queue::lane_of(client_account* key) {
     if (last_ && last_->key == key) return *last_;
-    auto [it, added] = lanes_.try_emplace(key);
+    if (!lanes_) lanes_ = std::make_unique<lane_map>();
+    auto [it, added] = lanes_->try_emplace(key);
     if (added) {
         it->second = std::make_unique<lane>();
         it->second->key = key;
@@ -55,12 +57,12 @@ void fair_queue::leave(lane& l) {
     idle_.push_back(l);
     ++idle_count_;
     // Keep as many idle lanes as busy ones for reuse, the oldest go.
-    while (idle_count_ > std::max(min_idle_lanes, busy_)) {
+    while (idle_count_ > std::max<std::size_t>(min_idle_lanes, busy_)) {
         lane& old = idle_.front();
         idle_.pop_front();
         --idle_count_;
         if (&old == last_) last_ = nullptr;
-        lanes_.erase(old.key);
+        lanes_->erase(old.key);
     }
 }
 
@@ -125,17 +127,23 @@ void fair_queue::erase(node& n) {
     if (l.waiters.empty()) leave(l);
 }
 
+const fair_queue::lane* fair_queue::find(client_account* client) const {
+    if (!lanes_) return nullptr;
+    const auto it = lanes_->find(client);
+    return it == lanes_->end() ? nullptr : it->second.get();
+}
+
 std::size_t fair_queue::waiting_of(client_account* client) const {
     if (!fair_) return size_;
-    const auto it = lanes_.find(client);
-    return it == lanes_.end() ? 0 : it->second->waiters.size();
+    const lane* l = find(client);
+    return l ? l->waiters.size() : 0;
 }
 
 std::size_t fair_queue::share_of(client_account* client, std::size_t max_waiting) const {
     if (!fair_) return max_waiting;
-    const auto it = lanes_.find(client);
-    const bool waits = it != lanes_.end() && it->second->where != place::idle;
-    const std::size_t weight = waits ? it->second->weight : weight_of(client);
+    const lane* l = find(client);
+    const bool waits = l && l->where != place::idle;
+    const std::size_t weight = waits ? l->weight : weight_of(client);
     const std::size_t all = weights_ + (waits ? 0 : weight);
     return std::max<std::size_t>(1, max_waiting * weight / all);
 }

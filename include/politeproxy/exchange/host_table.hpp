@@ -44,15 +44,15 @@ struct domain_membership {
 };
 
 /// make_shared's block for a host_entry (libstdc++, 64-bit): a vtable pointer and two
-/// 32-bit counts, then the entry; the whole in tcmalloc's 768-byte size class (its next is
-/// 896: 128 bytes more per host).
+/// 32-bit counts, then the entry; the whole in tcmalloc's 704-byte size class (its next is
+/// 768: 64 bytes more per host).
 inline constexpr std::size_t host_entry_counts = 16;
-inline constexpr std::size_t host_entry_block = 768;
+inline constexpr std::size_t host_entry_block = 704;
 
 /// The state kept for one host key while it is tracked. A million idle hosts hold one
 /// each: what hosts do not use in the default config (HTTP/2 sessions, a domain group) is
 /// held by pointer, so that make_shared's block (this and its counts) stays in tcmalloc's
-/// 768-byte size class (host_entry_block).
+/// 704-byte size class (host_entry_block).
 struct host_entry : std::enable_shared_from_this<host_entry> {
     host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o, clock::time_point now);
 

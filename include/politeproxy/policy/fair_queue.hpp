@@ -6,6 +6,7 @@
 #include <boost/intrusive/list.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
 
@@ -111,13 +112,15 @@ public:
 
     template <class F>
     void for_each(F&& f) {
-        for (auto& [key, l] : lanes_)
+        if (!lanes_) return;
+        for (auto& [key, l] : *lanes_)
             for (auto& n : l->waiters) f(n);
     }
     /// f(client, waiting, set_aside) for each lane with requests.
     template <class F>
     void for_each_lane(F&& f) const {
-        for (const auto& [key, l] : lanes_)
+        if (!lanes_) return;
+        for (const auto& [key, l] : *lanes_)
             if (!l->waiters.empty()) f(key, l->waiters.size(), l->where == place::aside);
     }
 
@@ -132,8 +135,10 @@ private:
         place where = place::idle;
     };
     using lane_list = boost::intrusive::list<lane, boost::intrusive::constant_time_size<false>>;
+    using lane_map = std::unordered_map<client_account*, std::unique_ptr<lane>>;
 
     lane& lane_of(client_account* key);
+    const lane* find(client_account* client) const;  ///< null: none
     void push_back_slow(node& n);
     /// `l` (the ring's first) was served its last credit, or emptied.
     void turn_over(lane& l);
@@ -142,12 +147,14 @@ private:
     void leave(lane& l);
     static unsigned weight_of(const client_account* key) { return key ? key->weight() : 1; }
 
+    // Small: a million idle hosts hold one each (host_entry_block).
     bool fair_ = false;
-    std::size_t size_ = 0;
-    std::size_t weights_ = 0;  ///< of the lanes in the ring or set aside
-    std::size_t busy_ = 0;     ///< lanes in the ring or set aside
-    std::size_t idle_count_ = 0;  ///< lanes in idle_
-    std::unordered_map<client_account*, std::unique_ptr<lane>> lanes_;
+    std::uint32_t size_ = 0;
+    std::uint32_t busy_ = 0;        ///< lanes in the ring or set aside
+    std::uint32_t idle_count_ = 0;  ///< lanes in idle_
+    std::size_t weights_ = 0;       ///< of the lanes in the ring or set aside
+    /// Made at the first lane: a host none of whose requests ever waited has none.
+    std::unique_ptr<lane_map> lanes_;
     lane* last_ = nullptr;  ///< the lane last looked up (most gates see one client at a time)
     lane_list ring_;
     lane_list aside_;
