@@ -150,7 +150,8 @@ limit_change adaptive_limit::on_response(const health_signal& s, clock::time_poi
     // The jump test holds the epoch's median against the p95 before this response (and the
     // responses of the jump itself) joined the window: read before it joins, and only where
     // the test runs (a selection over the window; with adaptation off, never).
-    const bool jump_test = judged && enough && limit_ > 1 && current_epoch_.count() + std::size_t{1} >= epoch_samples::median_of;
+    const bool jump_test =
+        judged && enough && limit_ > 1 && current_epoch_.count() >= epoch_samples::median_of - 1;
     const auto p95 = jump_test ? recent_.p95() : std::nullopt;
     recent_.add(s.latency);
     baseline_.add(s.latency);

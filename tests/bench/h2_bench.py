@@ -35,6 +35,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_http import free_port  # noqa: E402 (never the same port twice)
 from bench_plan import cost_config  # noqa: E402
 
 PROXY_CPU, LOAD_CPU = 1, 0
@@ -44,12 +45,6 @@ def politeproxy_config(port, admin_port, h2):
     return cost_config(listen="127.0.0.1:%d" % port, admin_listen="127.0.0.1:%d" % admin_port,
                        limits={"h2_max_concurrent_streams": 1000},
                        defaults={"upstream_protocol": "h2c"} if h2 else {})
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port, proc, timeout=15):

@@ -147,7 +147,8 @@ private:
     void leave(lane& l);
     static unsigned weight_of(const client_account* key) { return key ? key->weight() : 1; }
 
-    // Small: a million idle hosts hold one each (host_entry_block).
+    // Small: a million idle hosts hold one each (host_entry_block). 32 bits hold any
+    // count: at most 2 x queue.max_waiting wait (gate.cpp), and the config caps that at 1e9.
     bool fair_ = false;
     std::uint32_t size_ = 0;
     std::uint32_t busy_ = 0;        ///< lanes in the ring or set aside
