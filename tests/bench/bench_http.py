@@ -1,25 +1,18 @@
-"""Reaching the targets: free loopback ports (never the same one twice in a run), plain
-HTTP GETs that never go through $http_proxy, politeproxy's listening line, and its
-/metrics parsed into [(name, {label: value}, float)]."""
+"""Reaching the targets: free loopback ports (the test harness's free_port: never the
+same one twice in a run), plain HTTP GETs that never go through $http_proxy,
+politeproxy's listening line, and its /metrics parsed into [(name, {label: value}, float)]."""
+import os
 import re
-import socket
+import sys
 import urllib.request
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from harness_raw import free_port  # noqa: E402,F401
 
 LISTEN_RE = re.compile(r"politeproxy: listening proxy=([0-9.]+):(\d+) admin=([0-9.]+):(\d+)")
 METRIC_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 _http = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via $http_proxy
-
-
-def free_port(_taken=set()):
-    while True:
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        if port not in _taken:
-            _taken.add(port)
-            return port
 
 
 def http_get(url, timeout=10.0):
