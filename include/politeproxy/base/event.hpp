@@ -4,11 +4,12 @@
 
 namespace politeproxy {
 
-/// Wakes the coroutines waiting on it, on one worker's loop (a timer that never
-/// expires, cancelled to notify). Waiters check their condition before each wait: on a
-/// single-threaded loop nothing can happen between the check and the wait, so no
-/// notification is lost. `set()` makes it permanent (a stream that ended, a connection
-/// that closed): wait() then returns at once.
+/// Wakes the coroutines waiting on it, on one worker's loop (a timer, cancelled to
+/// notify). Waiters check their condition before each wait: on a single-threaded loop
+/// nothing can happen between the check and the wait, so no notification is lost. A
+/// wait may also return early when a timed waiter shares the event (below): waiters
+/// check their condition again after it. `set()` makes it permanent (a stream that
+/// ended, a connection that closed): wait() then returns at once.
 class event {
 public:
     explicit event(const executor& ex) : timer_(ex, steady_timer::time_point::max()) {}
@@ -21,16 +22,16 @@ public:
     bool is_set() const { return set_; }
 
     /// Until the next notify() or set().
-    task<void> wait() {
-        if (set_) co_return;
-        co_await timer_.async_wait(use_tuple);
-    }
+    task<void> wait();
 
-    /// As wait(), but no later than `deadline`: false when it passed first.
+    /// As wait(), but no later than `deadline`: false when it passed first. The one
+    /// waiter of an event (a stream's own) waits on the event's timer set to expire at
+    /// the deadline; a waiter that joins others races a timer of its own against it.
     task<bool> wait_until(clock::time_point deadline);
 
 private:
-    steady_timer timer_;
+    steady_timer timer_;  ///< expires at time_point::max() but while a lone timed wait is on
+    int waiters_ = 0;
     bool set_ = false;
 };
 
