@@ -80,7 +80,7 @@ void origin_session::send_body(origin_stream& s, std::span<const char> data, boo
 void origin_session::consumed(origin_stream& s, std::size_t n) {
     if (ended_ || n == 0) return;
     session_.consumed(s.id, n);
-    flush();
+    if (session_.wants_write()) flush();  // a WINDOW_UPDATE is due: no writer for nothing
 }
 
 void origin_session::cancel(origin_stream& s) {

@@ -44,6 +44,7 @@ struct client_session::impl {
     static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
         if (stream_state* s = self(user).find(frame->hd.stream_id); s && !s->final_seen) {
             s->head.fields.clear();  // after an interim response: the next one starts afresh
+            s->head.fields.reserve(detail::typical_field_count);
             s->head.status = 0;
             s->header_bytes = 0;
         }
@@ -162,6 +163,8 @@ bool client_session::receive(std::span<const std::uint8_t> bytes) {
 }
 
 std::size_t client_session::produce(std::string& out) { return detail::drain(impl_->session, out); }
+
+bool client_session::wants_write() const { return nghttp2_session_want_write(impl_->session) != 0; }
 
 bool client_session::alive() const {
     return nghttp2_session_want_read(impl_->session) != 0 || nghttp2_session_want_write(impl_->session) != 0;

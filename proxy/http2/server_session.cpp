@@ -48,8 +48,11 @@ struct server_session::impl {
     static impl& self(void* user) { return *static_cast<impl*>(user); }
 
     static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
-        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
-            self(user).streams[frame->hd.stream_id].head.stream = frame->hd.stream_id;
+        if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+            request_head& head = self(user).streams[frame->hd.stream_id].head;
+            head.stream = frame->hd.stream_id;
+            head.fields.reserve(detail::typical_field_count);
+        }
         return 0;
     }
 
@@ -178,14 +181,16 @@ bool server_session::alive() const {
     return nghttp2_session_want_read(impl_->session) != 0 || nghttp2_session_want_write(impl_->session) != 0;
 }
 
-void server_session::respond(std::int32_t stream, unsigned status, std::span<const field> fields, bool end_stream) {
+void server_session::respond(std::int32_t stream, unsigned status, std::span<const field> fields, bool end_stream,
+                             std::span<const field> added) {
     stream_state* s = impl_->find(stream);
     if (!s) return;  // reset meanwhile
     const std::string code = std::to_string(status);
     std::vector<nghttp2_nv> nva;
-    nva.reserve(fields.size() + 1);
+    nva.reserve(fields.size() + added.size() + 1);
     nva.push_back(detail::name_value(":status", code));
     for (const field& f : fields) nva.push_back(detail::name_value(f.name, f.value));
+    for (const field& f : added) nva.push_back(detail::name_value(f.name, f.value));
     nghttp2_data_provider body{};
     body.read_callback = &impl::read_body;
     nghttp2_submit_response(impl_->session, stream, nva.data(), nva.size(), end_stream ? nullptr : &body);

@@ -2,6 +2,8 @@
 // as a message, the response back as HEADERS and DATA.
 #include "h2_connection_parts.hpp"
 
+#include <array>
+
 namespace politeproxy::h2_serving {
 
 bool h2_client_side::via_loop(std::string_view via) const {
@@ -66,15 +68,10 @@ void h2_client_side::body_broken() {
 
 task<bool> h2_client_side::respond_message(exchange& trip, const response_head& head) {
     if (s_->gone.is_set()) co_return false;
-    std::vector<field> fields;
-    fields.reserve(head.fields.size() + 2);
-    fields = head.fields;
-    fields.push_back({"via", conn_->ctx().via});
-    std::string status_entry;
-    trip.append_proxy_status(status_entry);
-    fields.push_back({"proxy-status", std::move(status_entry)});
+    std::array<field, 2> added{field{"via", conn_->ctx().via}, field{"proxy-status", {}}};
+    trip.append_proxy_status(added[1].value);
     const bool no_body = head.end_stream || s_->head.method == "HEAD" || head.status == 204 || head.status == 304;
-    conn_->session().respond(s_->head.stream, head.status, fields, no_body);
+    conn_->session().respond(s_->head.stream, head.status, head.fields, no_body, added);
     responded_whole_ = no_body;
     conn_->flush();
     co_return true;

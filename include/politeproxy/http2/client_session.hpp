@@ -62,6 +62,8 @@ public:
     /// Appends the frames to send to the origin now (the connection preface and
     /// SETTINGS first); returns how many bytes.
     std::size_t produce(std::string& out);
+    /// Whether produce() has frames to give: a window update is due only now and then.
+    bool wants_write() const;
 
     /// False once both sides are done (GOAWAY and no stream open).
     bool alive() const;

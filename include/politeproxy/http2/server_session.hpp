@@ -91,8 +91,10 @@ public:
     /// False once both sides are done (GOAWAY sent or received and no stream is open).
     bool alive() const;
 
-    /// The response's header block (`:status` plus `fields`); `end_stream`: no body.
-    void respond(std::int32_t stream, unsigned status, std::span<const field> fields, bool end_stream);
+    /// The response's header block: `:status`, `fields`, then `added` (what the proxy adds
+    /// to a header it forwards, so the origin's fields need no copy); `end_stream`: no body.
+    void respond(std::int32_t stream, unsigned status, std::span<const field> fields, bool end_stream,
+                 std::span<const field> added = {});
     /// Body bytes of a stream's response, queued and sent as flow control allows;
     /// `end` closes the stream's side, after `trailers` when there are any. Check
     /// queued() to stop reading from the origin.
