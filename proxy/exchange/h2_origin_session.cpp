@@ -171,7 +171,7 @@ void origin_session::flush() {
 task<void> origin_session::write_loop(std::shared_ptr<origin_session>) {
     // After what is ready to run now: the frames of every stream it touches go in one write.
     co_await asio::post(connection_.get_executor(), asio::deferred);
-    std::string out;
+    std::string& out = out_;
     for (;;) {
         out.clear();
         session_.produce(out);
@@ -187,6 +187,7 @@ task<void> origin_session::write_loop(std::shared_ptr<origin_session>) {
             break;
         }
     }
+    if (streams_.empty() || out.capacity() > kept_write_room) std::string().swap(out);
     writing_ = false;
     if (ended_) close();
 }

@@ -44,7 +44,7 @@ struct client_session::impl {
     static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
         if (stream_state* s = self(user).find(frame->hd.stream_id); s && !s->final_seen) {
             s->head.fields.clear();  // after an interim response: the next one starts afresh
-            s->head.fields.reserve(detail::typical_field_count);
+            s->head.fields.reserve(typical_field_count);
             s->head.status = 0;
             s->header_bytes = 0;
         }

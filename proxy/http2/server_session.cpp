@@ -51,7 +51,7 @@ struct server_session::impl {
         if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
             request_head& head = self(user).streams[frame->hd.stream_id].head;
             head.stream = frame->hd.stream_id;
-            head.fields.reserve(detail::typical_field_count);
+            head.fields.reserve(typical_field_count);
         }
         return 0;
     }

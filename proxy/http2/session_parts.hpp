@@ -69,8 +69,4 @@ nghttp2_session* new_session(side s, const session_callbacks& callbacks, void* u
 /// RFC 9113 section 6.5.2's size of a field: its name, its value and 32.
 constexpr std::size_t field_size(std::size_t name, std::size_t value) { return name + value + 32; }
 
-/// Room made for a header's fields at its start: a browser's or a server's fits, so the
-/// list is not regrown (and its strings moved) field by field.
-inline constexpr std::size_t typical_field_count = 16;
-
 }  // namespace politeproxy::http2::detail

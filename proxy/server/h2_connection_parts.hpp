@@ -289,7 +289,7 @@ private:
     task<void> write_loop() {
         // After what is ready to run now: the frames of every stream it touches go in one write.
         co_await asio::post(client_.get_executor(), asio::deferred);
-        std::string out;
+        std::string& out = out_;
         for (;;) {
             out.clear();
             session_.produce(out);
@@ -303,6 +303,7 @@ private:
             }
             set_deadline();
         }
+        if (streams_.empty() || out.capacity() > kept_write_room) std::string().swap(out);
         writing_ = false;
         // The GOAWAY is out and no stream is left (a drain), or the session is over (a
         // connection error's GOAWAY is out: RFC 9113 section 5.4.1, the connection closes
@@ -358,6 +359,7 @@ private:
     event drained_;   ///< notified each time the session framed what was queued
     event finished_;  ///< notified when the last stream or write coroutine ends
     std::size_t running_ = 0;
+    std::string out_;  ///< write_loop's bytes for one write (its room kept: kept_write_room)
     bool writing_ = false;
     bool closed_ = false;
     bool draining_ = false;  ///< GOAWAY sent for a drain

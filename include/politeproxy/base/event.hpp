@@ -2,22 +2,26 @@
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/base/executor.hpp"
 
+#include <optional>
+
 namespace politeproxy {
 
 /// Wakes the coroutines waiting on it, on one worker's loop (a timer, cancelled to
-/// notify). Waiters check their condition before each wait: on a single-threaded loop
+/// notify, made at the first wait: most of a stream's events are never waited on). Waiters check their condition before each wait: on a single-threaded loop
 /// nothing can happen between the check and the wait, so no notification is lost. A
 /// wait may also return early when a timed waiter shares the event (below): waiters
 /// check their condition again after it. `set()` makes it permanent (a stream that
 /// ended, a connection that closed): wait() then returns at once.
 class event {
 public:
-    explicit event(const executor& ex) : timer_(ex, steady_timer::time_point::max()) {}
+    explicit event(const executor& ex) : executor_(ex) {}
 
-    void notify() { timer_.cancel(); }
+    void notify() {
+        if (timer_) timer_->cancel();
+    }
     void set() {
         set_ = true;
-        timer_.cancel();
+        notify();
     }
     bool is_set() const { return set_; }
 
@@ -30,7 +34,10 @@ public:
     task<bool> wait_until(clock::time_point deadline);
 
 private:
-    steady_timer timer_;  ///< expires at time_point::max() but while a lone timed wait is on
+    steady_timer& timer();
+
+    executor executor_;
+    std::optional<steady_timer> timer_;  ///< expires at time_point::max() but while a lone timed wait is on
     int waiters_ = 0;
     bool set_ = false;
 };

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <string>
 
 namespace politeproxy {
@@ -10,5 +11,9 @@ struct field {
     std::string name;
     std::string value;
 };
+
+/// Room made for a header's fields before they are added: a browser's or a server's
+/// header fits, so the list is not regrown (its strings moved) field by field.
+inline constexpr std::size_t typical_field_count = 16;
 
 }  // namespace politeproxy

@@ -151,6 +151,7 @@ task<relay_status> deliver(Client& down, exchange& trip, const origin_response_p
     response_head head;
     head.status = response.status();
     std::string_view rest = response.forwarded_fields();
+    head.fields.reserve(typical_field_count);
     while (!rest.empty()) {
         const std::size_t end = rest.find("\r\n");
         const std::string_view line = rest.substr(0, end);

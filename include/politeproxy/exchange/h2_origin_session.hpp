@@ -106,6 +106,7 @@ private:
     steady_timer watch_timer_;             ///< watch_loop's (cancelled when the session ends)
     clock::time_point last_active_ = clock::now();  ///< when the last stream closed
     connection_tracker tracked_;                   ///< upstream_connections{protocol="http2"}
+    std::string out_;  ///< write_loop's bytes for one write (its room kept: kept_write_room)
     bool writing_ = false;
     bool ended_ = false;   ///< the session is over: no stream goes on
     bool closed_ = false;  ///< the connection is closed

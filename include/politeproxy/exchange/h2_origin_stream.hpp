@@ -63,7 +63,7 @@ task<forwarded> h2_origin_stream::forward(Client& down, exchange& trip, const or
     const host_policy& policy = trip.policy();
     // The message's fields, then what the proxy decided: the length when known, Via.
     std::vector<field> fields;
-    fields.reserve(16);  // a browser's header, the length and Via: not regrown field by field
+    fields.reserve(typical_field_count);
     down.message_fields([&](std::string_view name, std::string_view value) {
         fields.push_back({std::string(name), std::string(value)});
     });

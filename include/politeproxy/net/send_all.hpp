@@ -12,6 +12,11 @@
 
 namespace politeproxy {
 
+/// The room a connection's writer keeps from one write to the next for the bytes it
+/// gathers (an HTTP/2 session's frames): a busy connection's batch grows its room once,
+/// not at every batch. Past this, or once no stream is open, the room goes back.
+inline constexpr std::size_t kept_write_room = 256 * 1024;
+
 /// asio::async_write(out, buffers), except that what the socket takes at once (a whole
 /// request or response of a few KiB, nearly always) is sent before the coroutine would
 /// suspend: a write that completes at once costs no trip through the event loop. The
