@@ -14,6 +14,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <utility>
 #include <array>
 
 namespace politeproxy {
@@ -64,6 +65,7 @@ std::shared_ptr<origin_stream> origin_session::open(std::string_view method, std
     auto s = std::make_shared<origin_stream>(connection_.get_executor());
     s->id = id;
     s->uploading = !end_stream;
+    uploading_ += s->uploading;
     streams_[id] = s;
     flush();
     return s;
@@ -72,7 +74,7 @@ std::shared_ptr<origin_stream> origin_session::open(std::string_view method, std
 void origin_session::send_body(origin_stream& s, std::span<const char> data, bool end,
                                std::span<const field> trailers) {
     if (s.closed) return;
-    if (end) s.uploading = false;
+    if (end) upload_done(s);
     session_.send_body(s.id, bytes_of(data), end, trailers);
     flush();
 }
@@ -86,6 +88,7 @@ void origin_session::consumed(origin_stream& s, std::size_t n) {
 void origin_session::cancel(origin_stream& s) {
     if (s.closed || ended_) return;
     session_.reset(s.id, NGHTTP2_CANCEL);
+    upload_done(s);
     // Its unread bytes, and whatever DATA is still on its way, go back to the window.
     if (!s.body.empty()) session_.consumed(s.id, s.body.size());
     s.body.clear();
@@ -102,6 +105,10 @@ void origin_session::close() {
     watch_timer_.cancel();
     boost::system::error_code ignored;
     connection_.socket().close(ignored);  // the reader ends, and end() with it
+}
+
+void origin_session::upload_done(origin_stream& s) {
+    if (std::exchange(s.uploading, false)) --uploading_;
 }
 
 origin_stream* origin_session::find(std::int32_t id) {
@@ -139,7 +146,7 @@ void origin_session::on_stream_closed(std::int32_t stream, std::uint32_t error_c
     const auto it = streams_.find(stream);
     if (it == streams_.end()) return;
     origin_stream& s = *it->second;
-    s.uploading = false;
+    upload_done(s);
     s.closed = true;
     s.error = error_code;
     s.unprocessed = error_code == NGHTTP2_REFUSED_STREAM;
@@ -176,8 +183,9 @@ task<void> origin_session::write_loop(std::shared_ptr<origin_session>) {
         out.clear();
         session_.produce(out);
         // Request bodies were framed: their streams may queue more.
-        for (auto& [id, s] : streams_)
-            if (s->uploading) s->changed.notify();
+        if (uploading_ > 0)
+            for (auto& [id, s] : streams_)
+                if (s->uploading) s->changed.notify();
         if (out.empty()) break;
         connection_.expires_after(idle_);  // an origin that stops reading is cut off after timeouts.idle
         auto [ec, n] = co_await send_all(connection_, asio::buffer(out));

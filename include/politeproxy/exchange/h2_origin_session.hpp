@@ -89,6 +89,7 @@ private:
     void on_goaway(std::int32_t last_stream, std::uint32_t error_code) override;
 
     origin_stream* find(std::int32_t id);
+    void upload_done(origin_stream& s);  ///< its request body is all framed, or it ended
     void flush();
     task<void> read_loop(std::shared_ptr<origin_session> self);
     task<void> write_loop(std::shared_ptr<origin_session> self);
@@ -106,6 +107,7 @@ private:
     steady_timer watch_timer_;             ///< watch_loop's (cancelled when the session ends)
     clock::time_point last_active_ = clock::now();  ///< when the last stream closed
     connection_tracker tracked_;                   ///< upstream_connections{protocol="http2"}
+    std::size_t uploading_ = 0;  ///< streams of streams_ with request body bytes still to come
     std::string out_;  ///< write_loop's bytes for one write (its room kept: kept_write_room)
     bool writing_ = false;
     bool ended_ = false;   ///< the session is over: no stream goes on
