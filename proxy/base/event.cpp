@@ -1,21 +1,13 @@
 #include "politeproxy/base/event.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
 
 namespace politeproxy {
 
-namespace {
-
-// Counts a coroutine among the event's waiters while it waits.
-struct waiting {
-    explicit waiting(int& waiters) : waiters_(waiters) { ++waiters_; }
-    ~waiting() { --waiters_; }
-    waiting(const waiting&) = delete;
-    waiting& operator=(const waiting&) = delete;
-    int& waiters_;
-};
-
-}  // namespace
+// A waiter is counted in waiters_ while it waits. The count goes down after the wait as
+// a statement, never in a destructor: a coroutine frame destroyed while it waits (a
+// worker's loop shutting down) may outlive the event's owner, and must not touch it.
 
 steady_timer& event::timer() {
     if (!timer_) timer_.emplace(executor_, steady_timer::time_point::max());
@@ -25,10 +17,23 @@ steady_timer& event::timer() {
 task<void> event::wait() {
     if (set_) co_return;
     steady_timer& t = timer();
-    // A lone timed wait that ended left the timer at its deadline.
+    // A lone timed wait that ended with no one else waiting left the timer at its deadline.
     if (waiters_ == 0 && t.expiry() != steady_timer::time_point::max()) t.expires_at(steady_timer::time_point::max());
-    const waiting counted(waiters_);
-    co_await t.async_wait(use_tuple);
+    ++waiters_;
+    try {
+        co_await t.async_wait(use_tuple);
+    } catch (...) {  // cancelled before the wait began
+        --waiters_;
+        throw;
+    }
+    --waiters_;
+}
+
+task<void> event::until_set() {
+    // Cancelled (the loser of a race, as a parked request's watch is): it returns, as
+    // wait() does, rather than wait again and throw.
+    const auto cancellation = co_await boost::asio::this_coro::cancellation_state;
+    while (!set_ && cancellation.cancelled() == boost::asio::cancellation_type::none) co_await wait();
 }
 
 task<bool> event::wait_until(clock::time_point deadline) {
@@ -36,19 +41,30 @@ task<bool> event::wait_until(clock::time_point deadline) {
     if (set_) co_return true;
     if (clock::now() >= deadline) co_return false;
     steady_timer& t = timer();
-    if (waiters_ == 0) {
-        // Alone: the timer itself expires at the deadline, and notify() cancels it. No
-        // second timer, no race of two operations (its spawns, its cancellation slots).
-        t.expires_at(deadline);
-        const waiting counted(waiters_);
-        const auto [ec] = co_await t.async_wait(use_tuple);
-        co_return ec == boost::asio::error::operation_aborted;
+    bool notified = false;
+    ++waiters_;
+    try {
+        if (waiters_ == 1) {
+            // Alone: the timer itself expires at the deadline, and notify() cancels it. No
+            // second timer, no race of two operations (its spawns, its cancellation slots).
+            t.expires_at(deadline);
+            const auto [ec] = co_await t.async_wait(use_tuple);
+            notified = ec == boost::asio::error::operation_aborted;
+            // Waiters that joined meanwhile share the timer: it must not stay at this
+            // deadline, passed, for them (each would wake at once, again and again).
+            if (waiters_ > 1 && t.expiry() != steady_timer::time_point::max())
+                t.expires_at(steady_timer::time_point::max());
+        } else {
+            constexpr auto awaitable = boost::asio::as_tuple(boost::asio::use_awaitable_t<executor>());
+            steady_timer alarm(executor_, deadline);
+            notified = (co_await (t.async_wait(awaitable) || alarm.async_wait(awaitable))).index() == 0;
+        }
+    } catch (...) {  // cancelled before the wait began
+        --waiters_;
+        throw;
     }
-    constexpr auto awaitable = boost::asio::as_tuple(boost::asio::use_awaitable_t<executor>());
-    steady_timer alarm(executor_, deadline);
-    const waiting counted(waiters_);
-    const auto first = co_await (t.async_wait(awaitable) || alarm.async_wait(awaitable));
-    co_return first.index() == 0;
+    --waiters_;
+    co_return notified;
 }
 
 }  // namespace politeproxy

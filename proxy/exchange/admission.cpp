@@ -51,7 +51,7 @@ task<void> socket_closed(tcp_socket& client) {
 // Completes when the watch says the client went (or when cancelled).
 task<void> client_left(client_watch watch) {
     if (auto* socket = std::get_if<tcp_socket*>(&watch)) return socket_closed(**socket);
-    return std::get<event*>(watch)->wait();
+    return std::get<event*>(watch)->until_set();
 }
 
 // The gate's answer, or errc::cancelled once the watch says the client went.

@@ -52,7 +52,7 @@ task<bool> origin_session::start(clock::duration timeout) {
     alarm.async_wait([self](boost::system::error_code ec) {
         if (!ec && !self->settled_.is_set()) self->close();  // no SETTINGS in time: not an HTTP/2 origin
     });
-    co_await settled_.wait();
+    co_await settled_.until_set();
     co_return !ended_;
 }
 
@@ -195,7 +195,7 @@ task<void> origin_session::write_loop(std::shared_ptr<origin_session>) {
             break;
         }
     }
-    if (streams_.empty() || out.capacity() > kept_write_room) std::string().swap(out);
+    settle_write_room(out, !streams_.empty());
     writing_ = false;
     if (ended_) close();
 }
@@ -250,6 +250,7 @@ void origin_session::end() {
     ctx_.gates.forget_stream_ceiling(key_, this);
     settled_.set();
     for (auto& [id, s] : streams_) {
+        upload_done(*s);
         s->closed = true;
         s->error = NGHTTP2_INTERNAL_ERROR;  // cut off
         s->changed.notify();

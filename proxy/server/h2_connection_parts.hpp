@@ -303,7 +303,7 @@ private:
             }
             set_deadline();
         }
-        if (streams_.empty() || out.capacity() > kept_write_room) std::string().swap(out);
+        settle_write_room(out, !streams_.empty());
         writing_ = false;
         // The GOAWAY is out and no stream is left (a drain), or the session is over (a
         // connection error's GOAWAY is out: RFC 9113 section 5.4.1, the connection closes

@@ -86,6 +86,36 @@ def stop(p):
             p.wait()
 
 
+def start_origin(work, log):
+    """nginx serving /1k (1 KiB) from `work` on core LOAD_CPU, over HTTP/1.1 and h2c:
+    (process, HTTP/1.1 port, h2c port), both ports listening."""
+    www = os.path.join(work, "www")
+    os.makedirs(www)
+    with open(os.path.join(www, "1k"), "wb") as f:
+        f.write((b"0123456789abcdef" * 64)[:1024])
+    os.chmod(work, 0o755)
+    os.chmod(www, 0o755)
+    h1_port, h2_port = free_port(), free_port()
+    nginx_conf = os.path.join(work, "nginx.conf")
+    with open(nginx_conf, "w") as f:
+        f.write("""worker_processes 1; daemon off; pid %(d)s/nginx.pid; error_log %(d)s/nginx-error.log;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 1000000; http2_max_concurrent_streams 1000;
+  server { listen 127.0.0.1:%(h1)d; root %(d)s/www; }
+  server { listen 127.0.0.1:%(h2)d http2; root %(d)s/www; } }
+""" % {"d": work, "h1": h1_port, "h2": h2_port})
+    nginx = start(["nginx", "-p", work, "-c", nginx_conf, "-e", os.path.join(work, "nginx-error.log")], LOAD_CPU, log)
+    wait_port(h1_port, nginx)
+    wait_port(h2_port, nginx)
+    return nginx, h1_port, h2_port
+
+
+def h2load(port, origin_port, requests, clients=4, streams=100):
+    """h2load's command on core LOAD_CPU: `requests` GETs of /1k through `port`, `:authority` the origin."""
+    return ["taskset", "-c", str(LOAD_CPU), "h2load", "-n", str(requests), "-c", str(clients), "-m", str(streams),
+            "-H", ":authority: origin.bench.test:%d" % origin_port, "http://127.0.0.1:%d/1k" % port]
+
+
 def ensure_tools():
     missing = [pkg for tool, pkg in (("h2load", "nghttp2-client"), ("nghttpx", "nghttp2-proxy"))
                if not shutil.which(tool)]
@@ -113,25 +143,8 @@ def main():
     log = open(os.path.join(work, "processes.log"), "wb")
     procs = []
     try:
-        www = os.path.join(work, "www")
-        os.makedirs(www)
-        with open(os.path.join(www, "1k"), "wb") as f:
-            f.write((b"0123456789abcdef" * 64)[:1024])
-        os.chmod(work, 0o755)
-        os.chmod(www, 0o755)
-        h1_port, h2_port = free_port(), free_port()
-        nginx_conf = os.path.join(work, "nginx.conf")
-        with open(nginx_conf, "w") as f:
-            f.write("""worker_processes 1; daemon off; pid %(d)s/nginx.pid; error_log %(d)s/nginx-error.log;
-events { worker_connections 4096; }
-http { access_log off; keepalive_requests 1000000; http2_max_concurrent_streams 1000;
-  server { listen 127.0.0.1:%(h1)d; root %(d)s/www; }
-  server { listen 127.0.0.1:%(h2)d http2; root %(d)s/www; } }
-""" % {"d": work, "h1": h1_port, "h2": h2_port})
-        procs.append(start(["nginx", "-p", work, "-c", nginx_conf, "-e", os.path.join(work, "nginx-error.log")],
-                           LOAD_CPU, log))
-        wait_port(h1_port, procs[-1])
-        wait_port(h2_port, procs[-1])
+        nginx, h1_port, h2_port = start_origin(work, log)
+        procs.append(nginx)
 
         targets = {}
 
@@ -196,13 +209,10 @@ backend origin
                     pid = proc.pid
                     # taskset execs the target: the pid is the proxy's own
                 origin_port = h2_port if name.endswith("h2") or name == "direct" else h1_port
-                authority = "origin.bench.test:%d" % origin_port
-                load = ["taskset", "-c", str(LOAD_CPU), "h2load", "-n", str(a.requests), "-c", str(a.clients),
-                        "-m", str(a.streams), "-H", ":authority: " + authority,
-                        "http://127.0.0.1:%d/1k" % port]
+                load = h2load(port, origin_port, a.requests, a.clients, a.streams)
                 # warm-up, then the measured run
-                subprocess.run(load[:4] + ["-n", str(min(a.requests, 10000))] + load[6:], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, timeout=120)
+                subprocess.run(h2load(port, origin_port, min(a.requests, 10000), a.clients, a.streams),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
                 before = cpu_seconds(pid) if pid else 0.0
                 t0 = time.monotonic()
                 out = subprocess.run(load, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600).stdout

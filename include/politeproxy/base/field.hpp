@@ -12,8 +12,8 @@ struct field {
     std::string value;
 };
 
-/// Room made for a header's fields before they are added: a browser's or a server's
-/// header fits, so the list is not regrown (its strings moved) field by field.
+/// Room made for a header's fields before they are added: a typical request's or
+/// response's fit, so the list is not regrown (its strings moved) field by field.
 inline constexpr std::size_t typical_field_count = 16;
 
 }  // namespace politeproxy

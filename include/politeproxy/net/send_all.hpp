@@ -8,6 +8,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <string>
 #include <tuple>
 
 namespace politeproxy {
@@ -16,6 +17,11 @@ namespace politeproxy {
 /// gathers (an HTTP/2 session's frames): a busy connection's batch grows its room once,
 /// not at every batch. Past this, or once no stream is open, the room goes back.
 inline constexpr std::size_t kept_write_room = 256 * 1024;
+
+/// After a writer's last write: `room` kept for the next, or given back (above).
+inline void settle_write_room(std::string& room, bool streams_open) {
+    if (!streams_open || room.capacity() > kept_write_room) std::string().swap(room);
+}
 
 /// asio::async_write(out, buffers), except that what the socket takes at once (a whole
 /// request or response of a few KiB, nearly always) is sent before the coroutine would
