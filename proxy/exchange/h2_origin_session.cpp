@@ -14,8 +14,8 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
-#include <utility>
 #include <array>
+#include <utility>
 
 namespace politeproxy {
 namespace asio = boost::asio;
