@@ -24,6 +24,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h2_bench as H  # noqa: E402
 from bench_http import free_port  # noqa: E402
+from instructions_ab import callgrind_total, keep_dir  # noqa: E402
 
 
 def measure(work, log, binary, h2, origin_port, requests, keep):
@@ -45,9 +46,7 @@ def measure(work, log, binary, h2, origin_port, requests, keep):
     finally:
         H.stop(proc)
     done = int(re.search(r"requests: \d+ total, \d+ started, (\d+) done", load).group(1))
-    with open(out) as f:
-        total = int(re.findall(r"^(?:totals|summary): (\d+)", f.read(), re.M)[-1])
-    return total / max(done, 1)
+    return callgrind_total(out) / max(done, 1)
 
 
 def main():
@@ -59,9 +58,7 @@ def main():
     ap.add_argument("--requests", type=int, default=10000)
     ap.add_argument("--keep", metavar="DIR", help="keep the callgrind files there (for callgrind_annotate)")
     a = ap.parse_args()
-    if a.keep:
-        os.makedirs(a.keep, exist_ok=True)
-        a.keep = os.path.abspath(a.keep)
+    a.keep = keep_dir(a.keep)
     H.ensure_tools()
     binaries = [os.path.abspath(a.before), os.path.abspath(a.after)]
     per_stream = {b: [] for b in binaries}

@@ -42,9 +42,21 @@ def measure(bench, binary, name, seconds, conns, keep):
     subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, stdout=subprocess.DEVNULL)
     counted = requests() - before
     bench.procs.stop(proc, grace=30)
-    with open(out) as f:
-        total = int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))
-    return total, counted
+    return callgrind_total(out), counted
+
+
+def callgrind_total(path):
+    """The instructions a callgrind file counted while instrumentation was on."""
+    with open(path) as f:
+        return int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))
+
+
+def keep_dir(path):
+    """--keep's directory, made and absolute (None: the files go with the run)."""
+    if not path:
+        return None
+    os.makedirs(path, exist_ok=True)
+    return os.path.abspath(path)
 
 
 def main():
@@ -55,9 +67,7 @@ def main():
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--keep", metavar="DIR", help="keep the callgrind files there (for callgrind_annotate)")
     a = ap.parse_args()
-    if a.keep:
-        os.makedirs(a.keep, exist_ok=True)
-        a.keep = os.path.abspath(a.keep)
+    a.keep = keep_dir(a.keep)
     with tempfile.TemporaryDirectory(prefix="pp-ab-") as d:
         os.chmod(d, 0o755)  # nginx workers run as www-data
         bench = B.Bench(argparse.Namespace(polite_delay=0.1, scenarios=["passthrough"]), d)
