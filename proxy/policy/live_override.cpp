@@ -181,6 +181,10 @@ std::variant<live_override, body_error> parse_override_body(std::string_view bod
 
     if (!o.concurrency && !o.rate && !o.pause_until)
         return body_error{"body", "needs at least one of concurrency, rate, pause_for, pause_until"};
+    // To the millisecond, as its JSON form (the API's, the state file's, the store's) keeps it.
+    o.set_at = to_millisecond(o.set_at);
+    if (o.pause_until) o.pause_until = to_millisecond(*o.pause_until);
+    if (o.expires_at) o.expires_at = to_millisecond(*o.expires_at);
     // A pause alone means nothing once it ends: let it go with it, not linger until deleted.
     if (!o.expires_at && !o.concurrency && !o.rate) o.expires_at = o.pause_until;
     if (blank(o.reason)) {

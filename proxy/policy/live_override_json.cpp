@@ -60,7 +60,10 @@ std::optional<std::string> stored_timestamp(const json::value& v, std::string_vi
                                             std::optional<wall_clock::time_point>& out) {
     if (v.is_null()) return std::nullopt;
     if (v.is_string())
-        if ((out = parse_timestamp(v.get_string()))) return std::nullopt;
+        if ((out = parse_timestamp(v.get_string()))) {
+            *out = to_millisecond(*out);  // as the override's own JSON form keeps it
+            return std::nullopt;
+        }
     return std::string(name) + " must be an RFC 3339 timestamp or null";
 }
 

@@ -70,6 +70,10 @@ std::optional<wall_clock::time_point> parse_timestamp(std::string_view s) {
     return time_point_cast<wall_clock::duration>(utc) + duration_cast<wall_clock::duration>(fraction);
 }
 
+wall_clock::time_point to_millisecond(wall_clock::time_point t) {
+    return std::chrono::floor<std::chrono::milliseconds>(t);
+}
+
 std::string format_timestamp(wall_clock::time_point t) {
     using namespace std::chrono;
     const auto ms = floor<milliseconds>(t);

@@ -256,3 +256,24 @@ TEST_CASE("a rate of many digits is kept as its own JSON text reads it back") {
     REQUIRE(again);
     CHECK(*again == o);
 }
+
+TEST_CASE("times finer than a millisecond are kept as the JSON form keeps them") {
+    // From the store (the fuzzer's find): 40 µs past the second.
+    const auto stored = override_from_json(
+        R"({"key":"a.test","concurrency":null,"rate":5,"pause_until":"2026-12-05T10:00:00.000040000000000000000Z",)"
+        R"("reason":"r","expires_at":"2026-12-05T11:00:00.000Z","set_by":"bob","set_at":"2026-12-05T10:00:00.0009Z"})");
+    REQUIRE(stored);
+    CHECK(stored->pause_until == parse_timestamp("2026-12-05T10:00:00Z"));
+    CHECK(stored->set_at == *parse_timestamp("2026-12-05T10:00:00Z"));
+    CHECK(override_from_json(to_json(*stored)) == stored);
+
+    // From a PUT body, with a clock and numbers finer than a millisecond.
+    auto r = parse_override_body(R"({"pause_until": 1796212860.0004567, "expires_in": 0.0015, "rate": 1})",
+                                 "api.example.com", registry(), "alice", now + 123456ns);
+    REQUIRE(std::holds_alternative<live_override>(r));
+    const auto& put = std::get<live_override>(r);
+    CHECK(put.set_at == now);
+    CHECK(put.pause_until == now + 60s);
+    CHECK(put.expires_at == now + 1ms);
+    CHECK(override_from_json(to_json(put)) == put);
+}

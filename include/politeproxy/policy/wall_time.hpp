@@ -21,4 +21,8 @@ std::optional<wall_clock::time_point> parse_timestamp(std::string_view text);
 /// "2026-12-05T12:00:00.000Z": UTC with milliseconds (the finer part is dropped).
 std::string format_timestamp(wall_clock::time_point t);
 
+/// `t` with what format_timestamp drops dropped: a time kept this way reads back from its
+/// own text unchanged.
+wall_clock::time_point to_millisecond(wall_clock::time_point t);
+
 }  // namespace politeproxy
