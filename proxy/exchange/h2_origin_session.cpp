@@ -207,8 +207,10 @@ task<void> origin_session::read_loop(std::shared_ptr<origin_session>) {
         auto [ec, n] = co_await connection_.async_read_some(asio::buffer(buffer), use_tuple);
         if (ec) break;
         const bool more = session_.receive(bytes_of(std::span<const char>(buffer.data(), n)));
-        flush();
         if (!more) break;
+        // A writer only with frames to send (a SETTINGS ACK, a WINDOW_UPDATE letting
+        // uploads go on); end() below starts the one that closes.
+        if (session_.wants_write()) flush();
     }
     end();
 }
@@ -272,13 +274,18 @@ task<std::shared_ptr<origin_session>> open_origin_session(exchange_context& ctx,
 
 task<std::shared_ptr<origin_session>> origin_sessions::find(const std::string& pool_key) {
     for (;;) {
-        const auto it = origins_.find(pool_key);
-        if (it == origins_.end()) co_return nullptr;
-        if (it->second.session && it->second.session->accepts_streams()) co_return it->second.session;
-        if (!it->second.opening) co_return nullptr;
-        const std::shared_ptr<event> opening = it->second.opening;
+        if (auto now = find_now(pool_key)) co_return std::move(*now);
+        const std::shared_ptr<event> opening = origins_.find(pool_key)->second.opening;
         co_await opening->wait();  // set when that attempt ended, whichever way
     }
+}
+
+std::optional<std::shared_ptr<origin_session>> origin_sessions::find_now(const std::string& pool_key) const {
+    const auto it = origins_.find(pool_key);
+    if (it == origins_.end()) return nullptr;
+    if (it->second.session && it->second.session->accepts_streams()) return it->second.session;
+    if (!it->second.opening) return nullptr;
+    return std::nullopt;
 }
 
 origin_sessions::opening_mark origin_sessions::opening(const std::string& pool_key, bool may_h2, bool h2c,

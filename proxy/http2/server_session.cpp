@@ -177,6 +177,8 @@ const char* label(guard g) {
     return "unknown";
 }
 
+bool server_session::wants_write() const { return nghttp2_session_want_write(impl_->session) != 0; }
+
 bool server_session::alive() const {
     return nghttp2_session_want_read(impl_->session) != 0 || nghttp2_session_want_write(impl_->session) != 0;
 }
@@ -186,11 +188,10 @@ void server_session::respond(std::int32_t stream, unsigned status, std::span<con
     stream_state* s = impl_->find(stream);
     if (!s) return;  // reset meanwhile
     const std::string code = std::to_string(status);
-    std::vector<nghttp2_nv> nva;
-    nva.reserve(fields.size() + added.size() + 1);
-    nva.push_back(detail::name_value(":status", code));
-    for (const field& f : fields) nva.push_back(detail::name_value(f.name, f.value));
-    for (const field& f : added) nva.push_back(detail::name_value(f.name, f.value));
+    detail::name_values nva;
+    nva.add(":status", code);
+    for (const field& f : fields) nva.add(f.name, f.value);
+    for (const field& f : added) nva.add(f.name, f.value);
     nghttp2_data_provider body{};
     body.read_callback = &impl::read_body;
     nghttp2_submit_response(impl_->session, stream, nva.data(), nva.size(), end_stream ? nullptr : &body);

@@ -27,9 +27,8 @@ ssize_t outgoing_body::frame(nghttp2_session* session, std::int32_t stream, std:
         if (end) {
             *flags |= NGHTTP2_DATA_FLAG_EOF;
             if (!trailers.empty()) {  // the stream ends with them (nghttp2 copies the fields)
-                std::vector<nghttp2_nv> nva;
-                nva.reserve(trailers.size());
-                for (const field& f : trailers) nva.push_back(name_value(f.name, f.value));
+                name_values nva;
+                for (const field& f : trailers) nva.add(f.name, f.value);
                 if (nghttp2_submit_trailer(session, stream, nva.data(), nva.size()) == 0)
                     *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
                 trailers.clear();

@@ -216,8 +216,10 @@ public:
                 const auto data = buffer.data();
                 more = session_.receive({static_cast<const std::uint8_t*>(data.data()), data.size()}, clock::now());
                 buffer.consume(buffer.size());
-                flush();
                 if (!more) break;
+                // A writer only with frames to send (a WINDOW_UPDATE from the client lets
+                // bodies go on), or when a drain may have lost its last stream (a reset).
+                if (session_.wants_write() || draining_) flush();
             }
             set_deadline();
             auto [ec, n] = co_await client_.async_read_some(buffer.prepare(read_room), use_tuple);

@@ -41,6 +41,7 @@ struct recorder : session_events {
 struct client {
     nghttp2_session* session = nullptr;
     std::map<std::int32_t, std::string> status, body;
+    std::map<std::int32_t, std::vector<std::pair<std::string, std::string>>> fields;  // the rest of the head, in order
     std::map<std::int32_t, std::uint32_t> closed;
     std::uint32_t peer_max_streams = 0;
     bool goaway = false;
@@ -52,8 +53,10 @@ struct client {
         nghttp2_session_callbacks_set_on_header_callback(
             cb, [](nghttp2_session*, const nghttp2_frame* f, const std::uint8_t* n, std::size_t nl,
                    const std::uint8_t* v, std::size_t vl, std::uint8_t, void* u) {
-                if (std::string_view(reinterpret_cast<const char*>(n), nl) == ":status")
-                    static_cast<client*>(u)->status[f->hd.stream_id].assign(reinterpret_cast<const char*>(v), vl);
+                const std::string_view name(reinterpret_cast<const char*>(n), nl), value(reinterpret_cast<const char*>(v), vl);
+                auto* c = static_cast<client*>(u);
+                if (name == ":status") c->status[f->hd.stream_id] = value;
+                else c->fields[f->hd.stream_id].emplace_back(name, value);
                 return 0;
             });
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
@@ -161,6 +164,26 @@ TEST_CASE("requests arrive as heads with their fields; responses reach the clien
     CHECK(c.closed[a] == NGHTTP2_NO_ERROR);
     CHECK(heard.closed[a] == NGHTTP2_NO_ERROR);
     CHECK(server.alive());
+}
+
+TEST_CASE("a head of more fields than fit on the stack reaches the client whole, in order") {
+    recorder heard;
+    server_session server(heard, {}, t0);
+    client c;
+    const auto id = c.get("example.test", "/many");
+    pump(c, server);
+    std::vector<field> fields;  // past the 32 name_values keeps on the stack
+    for (int i = 0; i < 40; ++i) fields.push_back({"x-field-" + std::to_string(i), std::to_string(i)});
+    const std::vector<field> added = {{"via", "2 politeproxy"}, {"x-last", "yes"}};
+    server.respond(id, 200, fields, true, added);
+    pump(c, server);
+
+    CHECK(c.status[id] == "200");
+    const auto& got = c.fields[id];
+    REQUIRE(got.size() == 42);
+    for (int i = 0; i < 40; ++i) CHECK(got[i] == std::pair(fields[i].name, fields[i].value));
+    CHECK(got[40].first == "via");
+    CHECK(got[41] == std::pair<std::string, std::string>("x-last", "yes"));
 }
 
 TEST_CASE("a request body arrives in order; the client may send more only as it is consumed") {

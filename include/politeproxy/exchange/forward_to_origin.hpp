@@ -151,7 +151,10 @@ task<bool> forward_to_origin(exchange_context& ctx, const config& cfg, Client do
         // The transport: a stream on an HTTP/2 session, a pooled HTTP/1.1 connection, or a new one of either.
         std::shared_ptr<origin_session> h2;
         // Not in a conditional expression: GCC 12 destroys temporaries of one inside co_await twice.
-        if (may_h2) h2 = co_await ctx.h2_origins.find(pool_key);
+        if (may_h2) {
+            if (auto now = ctx.h2_origins.find_now(pool_key)) h2 = std::move(*now);
+            else h2 = co_await ctx.h2_origins.find(pool_key);
+        }
         std::optional<timed_socket> origin;
         while (!h2 && attempt == 0) {  // a pooled one the origin sent nothing on while it idled
             origin = ctx.pool.take(pool_key);

@@ -133,6 +133,9 @@ public:
     /// The origin's session if one takes new streams; when one is being opened, waits
     /// for it first. Null: none (open one, marked with opening()).
     task<std::shared_ptr<origin_session>> find(const std::string& pool_key);
+    /// find() without waiting (no coroutine frame): the session, or null as find() gives
+    /// it; nothing while one is being opened (then find() waits for it).
+    std::optional<std::shared_ptr<origin_session>> find_now(const std::string& pool_key) const;
 
     /// While it lives, a session for the origin is being opened: find() waits.
     class opening_mark {

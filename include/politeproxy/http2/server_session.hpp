@@ -87,6 +87,8 @@ public:
 
     /// Appends the frames to send to the client now; returns how many bytes.
     std::size_t produce(std::string& out);
+    /// Whether produce() has frames to give (most received frames need no answer).
+    bool wants_write() const;
 
     /// False once both sides are done (GOAWAY sent or received and no stream is open).
     bool alive() const;
