@@ -17,6 +17,10 @@ back-end protocol. Installs nghttp2-client and nghttp2-proxy when missing.
   /usr/bin/python3 tests/bench/h2_bench.py --binary build/politeproxy [--requests 200000] [--repeats 3]
   /usr/bin/python3 tests/bench/h2_bench.py --variant base=OLD/build/politeproxy --skip nghttpx   # an A/B in one run
 
+--syscalls also counts, for each target's own process (perf stat on the syscalls
+tracepoints, as kernel_ab.py does; nghttpx's workers are its children and not counted),
+system calls by kind per request and its user and system CPU apart, in a second table.
+
 --variant NAME=BINARY adds politeproxy-NAME/h1 and /h2 (another build, or a wrapper script
 that execs one, e.g. with LD_PRELOAD) to the same interleaved run (the other benches call
 their one such binary --base-binary; this one takes several); --skip drops targets
@@ -37,6 +41,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_http import free_port  # noqa: E402 (never the same port twice)
 from bench_plan import cost_config  # noqa: E402
+import kernel_ab  # noqa: E402 (--syscalls: its perf counting)
 
 PROXY_CPU, LOAD_CPU = 1, 0
 
@@ -134,7 +139,10 @@ def main():
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=BINARY",
                     help="another politeproxy binary in the same run (repeatable)")
     ap.add_argument("--skip", default="", help="comma-separated target name prefixes to leave out")
+    ap.add_argument("--syscalls", action="store_true", help="also system calls per request and user/system CPU apart")
     a = ap.parse_args()
+    if a.syscalls and not kernel_ab.perf_usable():
+        ap.error("--syscalls needs perf with the syscalls tracepoints")
     variants = [v.split("=", 1) for v in a.variant]
     if any(len(v) != 2 or not v[0] for v in variants):
         ap.error("--variant takes NAME=BINARY")
@@ -213,11 +221,15 @@ backend origin
                 # warm-up, then the measured run
                 subprocess.run(h2load(port, origin_port, min(a.requests, 10000), a.clients, a.streams),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+                perf_out = os.path.join(work, "perf.csv")
+                counter = kernel_ab.count_syscalls(pid, perf_out) if a.syscalls and pid else None
                 before = cpu_seconds(pid) if pid else 0.0
+                split_before = kernel_ab.cpu_split(pid) if counter else None
                 t0 = time.monotonic()
                 out = subprocess.run(load, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600).stdout
                 elapsed = time.monotonic() - t0
                 cpu = (cpu_seconds(pid) - before) if pid else 0.0
+                split_after = kernel_ab.cpu_split(pid) if counter else None
                 if proc:
                     stop(proc)
                 m = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed", out)
@@ -226,6 +238,10 @@ backend origin
                 status = re.search(r"status codes: (\d+) 2xx", out)
                 cell = {"ok": ok, "rps": float(rps.group(1)) if rps else 0.0, "elapsed": elapsed,
                         "cpu_us": cpu / ok * 1e6 if ok else float("nan"), "2xx": int(status.group(1)) if status else 0}
+                if counter:
+                    cell["user_us"] = (split_after[0] - split_before[0]) / max(ok, 1) * 1e6
+                    cell["sys_us"] = (split_after[1] - split_before[1]) / max(ok, 1) * 1e6
+                    cell.update(kernel_ab.syscalls_per(counter, perf_out, max(ok, 1)))
                 if ok < a.requests or cell["2xx"] < a.requests:
                     print("%s: only %d of %d succeeded (2xx %d)\n%s" % (name, ok, a.requests, cell["2xx"], out[-800:]),
                           file=sys.stderr)
@@ -246,6 +262,15 @@ backend origin
                                                                rps / med(ref, "rps")))
             else:
                 print("| %s | %.0f | %s | | |" % (name, rps, "%.2f" % cpu if name != "direct" else "-"))
+        if a.syscalls:
+            columns = ["user_us", "sys_us", "all"] + kernel_ab.SYSCALLS
+            print("\nPer request, the target's own process (medians):\n")
+            print("| target | user µs | system µs | system calls | " + " | ".join(kernel_ab.SYSCALLS) + " |")
+            print("|---|" + "---:|" * len(columns))
+            for name in results:
+                if "user_us" in results[name][0]:
+                    print("| %s | " % name + " | ".join("%.2f" % med(name, c) if c in results[name][0] else "-"
+                                                        for c in columns) + " |")
         if "politeproxy/h1" in results and "politeproxy/h2" in results:
             print("\npoliteproxy h2 origin session vs HTTP/1.1 pooling, CPU per request: %.2fx"
                   % (med("politeproxy/h2", "cpu_us") / med("politeproxy/h1", "cpu_us")))

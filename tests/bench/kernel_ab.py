@@ -53,14 +53,32 @@ def perf_usable():
         return False
 
 
+def count_syscalls(pid, out):
+    """perf stat counting `pid`'s system calls (all, and each of SYSCALLS) into the file `out`."""
+    events = ",".join(["raw_syscalls:sys_enter"] + ["syscalls:sys_enter_" + s for s in SYSCALLS])
+    perf = subprocess.Popen(["perf", "stat", "-x,", "-o", out, "-e", events, "-p", str(pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    return perf
+
+
+def syscalls_per(perf, out, n):
+    """Stops count_syscalls' perf; its counts ("all", "recvfrom", ...) each over n."""
+    perf.send_signal(2)
+    perf.wait()
+    row = {}
+    with open(out) as f:
+        for line in f:
+            parts = line.strip().split(",")
+            if len(parts) > 2 and parts[0].replace(".", "").isdigit():
+                # counted over the 0.3 s before the load too, when the proxy is idle
+                row[parts[2].split("sys_enter_")[-1].replace("raw_syscalls:sys_enter", "all")] = int(parts[0]) / n
+    return row
+
+
 def one_run(bench, proc, origin, conns, seconds, use_perf):
     out = os.path.join(bench.dir, "perf.csv")
-    perf = None
-    if use_perf:
-        events = ",".join(["raw_syscalls:sys_enter"] + ["syscalls:sys_enter_" + s for s in SYSCALLS])
-        perf = subprocess.Popen(["perf", "stat", "-x,", "-o", out, "-e", events, "-p", str(proc.pid)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.3)
+    perf = count_syscalls(proc.pid, out) if use_perf else None
     u0, s0 = cpu_split(proc.pid)
     cs0 = context_switches(proc.pid)
     r = bench.run_wrk("http://127.0.0.1:%d/" % proc.port, conns, seconds, "passthrough.lua", ["proxy", origin, 1024])
@@ -71,14 +89,7 @@ def one_run(bench, proc, origin, conns, seconds, use_perf):
     q = r["requests"]
     row = {"user": (u1 - u0) * 1e6 / q, "sys": (s1 - s0) * 1e6 / q, "cs": (cs1 - cs0) / q, "rps": r["rps"]}
     if perf:
-        perf.send_signal(2)
-        perf.wait()
-        with open(out) as f:
-            for line in f:
-                parts = line.strip().split(",")
-                if len(parts) > 2 and parts[0].replace(".", "").isdigit():
-                    # counted over the 0.3 s before wrk too, when the proxy is idle
-                    row[parts[2].split("sys_enter_")[-1].replace("raw_syscalls:sys_enter", "all")] = int(parts[0]) / q
+        row.update(syscalls_per(perf, out, q))
     return row
 
 
