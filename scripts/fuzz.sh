@@ -13,8 +13,7 @@ if [[ "${1:-}" == --build-only ]]; then build_only=1; shift; fi
 seconds="${1:-10}"
 shift || true
 ./scripts/install-deps.sh
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DPOLITEPROXY_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" >/dev/null
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DPOLITEPROXY_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j 2
 [[ -n $build_only ]] && exit 0
 targets=("$@")

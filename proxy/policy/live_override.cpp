@@ -91,10 +91,14 @@ std::variant<wall_clock::duration, std::string> duration_of(const json::value& v
     if (seconds <= 0) return std::string("must be positive");
     // Compared as seconds first: a huge number would overflow the nanosecond duration.
     if (seconds > std::chrono::duration<double>(max).count()) return "must be at most " + hours_text(max);
-    return std::chrono::duration_cast<wall_clock::duration>(std::chrono::duration<double>(seconds));
+    // Whole milliseconds, as the override's JSON form keeps its times.
+    const auto d = std::chrono::floor<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
+    if (d.count() == 0) return std::string("must be at least 1ms");
+    return wall_clock::duration(d);
 }
 
-// An RFC 3339 timestamp or a number of Unix seconds, after `now` and at most `max` ahead.
+// An RFC 3339 timestamp or a number of Unix seconds, after `now` and at most `max` ahead;
+// to the millisecond, as the override's JSON form keeps it (`now` is a whole millisecond).
 std::variant<wall_clock::time_point, std::string> moment_of(const json::value& v, wall_clock::time_point now,
                                                             std::chrono::hours max) {
     using seconds_d = std::chrono::duration<double>;
@@ -112,8 +116,10 @@ std::variant<wall_clock::time_point, std::string> moment_of(const json::value& v
     }
     if (at_s <= now_s) return std::string("must be in the future");
     if (at_s - now_s > seconds_d(max).count()) return "must be at most " + hours_text(max) + " ahead";
-    if (exact) return *exact;
-    return wall_clock::time_point(std::chrono::duration_cast<wall_clock::duration>(seconds_d(at_s)));
+    const auto at = to_millisecond(
+        exact ? *exact : wall_clock::time_point(std::chrono::duration_cast<wall_clock::duration>(seconds_d(at_s))));
+    if (at <= now) return std::string("must be in the future");  // less than a millisecond ahead
+    return at;
 }
 
 bool blank(std::string_view s) {
@@ -144,6 +150,9 @@ std::variant<live_override, body_error> parse_override_body(std::string_view bod
         return v && !v->is_null() ? v : nullptr;
     };
 
+    // Every time of an override is a whole millisecond, as its JSON form (the API's, the
+    // state file's, the store's) keeps it: what a worker holds is what it shares.
+    now = to_millisecond(now);
     live_override o;
     o.key = std::string(key);
     o.set_by = std::string(set_by);
@@ -181,10 +190,6 @@ std::variant<live_override, body_error> parse_override_body(std::string_view bod
 
     if (!o.concurrency && !o.rate && !o.pause_until)
         return body_error{"body", "needs at least one of concurrency, rate, pause_for, pause_until"};
-    // To the millisecond, as its JSON form (the API's, the state file's, the store's) keeps it.
-    o.set_at = to_millisecond(o.set_at);
-    if (o.pause_until) o.pause_until = to_millisecond(*o.pause_until);
-    if (o.expires_at) o.expires_at = to_millisecond(*o.expires_at);
     // A pause alone means nothing once it ends: let it go with it, not linger until deleted.
     if (!o.expires_at && !o.concurrency && !o.rate) o.expires_at = o.pause_until;
     if (blank(o.reason)) {

@@ -218,8 +218,8 @@ public:
                 buffer.consume(buffer.size());
                 if (!more) break;
                 // A writer only with frames to send (a WINDOW_UPDATE from the client lets
-                // bodies go on), or when a drain may have lost its last stream (a reset).
-                if (session_.wants_write() || draining_) flush();
+                // bodies go on); a drain's last stream closing starts its own (on_stream_closed).
+                if (session_.wants_write()) flush();
             }
             set_deadline();
             auto [ec, n] = co_await client_.async_read_some(buffer.prepare(read_room), use_tuple);

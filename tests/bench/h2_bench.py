@@ -18,7 +18,7 @@ back-end protocol. Installs nghttp2-client and nghttp2-proxy when missing.
   /usr/bin/python3 tests/bench/h2_bench.py --variant base=OLD/build/politeproxy --skip nghttpx   # an A/B in one run
 
 --syscalls also counts, for each target's own process (perf stat on the syscalls
-tracepoints, as kernel_ab.py does; nghttpx's workers are its children and not counted),
+tracepoints, as kernel_ab.py does; not for nghttpx, whose workers are its children),
 system calls by kind per request and its user and system CPU apart, in a second table.
 
 --variant NAME=BINARY adds politeproxy-NAME/h1 and /h2 (another build, or a wrapper script
@@ -221,17 +221,28 @@ backend origin
                 # warm-up, then the measured run
                 subprocess.run(h2load(port, origin_port, min(a.requests, 10000), a.clients, a.streams),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-                perf_out = os.path.join(work, "perf.csv")
-                counter = kernel_ab.count_syscalls(pid, perf_out) if a.syscalls and pid else None
-                before = cpu_seconds(pid) if pid else 0.0
-                split_before = kernel_ab.cpu_split(pid) if counter else None
-                t0 = time.monotonic()
-                out = subprocess.run(load, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600).stdout
-                elapsed = time.monotonic() - t0
-                cpu = (cpu_seconds(pid) - before) if pid else 0.0
-                split_after = kernel_ab.cpu_split(pid) if counter else None
-                if proc:
-                    stop(proc)
+                # --syscalls counts the target's own process: not nghttpx, which works in children.
+                counter, calls = None, {}
+                if a.syscalls and pid and not name.startswith("nghttpx"):
+                    perf_out = os.path.join(work, "perf-%s-%d.csv" % (name.replace("/", "-"), rep))
+                    counter = kernel_ab.count_syscalls(pid, perf_out)
+                try:
+                    before = cpu_seconds(pid) if pid else 0.0
+                    split_before = kernel_ab.cpu_split(pid) if counter else None
+                    t0 = time.monotonic()
+                    out = subprocess.run(load, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                         timeout=600).stdout
+                    elapsed = time.monotonic() - t0
+                    cpu = (cpu_seconds(pid) - before) if pid else 0.0
+                    split_after = kernel_ab.cpu_split(pid) if counter else None
+                    if counter:
+                        calls = kernel_ab.syscalls_per(counter, perf_out, 1)  # before the target's shutdown
+                finally:
+                    if counter and counter.poll() is None:
+                        counter.send_signal(signal.SIGINT)
+                        counter.wait()
+                    if proc:
+                        stop(proc)
                 m = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed", out)
                 ok = int(m.group(3)) if m else 0
                 rps = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out)
@@ -241,7 +252,7 @@ backend origin
                 if counter:
                     cell["user_us"] = (split_after[0] - split_before[0]) / max(ok, 1) * 1e6
                     cell["sys_us"] = (split_after[1] - split_before[1]) / max(ok, 1) * 1e6
-                    cell.update(kernel_ab.syscalls_per(counter, perf_out, max(ok, 1)))
+                    cell.update({kind: n / max(ok, 1) for kind, n in calls.items()})
                 if ok < a.requests or cell["2xx"] < a.requests:
                     print("%s: only %d of %d succeeded (2xx %d)\n%s" % (name, ok, a.requests, cell["2xx"], out[-800:]),
                           file=sys.stderr)

@@ -276,4 +276,14 @@ TEST_CASE("times finer than a millisecond are kept as the JSON form keeps them")
     CHECK(put.pause_until == now + 60s);
     CHECK(put.expires_at == now + 1ms);
     CHECK(override_from_json(to_json(put)) == put);
+
+    // Less than a millisecond ahead is no time at all: refused, not kept as already over.
+    auto soon = [](const std::string& body) {
+        auto r = parse_override_body(body, "api.example.com", registry(), "alice", now + 123456ns);
+        REQUIRE(std::holds_alternative<body_error>(r));
+        return std::get<body_error>(r);
+    };
+    CHECK(soon(R"({"pause_for": 0.0004})").message == "must be at least 1ms");
+    CHECK(soon(R"({"pause_until": 1796212800.0009})").message == "must be in the future");
+    CHECK(soon(R"({"rate": 1, "expires_in": 0.0005})").field == "expires_in");
 }
