@@ -180,11 +180,11 @@ std::int32_t client_session::request(std::string_view method, std::string_view s
                                      std::string_view path, std::span<const field> fields, bool end_stream) {
     if (!accepts_streams()) return 0;
     detail::name_values nva;
-    nva.add(":method", method);
-    nva.add(":scheme", scheme);
-    nva.add(":authority", authority);
-    nva.add(":path", path);
-    for (const field& f : fields) nva.add(f.name, f.value);
+    nva.push_back(detail::name_value(":method", method));
+    nva.push_back(detail::name_value(":scheme", scheme));
+    nva.push_back(detail::name_value(":authority", authority));
+    nva.push_back(detail::name_value(":path", path));
+    for (const field& f : fields) nva.push_back(detail::name_value(f.name, f.value));
     nghttp2_data_provider body{};
     body.read_callback = &impl::read_body;
     const std::int32_t id =

@@ -189,9 +189,9 @@ void server_session::respond(std::int32_t stream, unsigned status, std::span<con
     if (!s) return;  // reset meanwhile
     const std::string code = std::to_string(status);
     detail::name_values nva;
-    nva.add(":status", code);
-    for (const field& f : fields) nva.add(f.name, f.value);
-    for (const field& f : added) nva.add(f.name, f.value);
+    nva.push_back(detail::name_value(":status", code));
+    for (const field& f : fields) nva.push_back(detail::name_value(f.name, f.value));
+    for (const field& f : added) nva.push_back(detail::name_value(f.name, f.value));
     nghttp2_data_provider body{};
     body.read_callback = &impl::read_body;
     nghttp2_submit_response(impl_->session, stream, nva.data(), nva.size(), end_stream ? nullptr : &body);

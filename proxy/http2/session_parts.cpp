@@ -28,7 +28,7 @@ ssize_t outgoing_body::frame(nghttp2_session* session, std::int32_t stream, std:
             *flags |= NGHTTP2_DATA_FLAG_EOF;
             if (!trailers.empty()) {  // the stream ends with them (nghttp2 copies the fields)
                 name_values nva;
-                for (const field& f : trailers) nva.add(f.name, f.value);
+                for (const field& f : trailers) nva.push_back(name_value(f.name, f.value));
                 if (nghttp2_submit_trailer(session, stream, nva.data(), nva.size()) == 0)
                     *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
                 trailers.clear();

@@ -5,9 +5,9 @@
 // Private to proxy/http2/.
 #include "politeproxy/http2/server_session.hpp"
 
+#include <boost/container/small_vector.hpp>
 #include <nghttp2/nghttp2.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -43,31 +43,9 @@ inline nghttp2_nv name_value(std::string_view n, std::string_view v) {
                       NGHTTP2_NV_FLAG_NONE};
 }
 
-/// A header block as nghttp2 takes it (nghttp2 copies what it keeps): on the stack up to
-/// `on_stack` fields, all of it on the heap past that; no allocation for the usual block.
-class name_values {
-public:
-    name_values() = default;
-    name_values(const name_values&) = delete;
-    name_values& operator=(const name_values&) = delete;
-
-    void add(std::string_view n, std::string_view v) {
-        if (heap_.empty() && size_ < on_stack) {
-            stack_[size_++] = name_value(n, v);
-            return;
-        }
-        if (heap_.empty()) heap_.assign(stack_.begin(), stack_.begin() + size_);
-        heap_.push_back(name_value(n, v));
-    }
-    const nghttp2_nv* data() const { return heap_.empty() ? stack_.data() : heap_.data(); }
-    std::size_t size() const { return heap_.empty() ? size_ : heap_.size(); }
-
-private:
-    static constexpr std::size_t on_stack = 32;
-    std::array<nghttp2_nv, on_stack> stack_;
-    std::size_t size_ = 0;
-    std::vector<nghttp2_nv> heap_;
-};
+/// A header block as nghttp2 takes it (nghttp2 copies what it keeps): on the stack for
+/// the usual number of fields, no allocation.
+using name_values = boost::container::small_vector<nghttp2_nv, 32>;
 
 /// Appends what nghttp2 has to send now; returns how many bytes.
 std::size_t drain(nghttp2_session* session, std::string& out);
