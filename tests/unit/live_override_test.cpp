@@ -19,15 +19,15 @@ host_policy registry() {
     return p;
 }
 
-live_override parsed(const std::string& body) {
-    auto r = parse_override_body(body, "api.example.com", registry(), "alice", now);
+live_override parsed(const std::string& body, wall_clock::time_point at = now) {
+    auto r = parse_override_body(body, "api.example.com", registry(), "alice", at);
     INFO(body);
     if (auto* e = std::get_if<body_error>(&r)) FAIL(e->field << ": " << e->message);
     return std::get<live_override>(r);
 }
 
-body_error refused(const std::string& body) {
-    auto r = parse_override_body(body, "api.example.com", registry(), "alice", now);
+body_error refused(const std::string& body, wall_clock::time_point at = now) {
+    auto r = parse_override_body(body, "api.example.com", registry(), "alice", at);
     INFO(body);
     REQUIRE(std::holds_alternative<body_error>(r));
     return std::get<body_error>(r);
@@ -268,22 +268,14 @@ TEST_CASE("times finer than a millisecond are kept as the JSON form keeps them")
     CHECK(override_from_json(to_json(*stored)) == stored);
 
     // From a PUT body, with a clock and numbers finer than a millisecond.
-    auto r = parse_override_body(R"({"pause_until": 1796212860.0004567, "expires_in": 0.0015, "rate": 1})",
-                                 "api.example.com", registry(), "alice", now + 123456ns);
-    REQUIRE(std::holds_alternative<live_override>(r));
-    const auto& put = std::get<live_override>(r);
+    const auto put = parsed(R"({"pause_until": 1796212860.0004567, "expires_in": 0.0015, "rate": 1})", now + 123456ns);
     CHECK(put.set_at == now);
     CHECK(put.pause_until == now + 60s);
     CHECK(put.expires_at == now + 1ms);
     CHECK(override_from_json(to_json(put)) == put);
 
     // Less than a millisecond ahead is no time at all: refused, not kept as already over.
-    auto soon = [](const std::string& body) {
-        auto r = parse_override_body(body, "api.example.com", registry(), "alice", now + 123456ns);
-        REQUIRE(std::holds_alternative<body_error>(r));
-        return std::get<body_error>(r);
-    };
-    CHECK(soon(R"({"pause_for": 0.0004})").message == "must be at least 1ms");
-    CHECK(soon(R"({"pause_until": 1796212800.0009})").message == "must be in the future");
-    CHECK(soon(R"({"rate": 1, "expires_in": 0.0005})").field == "expires_in");
+    CHECK(refused(R"({"pause_for": 0.0004})", now + 123456ns).message == "must be at least 1ms");
+    CHECK(refused(R"({"pause_until": 1796212800.0009})", now + 123456ns).message == "must be in the future");
+    CHECK(refused(R"({"rate": 1, "expires_in": 0.0005})", now + 123456ns).field == "expires_in");
 }
