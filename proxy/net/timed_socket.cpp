@@ -1,6 +1,8 @@
 #include "politeproxy/net/timed_socket.hpp"
 
+#include <boost/asio/append.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
 
 #include <cerrno>
 
@@ -77,6 +79,10 @@ void timed_socket::stop_watch(state& s) {
     s.watch_cancel.emit(boost::asio::cancellation_type::total);
 }
 
+void timed_socket::complete_later(state& s, io_handler handler, boost::system::error_code ec, std::size_t n) {
+    boost::asio::post(s.socket.get_executor(), boost::asio::append(std::move(handler), ec, n));
+}
+
 bool timed_socket::holds_unread() {
     state& s = *state_;
     return s.tls && tls_holds_unread(s);
@@ -98,6 +104,7 @@ std::size_t timed_socket::write_now(const ::iovec* iov, std::size_t count, boost
             n = ::sendmsg(fd, &msg, flags);
         }
     } while (n < 0 && errno == EINTR);
+    if (n > 0) state_->drain.written = true;
     if (n >= 0) return static_cast<std::size_t>(n);
     if (errno != EAGAIN && errno != EWOULDBLOCK) ec.assign(errno, boost::system::system_category());
     return 0;

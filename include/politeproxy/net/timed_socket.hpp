@@ -9,6 +9,7 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include "politeproxy/base/executor.hpp"
+#include "politeproxy/net/drained_read.hpp"
 #include <boost/beast/core/error.hpp>
 
 #include <sys/uio.h>
@@ -16,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace politeproxy {
@@ -40,7 +42,9 @@ class session;
 ///
 /// Reads and writes go to the socket with the caller's buffers unchanged, so a single
 /// buffer is one send()/recv(); once TLS is started on it (tls/session.hpp) they go
-/// through the TLS session, one buffer at a time. Models Asio's AsyncReadStream and AsyncWriteStream.
+/// through the TLS session, one buffer at a time. A read into one buffer that empties the
+/// socket spares the next read its recv() until readiness (net/drained_read.hpp). Models
+/// Asio's AsyncReadStream and AsyncWriteStream.
 ///
 /// Thread safety: as a socket; use it from its executor (a single-threaded loop). Like
 /// any Asio I/O object it must outlive the handlers of its pending operations.
@@ -92,7 +96,7 @@ public:
                 if (s->tls)
                     tls_write_some(*s, first_buffer<boost::asio::const_buffer>(b), std::move(handler));
                 else
-                    s->socket.async_write_some(b, watched(*s, std::move(handler)));
+                    start_write(*s, b, std::move(handler));
             },
             token, state_.get(), buffers);
     }
@@ -120,11 +124,11 @@ public:
 
     /// Watches a reused connection on which the peer is to send nothing until its
     /// request is written whole: a one-byte MSG_PEEK receive (what it finds stays unread)
-    /// queued in the reactor. Asio attempts it at once, as it does every read: that one
-    /// recv() is the check that nothing arrived while the connection idled. It is also the
-    /// attempt the response's first read would have made: a read started while the watch
-    /// is queued queues behind it with no attempt of its own, and ends the watch. What the
-    /// first attempt found is reported once the event loop has run what was queued before
+    /// queued in the reactor. Asio attempts it at once, unless the last read emptied the
+    /// socket (as TCP_INQ told it, net/drained_read.hpp): then it waits for the readiness that
+    /// bytes or a close coming later raise. A read started while the watch is queued
+    /// queues behind it with no attempt of its own, and ends the watch. What an attempt
+    /// at once found is reported once the event loop has run what was queued before
     /// it (one thread per io_context: a posted continuation runs after it). A close or an
     /// error the watch hears closes the connection at once (Asio would not attempt the
     /// next read, and no readiness is to come), so no operation waits on a dead one.
@@ -157,9 +161,7 @@ public:
         template <class ConstBufferSequence, class WriteToken>
         auto async_write_some(const ConstBufferSequence& buffers, WriteToken&& token) {
             return boost::asio::async_initiate<WriteToken, void(boost::system::error_code, std::size_t)>(
-                [](auto handler, state* s, const ConstBufferSequence& b) {
-                    s->socket.async_write_some(b, watched(*s, std::move(handler)));
-                },
+                [](auto handler, state* s, const ConstBufferSequence& b) { start_write(*s, b, std::move(handler)); },
                 token, s_, buffers);
         }
 
@@ -204,13 +206,39 @@ private:
     // Bytes the TLS session took from the wire and nobody has read yet.
     static bool tls_holds_unread(state& s);
 
-    // A read, queued behind the watch (if one runs) before that ends.
+    // A read, queued behind the watch (if one runs) before that ends. One buffer is read
+    // as a drained_read_buffer (net/drained_read.hpp): after a read that emptied the
+    // socket, the next waits for readiness without an attempt at once if a write went
+    // out since or the watch runs; otherwise it is attempted here, once.
     template <class MutableBufferSequence, class Handler>
     static void read_after_watch(state& s, const MutableBufferSequence& b, Handler handler) {
-        s.socket.async_read_some(b, watched(s, std::move(handler)));
+        if constexpr (std::is_convertible_v<const MutableBufferSequence*, const boost::asio::mutable_buffer*>) {
+            drain_marks& d = s.drain;
+            if (!d.inq_asked) ask_inq(s.socket.native_handle(), d);
+            if (d.drained && !d.written && !s.watching && b.size() > 0) {
+                boost::system::error_code ec;
+                std::size_t n = 0;
+                if (receive_now(s.socket.native_handle(), b, 0, d, ec, n)) {
+                    complete_later(s, io_handler(std::move(handler)), ec, n);
+                    return;
+                }
+                d.known_empty = true;  // Asio's own attempt, if it makes one, finds nothing
+            }
+            s.socket.async_read_some(drained_read_buffer(b, d), watched(s, std::move(handler)));
+            d.known_empty = false;
+        } else {
+            s.socket.async_read_some(b, watched(s, std::move(handler)));
+        }
         if (s.watching) stop_watch(s);
     }
     static void stop_watch(state& s);
+    // Posts what a read found at once, as Asio does for a read its first attempt completes.
+    static void complete_later(state& s, io_handler handler, boost::system::error_code ec, std::size_t n);
+    template <class ConstBufferSequence, class Handler>
+    static void start_write(state& s, const ConstBufferSequence& b, Handler handler) {
+        s.drain.written = true;  // a reset connection fails it: the next read may wait unattempted
+        s.socket.async_write_some(b, watched(s, std::move(handler)));
+    }
     void end_watch() {
         if (state_->watching) stop_watch(*state_);
     }
@@ -236,6 +264,7 @@ private:
         unsigned pending = 0;  ///< operations started through this object, not yet complete
         bool timed_out = false;
         bool close_on_timeout = true;
+        drain_marks drain;         ///< what the last read and write said of the receive queue
         bool watching = false;     ///< the watch's receive may be queued
         bool heard = false;        ///< the watch's receive found bytes, a close or an error
         bool heard_close = false;  ///< a close or an error
