@@ -38,7 +38,9 @@ origin_session::origin_session(exchange_context& ctx, timed_socket connection, s
       session_(*this, http2::client_session::settings{.max_header_bytes = max_header_bytes}),
       settled_(connection_.get_executor()),
       watch_timer_(connection_.get_executor()),
-      tracked_(ctx.metrics, connection_side::origin, connection_protocol::http2) {}
+      tracked_(ctx.metrics, connection_side::origin, connection_protocol::http2) {
+    connection_.read_unmarked();  // streams at once: no turns to read in
+}
 
 origin_session::~origin_session() = default;
 

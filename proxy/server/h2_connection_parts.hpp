@@ -196,7 +196,9 @@ public:
           drained_(client.get_executor()),
           finished_(client.get_executor()),
           peer_(peer_address(client)),
-          credentials_checked_(client.get_executor()) {}
+          credentials_checked_(client.get_executor()) {
+        client.read_unmarked();  // streams at once: no turns to read in
+    }
 
     proxy_context& ctx() { return ctx_; }
     http2::server_session& session() { return session_; }

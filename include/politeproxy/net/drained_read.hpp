@@ -44,6 +44,7 @@ struct drain_marks {
     bool written = false;  ///< a write went out since that read
     bool inq_asked = false;  ///< TCP_INQ is on (asked once per connection)
     bool known_empty = false;  ///< a recvmsg() just found nothing: the read's attempt at once is spared
+    bool off = false;  ///< reads attempted at once and unmarked, as Asio's (HTTP/2: timed_socket::read_unmarked)
 };
 
 /// One buffer to read into from a TCP socket: a read that empties the socket marks it

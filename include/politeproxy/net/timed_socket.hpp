@@ -119,6 +119,14 @@ public:
         return write_now(iov.data(), count, ec);
     }
 
+    /// For a connection that carries many exchanges at once (HTTP/2): a read that emptied
+    /// it says nothing of when the next bytes come, and an attempt at once often finds
+    /// them. Its reads are attempted at once, as Asio does, and mark nothing.
+    void read_unmarked() {
+        state_->drain.off = true;
+        state_->drain.drained = false;
+    }
+
     /// Whether reads and writes go through TLS (tls/session.hpp starts it).
     bool secure() const { return state_->tls != nullptr; }
 
@@ -212,23 +220,26 @@ private:
     // out since or the watch runs; otherwise it is attempted here, once.
     template <class MutableBufferSequence, class Handler>
     static void read_after_watch(state& s, const MutableBufferSequence& b, Handler handler) {
+        drain_marks& d = s.drain;
         if constexpr (std::is_convertible_v<const MutableBufferSequence*, const boost::asio::mutable_buffer*>) {
-            drain_marks& d = s.drain;
-            if (!d.inq_asked) ask_inq(s.socket.native_handle(), d);
-            if (d.drained && !d.written && !s.watching && b.size() > 0) {
-                boost::system::error_code ec;
-                std::size_t n = 0;
-                if (receive_now(s.socket.native_handle(), b, 0, d, ec, n)) {
-                    complete_later(s, io_handler(std::move(handler)), ec, n);
-                    return;
+            if (!d.off) {
+                if (!d.inq_asked) ask_inq(s.socket.native_handle(), d);
+                if (d.drained && !d.written && !s.watching && b.size() > 0) {
+                    boost::system::error_code ec;
+                    std::size_t n = 0;
+                    if (receive_now(s.socket.native_handle(), b, 0, d, ec, n)) {
+                        complete_later(s, io_handler(std::move(handler)), ec, n);
+                        return;
+                    }
+                    d.known_empty = true;  // Asio's own attempt, if it makes one, finds nothing
                 }
-                d.known_empty = true;  // Asio's own attempt, if it makes one, finds nothing
+                s.socket.async_read_some(drained_read_buffer(b, d), watched(s, std::move(handler)));
+                d.known_empty = false;
+                if (s.watching) stop_watch(s);
+                return;
             }
-            s.socket.async_read_some(drained_read_buffer(b, d), watched(s, std::move(handler)));
-            d.known_empty = false;
-        } else {
-            s.socket.async_read_some(b, watched(s, std::move(handler)));
         }
+        s.socket.async_read_some(b, watched(s, std::move(handler)));
         if (s.watching) stop_watch(s);
     }
     static void stop_watch(state& s);
