@@ -12,9 +12,8 @@
 namespace politeproxy {
 
 void ask_inq(int fd, drain_marks& marks) {
-    marks.inq_asked = true;
     const int on = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on);  // refused: no count comes, nothing is marked
+    marks.inq_asked = ::setsockopt(fd, IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;  // not yet open: asked again
 }
 
 bool receive_now(int fd, boost::asio::mutable_buffer b, int flags, drain_marks& marks,
@@ -48,7 +47,7 @@ bool receive_now(int fd, boost::asio::mutable_buffer b, int flags, drain_marks& 
         if (c->cmsg_level != IPPROTO_TCP || c->cmsg_type != TCP_CM_INQ) continue;
         int queued;
         std::memcpy(&queued, CMSG_DATA(c), sizeof queued);
-        marks.drained = queued == 0;  // 1 once a FIN waits
+        marks.drained = queued == 0 && !marks.off;  // 1 once a FIN waits
     }
     return true;
 }

@@ -33,20 +33,20 @@ constexpr std::size_t tunnel_chunk_size = 16 * 1024;
 
 // Both directions of one tunnel; all of it runs on the session's worker loop.
 struct tunnel_state {
-    tcp_socket& client;
-    tcp_socket& origin;
+    timed_socket& client;
+    timed_socket& origin;
     clock::time_point last_activity = clock::now();
 };
 
 // Copies until `from` reaches EOF, then half-closes `to`: the other direction goes on
 // (a client may finish sending long before the response ends). An error ends both.
-task<void> pump(tunnel_state& t, tcp_socket& from, tcp_socket& to) {
+task<void> pump(tunnel_state& t, timed_socket& from, timed_socket& to) {
     std::array<char, tunnel_chunk_size> chunk;
     for (;;) {
         auto [rec, n] = co_await from.async_read_some(asio::buffer(chunk), use_tuple);
         if (rec == asio::error::eof) {
             boost::system::error_code ignored;
-            to.shutdown(tcp_socket::shutdown_send, ignored);
+            to.socket().shutdown(tcp_socket::shutdown_send, ignored);
             co_return;
         }
         if (!rec) {
@@ -55,8 +55,8 @@ task<void> pump(tunnel_state& t, tcp_socket& from, tcp_socket& to) {
             if (!wec) continue;
         }
         boost::system::error_code ignored;
-        t.client.close(ignored);
-        t.origin.close(ignored);
+        t.client.socket().close(ignored);
+        t.origin.socket().close(ignored);
         co_return;
     }
 }
@@ -183,7 +183,11 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     }
     trip.tunnel_opened();
 
-    tunnel_state t{client.socket(), origin.socket()};
+    // Through the timed_sockets, with no deadline (idle_watch ends a quiet tunnel): a
+    // read after one that emptied the socket is checked as timed_socket checks it.
+    client.expires_never();
+    origin.expires_never();
+    tunnel_state t{client, origin};
     co_await ((pump(t, t.client, t.origin) && pump(t, t.origin, t.client)) || idle_watch(t, policy.timeouts.idle));
     co_return std::nullopt;
 }

@@ -3,12 +3,11 @@
 // while none of its operations is pending leaves other waits on the socket alone.
 // send_all writes what the socket takes at once, and the rest as the peer reads it.
 // watch() hears bytes or a close that wait, and a read started while it is queued ends it.
-// After a read that emptied the socket, the next read and the watch still hear what
-// comes later, and a FIN or a reset that came before it.
 // Deadlines are tens of milliseconds; every test stops by itself within a second.
 #include "politeproxy/net/timed_socket.hpp"
 #include "politeproxy/net/send_all.hpp"
 #include "politeproxy/base/executor.hpp"
+#include "loopback_pair.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -28,44 +27,8 @@ using namespace politeproxy;
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
+using namespace politeproxy::testing;
 
-namespace {
-
-// A connected pair on 127.0.0.1: `near` wrapped in a timed_socket, `far` plain.
-struct connected_pair {
-    asio::io_context ioc{1};
-    std::optional<timed_socket> near;
-    tcp::socket far{ioc};
-
-    connected_pair() {
-        tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-        tcp_socket s(ioc);
-        s.connect(acceptor.local_endpoint());
-        far = acceptor.accept();
-        near.emplace(std::move(s));
-    }
-
-    // Runs `body` to completion (bounded: the io_context stops after 2 s regardless).
-    template <class F>
-    void run(F body) {
-        asio::steady_timer guard(ioc, 2s);
-        guard.async_wait([this](boost::system::error_code ec) {
-            if (!ec) ioc.stop();
-        });
-        asio::co_spawn(ioc, [&]() -> task<void> {
-            co_await body();
-            guard.cancel();
-        }, asio::detached);
-        ioc.run();
-    }
-};
-
-task<void> pause(clock::duration d) {
-    steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(use_tuple);
-}
-
-}  // namespace
 
 TEST_CASE("a read pending at its deadline ends with timeout") {
     connected_pair p;
@@ -260,9 +223,6 @@ TEST_CASE("send_all to a peer that reset the connection fails") {
 // watch(): the reuse check of a pooled origin connection (forward_to_origin.hpp; what it
 // heard is read in h1_origin_transport.hpp). What its first attempt finds is reported after one
 // trip through the loop.
-namespace {
-task<void> through_the_loop() { co_await asio::post(co_await asio::this_coro::executor, asio::deferred); }
-}  // namespace
 
 TEST_CASE("watch: bytes that arrived while idle are heard, and left unread") {
     connected_pair p;
@@ -344,133 +304,4 @@ TEST_CASE("watch: a close heard while it is queued fails the next read at once, 
     CHECK(closed);
     CHECK(got);
     CHECK(took < 200ms);
-}
-
-// A read that empties the socket marks it exhausted in Asio's reactor
-// (net/drained_read.hpp): the next read, or the watch, waits for readiness without a
-// recv() first. Readiness that comes after that read clears the mark, whenever the loop
-// takes it; a FIN or a reset already waiting is found at once.
-
-TEST_CASE("after a read that emptied the socket, the next read waits for bytes that come later and gets them") {
-    connected_pair p;
-    std::string first, second;
-    p.run([&]() -> task<void> {
-        asio::write(p.far, asio::buffer(std::string_view("first")));
-        std::array<char, 64> buf;
-        p.near->expires_after(1s);
-        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        if (!ec) first.assign(buf.data(), n);
-        co_await send_all(*p.near, asio::buffer(std::string_view("answer")));  // the mark is trusted now
-        steady_timer later(co_await asio::this_coro::executor, 20ms);
-        later.async_wait([&](boost::system::error_code) { asio::write(p.far, asio::buffer(std::string_view("second"))); });
-        std::tie(ec, n) = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        if (!ec) second.assign(buf.data(), n);
-    });
-    CHECK(first == "first");
-    CHECK(second == "second");
-}
-
-TEST_CASE("bytes that come before the emptying read's handler runs are read at once by the next read") {
-    // The mark is set with the recvmsg(), inside the reactor. These bytes' readiness,
-    // taken by the loop before or after the first handler runs, clears it. A mark set from
-    // the handler would outlive readiness taken before it: the next read would wait out
-    // its deadline for bytes already there.
-    connected_pair p;
-    std::string second;
-    bool first_done = false;
-    clock::duration took{};
-    p.run([&]() -> task<void> {
-        asio::write(p.far, asio::buffer(std::string_view("first")));
-        co_await pause(20ms);  // its readiness taken: the read below is attempted at once
-        std::array<char, 64> buf;
-        p.near->expires_after(1s);
-        p.near->async_read_some(asio::buffer(buf), [&](boost::system::error_code, std::size_t) { first_done = true; });
-        asio::write(p.far, asio::buffer(std::string_view("second")));
-        co_await pause(20ms);
-        co_await send_all(*p.near, asio::buffer(std::string_view("answer")));  // the mark is trusted now
-        const auto start = clock::now();
-        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        if (!ec) second.assign(buf.data(), n);
-        took = clock::now() - start;
-    });
-    CHECK(first_done);
-    CHECK(second == "second");
-    CHECK(took < 200ms);
-}
-
-TEST_CASE("a read that ended just before a FIN: the next read gets the end of stream at once") {
-    // The read emptied the socket of bytes but not of the FIN, whose readiness is spent:
-    // TCP_INQ counts it, so the socket is not marked. (A read's length alone cannot tell.)
-    connected_pair p;
-    std::string first;
-    boost::system::error_code second;
-    clock::duration took{};
-    p.run([&]() -> task<void> {
-        asio::write(p.far, asio::buffer(std::string_view("last")));
-        p.far.close();
-        co_await pause(20ms);
-        std::array<char, 64> buf;
-        p.near->expires_after(1s);
-        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        if (!ec) first.assign(buf.data(), n);
-        co_await send_all(*p.near, asio::buffer(std::string_view("answer")));  // a half-closed peer takes it
-        const auto start = clock::now();
-        std::tie(ec, n) = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        second = ec;
-        took = clock::now() - start;
-    });
-    CHECK(first == "last");
-    CHECK(second == asio::error::eof);
-    CHECK(took < 200ms);
-}
-
-TEST_CASE("a reset that came before the read that emptied the socket fails the next read at once") {
-    // TCP_INQ does not count a reset: timed_socket attempts the next read itself when
-    // nothing was written since (a write would have failed on the reset).
-    connected_pair p;
-    std::string first;
-    boost::system::error_code second;
-    clock::duration took{};
-    p.run([&]() -> task<void> {
-        asio::write(p.far, asio::buffer(std::string_view("partial")));
-        p.far.set_option(asio::socket_base::linger(true, 0));
-        p.far.close();  // a reset
-        co_await pause(20ms);
-        std::array<char, 64> buf;
-        p.near->expires_after(1s);
-        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        if (!ec) first.assign(buf.data(), n);
-        const auto start = clock::now();
-        std::tie(ec, n) = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        second = ec;
-        took = clock::now() - start;
-    });
-    CHECK(first == "partial");
-    CHECK(second == asio::error::connection_reset);
-    CHECK(took < 200ms);
-}
-
-TEST_CASE("after a read that emptied the socket, the watch hears bytes and a close that come later") {
-    connected_pair p;
-    bool heard_before = true, heard_bytes = false, heard_close = false;
-    p.run([&]() -> task<void> {
-        asio::write(p.far, asio::buffer(std::string_view("response")));
-        std::array<char, 64> buf;
-        p.near->expires_after(1s);
-        co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        p.near->watch();  // as a pooled connection is watched when it is taken again
-        co_await through_the_loop();
-        heard_before = p.near->heard();
-        asio::write(p.far, asio::buffer(std::string_view("stray")));
-        co_await pause(20ms);
-        heard_bytes = p.near->heard();
-        co_await p.near->async_read_some(asio::buffer(buf), use_tuple);  // takes the stray bytes, ends the watch
-        p.near->watch();
-        p.far.close();
-        co_await pause(20ms);
-        heard_close = p.near->heard_close();
-    });
-    CHECK_FALSE(heard_before);
-    CHECK(heard_bytes);
-    CHECK(heard_close);
 }

@@ -13,22 +13,22 @@
 // A read into a `drained_read_buffer` does the same, and knows it emptied the socket
 // from the kernel, not from its length: each recvmsg() asks for TCP_INQ's count of the
 // bytes still queued, which is 1, not 0, once a FIN came (a read that ended just before
-// the FIN emptied nothing). The mark is set inside the reactor's operation, under its
-// descriptor's lock, in the same step as the recvmsg(): set from a completion handler,
-// it would outlive readiness the loop took between the two (a streamed body's next
-// bytes), and the next read would wait for readiness already spent.
+// the FIN emptied nothing). Asio offers no call to mark a socket: its receive operation,
+// specialized below for this buffer type, says so by what it returns, and the reactor
+// sets the mark under the descriptor's lock in the same step as the recvmsg().
 //
 // What the mark cannot see: a reset that came before the read that emptied the socket
 // (its readiness spent, its error left for the next read). The next read would wait for
 // its deadline. So timed_socket trusts the mark only once it has written to the socket
 // since (a write fails on a reset connection) or for the pooled connection's watch
-// (the request's write then fails, and the request is sent again on a new connection
-// when it may be); any other read after one that emptied the socket is attempted at once
-// by timed_socket itself (`receive_now`), and Asio's own attempt is then spared
-// (`known_empty`).
+// (the request's write then fails: it is sent again on a new connection when it may be,
+// and answered 502 otherwise); any other read after one that emptied the socket is
+// attempted at once by timed_socket itself (`receive_now`), and the reactor's own
+// attempt is then spared (`known_empty`). Like the socket, the marks belong to the one
+// thread that runs its io_context.
 //
-// The hook is a specialization of Asio's receive operation for this buffer type: Asio
-// 1.81's internals, checked below. Any other version of Boost reads as before, unmarked.
+// This specializes Asio 1.81's internals (the epoll reactor's receive operation): a
+// Boost of another version fails the build here, to be checked against its reactor.
 
 #include <boost/asio/buffer.hpp>
 #include <boost/system/error_code.hpp>
@@ -36,15 +36,20 @@
 
 #include <cstddef>
 
+static_assert(BOOST_VERSION == 108100, "drained_read.hpp specializes Asio 1.81's receive operation: check it");
+#if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT) || defined(BOOST_ASIO_HAS_IOCP)
+#error "drained_read.hpp specializes the epoll reactor's receive operation"
+#endif
+
 namespace politeproxy {
 
 /// What the reads and writes of one TCP connection tell about its receive queue.
 struct drain_marks {
-    bool drained = false;  ///< the last read emptied the socket, and no FIN was waiting
-    bool written = false;  ///< a write went out since that read
-    bool inq_asked = false;  ///< TCP_INQ is on (asked once per connection)
-    bool known_empty = false;  ///< a recvmsg() just found nothing: the read's attempt at once is spared
-    bool off = false;  ///< reads attempted at once and unmarked, as Asio's (HTTP/2: timed_socket::read_unmarked)
+    bool drained = false;      ///< the last read emptied the socket, and no FIN was waiting
+    bool written = false;      ///< a write went out since that read
+    bool inq_asked = false;    ///< TCP_INQ is on (asked once per connection)
+    bool known_empty = false;  ///< a recvmsg() just found nothing: the reactor's attempt is spared
+    bool off = false;          ///< never marked (HTTP/2: timed_socket::read_unmarked)
 };
 
 /// One buffer to read into from a TCP socket: a read that empties the socket marks it
@@ -55,7 +60,7 @@ struct drained_read_buffer : boost::asio::mutable_buffer {
     drain_marks* marks;
 };
 
-/// Turns on TCP_INQ for `fd` once (marks.inq_asked). Without it no read marks anything.
+/// Turns on TCP_INQ for `fd` (marks.inq_asked once it took). Without it nothing is marked.
 void ask_inq(int fd, drain_marks& marks);
 
 /// One recvmsg() into `b` without waiting. False when it would block; otherwise `ec` and
@@ -66,7 +71,6 @@ bool receive_now(int fd, boost::asio::mutable_buffer b, int flags, drain_marks& 
 
 }  // namespace politeproxy
 
-#if BOOST_VERSION == 108100 && !defined(BOOST_ASIO_HAS_IO_URING) && !defined(BOOST_ASIO_HAS_IOCP)
 #include <boost/asio/socket_base.hpp>  // before the operation, which needs it
 #include <boost/asio/detail/reactive_socket_recv_op.hpp>
 
@@ -85,7 +89,7 @@ public:
 
     static status do_perform(reactor_op* base) {
         auto* o = static_cast<reactive_socket_recv_op_base*>(base);
-        if (o->buffer_.marks->known_empty) return not_done;  // while timed_socket starts it only
+        if (o->buffer_.marks->known_empty) return not_done;  // only while timed_socket starts it
         if (!politeproxy::receive_now(o->socket_, o->buffer_, o->flags_, *o->buffer_.marks, o->ec_,
                                       o->bytes_transferred_))
             return not_done;
@@ -100,4 +104,3 @@ private:
 };
 
 }  // namespace boost::asio::detail
-#endif

@@ -121,11 +121,11 @@ public:
 
     /// For a connection that carries many exchanges at once (HTTP/2): a read that emptied
     /// it says nothing of when the next bytes come, and an attempt at once often finds
-    /// them. Its reads are attempted at once, as Asio does, and mark nothing.
-    void read_unmarked() {
-        state_->drain.off = true;
-        state_->drain.drained = false;
-    }
+    /// them. Its reads from now on are attempted at once, as Asio does, and mark nothing.
+    void read_unmarked() { state_->drain.off = true; }
+    /// Whether the last read emptied the socket, as the kernel's TCP_INQ count told it
+    /// (net/drained_read.hpp): the next may wait for readiness without a recv() first.
+    bool read_emptied() const { return state_->drain.drained; }
 
     /// Whether reads and writes go through TLS (tls/session.hpp starts it).
     bool secure() const { return state_->tls != nullptr; }
@@ -220,26 +220,26 @@ private:
     // out since or the watch runs; otherwise it is attempted here, once.
     template <class MutableBufferSequence, class Handler>
     static void read_after_watch(state& s, const MutableBufferSequence& b, Handler handler) {
-        drain_marks& d = s.drain;
         if constexpr (std::is_convertible_v<const MutableBufferSequence*, const boost::asio::mutable_buffer*>) {
-            if (!d.off) {
-                if (!d.inq_asked) ask_inq(s.socket.native_handle(), d);
-                if (d.drained && !d.written && !s.watching && b.size() > 0) {
-                    boost::system::error_code ec;
-                    std::size_t n = 0;
-                    if (receive_now(s.socket.native_handle(), b, 0, d, ec, n)) {
-                        complete_later(s, io_handler(std::move(handler)), ec, n);
-                        return;
-                    }
-                    d.known_empty = true;  // Asio's own attempt, if it makes one, finds nothing
+            drain_marks& d = s.drain;
+            if (d.drained && !d.written && !s.watching && b.size() > 0) {
+                boost::system::error_code ec;
+                std::size_t n = 0;
+                if (receive_now(s.socket.native_handle(), b, 0, d, ec, n)) {
+                    complete_later(s, io_handler(std::move(handler)), ec, n);
+                    return;
                 }
-                s.socket.async_read_some(drained_read_buffer(b, d), watched(s, std::move(handler)));
-                d.known_empty = false;
-                if (s.watching) stop_watch(s);
-                return;
+                d.known_empty = true;  // the reactor's attempt, if it makes one, would find nothing
             }
+            if (!d.inq_asked && !d.off) ask_inq(s.socket.native_handle(), d);
+            struct spared {
+                bool& known_empty;
+                ~spared() { known_empty = false; }  // once started, the operation reads
+            } started{d.known_empty};
+            s.socket.async_read_some(drained_read_buffer(b, d), watched(s, std::move(handler)));
+        } else {
+            s.socket.async_read_some(b, watched(s, std::move(handler)));
         }
-        s.socket.async_read_some(b, watched(s, std::move(handler)));
         if (s.watching) stop_watch(s);
     }
     static void stop_watch(state& s);
@@ -247,7 +247,8 @@ private:
     static void complete_later(state& s, io_handler handler, boost::system::error_code ec, std::size_t n);
     template <class ConstBufferSequence, class Handler>
     static void start_write(state& s, const ConstBufferSequence& b, Handler handler) {
-        s.drain.written = true;  // a reset connection fails it: the next read may wait unattempted
+        // A reset connection fails it: the next read may wait unattempted.
+        if (boost::asio::buffer_size(b) > 0) s.drain.written = true;
         s.socket.async_write_some(b, watched(s, std::move(handler)));
     }
     void end_watch() {
