@@ -178,14 +178,13 @@ task<std::optional<connect_target>> run_tunnel(proxy_context& ctx, const config&
     if (buffer.size() > 0) {
         origin.expires_after(policy.timeouts.idle);
         if (auto [ec, n] = co_await asio::async_write(origin, buffer.data(), use_tuple); ec) co_return std::nullopt;
-        origin.expires_never();
         buffer.consume(buffer.size());
     }
     trip.tunnel_opened();
 
-    // Through the timed_sockets, with no deadline (idle_watch ends a quiet tunnel): a
-    // read after one that emptied the socket is checked as timed_socket checks it.
-    client.expires_never();
+    // Through the timed_sockets, with no deadline (idle_watch ends a quiet tunnel; the
+    // client's was cleared above): a read after one that emptied the socket is checked
+    // as timed_socket checks it.
     origin.expires_never();
     tunnel_state t{client, origin};
     co_await ((pump(t, t.client, t.origin) && pump(t, t.origin, t.client)) || idle_watch(t, policy.timeouts.idle));

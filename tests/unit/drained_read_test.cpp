@@ -22,10 +22,17 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Makes `far` reset the connection when it closes.
+// `far` resets the connection when it closes.
 void reset(asio::ip::tcp::socket& far) {
     far.set_option(asio::socket_base::linger(true, 0));
     far.close();
+}
+
+// `far` sends `bytes` and resets the connection: both wait in `near`'s receive queue.
+task<void> send_then_reset(connected_pair& p, std::string_view bytes) {
+    asio::write(p.far, asio::buffer(bytes));
+    reset(p.far);
+    co_await pause(20ms);
 }
 
 }  // namespace
@@ -150,9 +157,7 @@ TEST_CASE("a reset that came before the read that emptied the socket fails the n
     boost::system::error_code second;
     clock::duration took{};
     p.run([&]() -> task<void> {
-        asio::write(p.far, asio::buffer(std::string_view("partial")));
-        reset(p.far);
-        co_await pause(20ms);
+        co_await send_then_reset(p, "partial");
         std::array<char, 64> buf;
         p.near->expires_after(1s);
         auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
@@ -174,9 +179,7 @@ TEST_CASE("a pooled connection reset before the read that emptied it: the watch 
     bool heard = true;
     boost::system::error_code wrote;
     p.run([&]() -> task<void> {
-        asio::write(p.far, asio::buffer(std::string_view("response")));
-        reset(p.far);
-        co_await pause(20ms);
+        co_await send_then_reset(p, "response");
         std::array<char, 64> buf;
         p.near->expires_after(1s);
         co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
@@ -234,9 +237,7 @@ TEST_CASE("read_unmarked: reads mark nothing, and the first after an emptying re
     {
         connected_pair p;
         p.run([&]() -> task<void> {
-            asio::write(p.far, asio::buffer(std::string_view("preface")));
-            reset(p.far);
-            co_await pause(20ms);
+            co_await send_then_reset(p, "preface");
             std::array<char, 64> buf;
             p.near->expires_after(1s);
             co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
