@@ -53,7 +53,7 @@ std::shared_ptr<host_entry> host_gates::find_or_create(const host_table::place& 
     const auto cfg = current_config();
     const host_override* o = cfg->override_for(key, utc_today());
     auto live = live_for(key);
-    auto entry = std::make_shared<host_entry>(key, policy_with(cfg, o, live.get()), o, now);
+    auto entry = std::allocate_shared<host_entry>(host_entry_allocator{}, key, policy_with(cfg, o, live.get()), o, now);
     entry->owner = this;
     if (fair_.load(std::memory_order_relaxed)) apply_health(*entry, now);  // a lane per client
     if (live) {

@@ -1,5 +1,6 @@
 #include "politeproxy/exchange/host_map.hpp"
 
+#include "politeproxy/base/huge_pages.hpp"
 #include "politeproxy/base/keyed_hash.hpp"
 #include "politeproxy/exchange/host_table.hpp"
 
@@ -7,8 +8,6 @@
 #include <bit>
 #include <cstdint>
 #include <new>
-
-#include <sys/mman.h>
 
 namespace politeproxy {
 
@@ -26,7 +25,8 @@ constexpr std::size_t min_capacity = 8;
 // 1.69x -> 1.57x, shuffled 4.00x -> 2.77x; 1k used of them 1.48x -> 1.28x.
 void prefetch(const host_entry* entry, const char* key_chars) {
     constexpr std::uintptr_t cache_line = 64;
-    // The block's lines, from the one its counts begin on (aligned alike only by tcmalloc).
+    // The block's lines, from the one its counts begin on (the first of a block in
+    // host_entry_blocks; any line of one made elsewhere, as by the tests).
     const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(entry) - host_entry_counts;
     const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(entry) + sizeof(host_entry);
     for (std::uintptr_t line = begin & ~(cache_line - 1); line < end; line += cache_line)
@@ -37,28 +37,13 @@ void prefetch(const host_entry* entry, const char* key_chars) {
 
 namespace host_map_detail {
 
-constexpr std::size_t huge_page = std::size_t{2} << 20;
-
 void* allocate(std::size_t bytes) {
-    if (bytes < huge_page) return ::operator new(bytes);
-    // Mapped with a huge page's worth to spare, then trimmed to an aligned run of whole
-    // huge pages: the kernel backs an aligned, advised range with them.
-    const std::size_t length = (bytes + huge_page - 1) / huge_page * huge_page;
-    void* mapped = mmap(nullptr, length + huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapped == MAP_FAILED) throw std::bad_alloc();
-    auto* const start = static_cast<char*>(mapped);
-    auto* const aligned = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(start) + huge_page - 1) & ~(huge_page - 1));
-    // The head before the aligned start, and the tail after the run (never empty: a
-    // huge page less the head).
-    if (aligned != start) munmap(start, static_cast<std::size_t>(aligned - start));
-    munmap(aligned + length, static_cast<std::size_t>(start + huge_page - aligned));
-    madvise(aligned, length, MADV_HUGEPAGE);  // a hint: without THP, 4 KiB pages
-    return aligned;
+    return bytes < huge_page_size ? ::operator new(bytes) : map_huge_pages(bytes);
 }
 
 void deallocate(void* p, std::size_t bytes) noexcept {
-    if (bytes < huge_page) return ::operator delete(p, bytes);
-    munmap(p, (bytes + huge_page - 1) / huge_page * huge_page);
+    if (bytes < huge_page_size) return ::operator delete(p, bytes);
+    unmap_huge_pages(p, bytes);
 }
 
 }  // namespace host_map_detail

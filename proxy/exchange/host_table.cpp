@@ -28,6 +28,11 @@ std::string_view name_of(rate_source s) {
 static_assert(sizeof(host_entry) + host_entry_counts <= host_entry_block,
               "a million idle hosts hold one each (host_scale_bench.py)");
 
+block_arena& host_entry_blocks() {
+    static block_arena& blocks = *new block_arena(host_entry_block);  // never destroyed: see the header
+    return blocks;
+}
+
 host_entry::host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o,
                        clock::time_point now)
     : key(std::move(k)),

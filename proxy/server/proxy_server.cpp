@@ -13,6 +13,7 @@
 #include "politeproxy/net/dns_resolver.hpp"
 #include "politeproxy/server/password_checks.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
+#include "politeproxy/exchange/host_table.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
 #include "politeproxy/exchange/live_overrides.hpp"
 #include "politeproxy/fleet/fleet_client.hpp"
@@ -322,7 +323,13 @@ int proxy_server::run() {
                 // Give freed gate memory back to the system, not only to the heap, after a
                 // pass that freed much: on the loader's thread, as returning one large free
                 // span can take 20 ms (a few evictions a second are left to the allocator).
-                if (evicted >= release_heap_after) asio::post(config_loader, release_free_heap);
+                // A chunk of entries went as its last entry did; the free pages of chunks
+                // that a few hosts still hold go here (base/block_arena.hpp).
+                if (evicted >= release_heap_after)
+                    asio::post(config_loader, [] {
+                        host_entry_blocks().release_free_pages();
+                        release_free_heap();
+                    });
                 evicted = 0;
             }
         }, asio::detached);

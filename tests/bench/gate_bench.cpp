@@ -15,8 +15,10 @@
 // over the rounds, its ratio the median of each round's ratio to that round's 1k row
 // (of its order), and the last column the lowest and highest of those ratios. A round
 // of a row over no more hosts than its requests warms them first; a row over more (all
-// of 1M) goes on through its hosts from round to round, each met cold.
+// of 1M) goes on through its hosts from round to round, each met cold. Each round also
+// reads one load from memory (memory_latency): what a host met cold costs at least.
 // Usage: gate_bench [requests] [rounds]   (not part of ctest; see tests/bench/README.md)
+#include "politeproxy/base/huge_pages.hpp"
 #include "politeproxy/config/config_load.hpp"
 #include "politeproxy/policy/gate.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
@@ -28,11 +30,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -62,19 +66,65 @@ std::vector<std::string> used_names(const std::vector<std::string>& held, std::s
 }
 
 // A row's hosts in its order, taken on from where its last round stopped: a round of fewer
-// requests than hosts goes on to the next ones, never the same first ones again.
-struct request_order {
-    std::vector<std::string> names;
-    std::size_t next = 0;
+// requests than hosts goes on to the next ones, never the same first ones again. The names
+// lie one after another in that order, as a request's host lies in the bytes just read:
+// a proxy meets a cold host, never a cold name. (Until 2026-12-07 each name was a string
+// of its own on the heap, shuffled: a cold place of the bench's own, which moved the
+// all-of-1M shuffled rows by less than their rounds' spread.)
+class request_order {
+public:
+    explicit request_order(const std::vector<std::string>& names) {
+        for (const auto& n : names) {
+            text_ += n;
+            ends_.push_back(text_.size());
+        }
+    }
 
-    const std::string& take() {
-        const std::string& name = names[next];
-        next = next + 1 == names.size() ? 0 : next + 1;
+    std::string_view take() {
+        const std::size_t begin = next_ == 0 ? 0 : ends_[next_ - 1];
+        const std::string_view name(text_.data() + begin, ends_[next_] - begin);
+        next_ = next_ + 1 == ends_.size() ? 0 : next_ + 1;
         return name;
     }
     /// Requests that warm the hosts a round will use: all of them twice when the round
     /// goes over them all; none when it does not (those rows read hosts gone cold).
-    std::size_t warm_up(std::size_t requests) const { return names.size() <= requests ? 2 * names.size() : 0; }
+    std::size_t warm_up(std::size_t requests) const { return ends_.size() <= requests ? 2 * ends_.size() : 0; }
+
+private:
+    std::string text_;
+    std::vector<std::size_t> ends_;
+    std::size_t next_ = 0;
+};
+
+// One load after another over 1 GiB of huge pages, each to the place the last one read
+// names (704 bytes apart, in a random cycle): what a load that misses every cache costs
+// on this machine in this round, with no TLB miss (where THP is off, 4 KiB pages add
+// one, and the floor below reads high). A host whose state is in no cache
+// costs one at least, so the all-of-1M shuffled rows can be no cheaper than their 1k row
+// plus this.
+class memory_latency {
+public:
+    memory_latency() : base_(static_cast<char*>(map_huge_pages(bytes))) {
+        std::vector<std::uint32_t> order(bytes / stride);
+        for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::shuffle(order.begin(), order.end(), std::minstd_rand(7));
+        for (std::size_t i = 0; i < order.size(); ++i)
+            *reinterpret_cast<std::size_t*>(base_ + order[i] * stride) = order[(i + 1) % order.size()] * stride;
+    }
+    ~memory_latency() { unmap_huge_pages(base_, bytes); }
+    memory_latency(const memory_latency&) = delete;
+    memory_latency& operator=(const memory_latency&) = delete;
+
+    double measure(std::size_t loads) {
+        const auto start = std::chrono::steady_clock::now();
+        for (std::size_t i = 0; i < loads; ++i) at_ = *reinterpret_cast<const volatile std::size_t*>(base_ + at_);
+        return ns_per_op(std::chrono::steady_clock::now() - start, loads);
+    }
+
+private:
+    static constexpr std::size_t bytes = std::size_t{1} << 30, stride = 704;
+    char* base_;
+    std::size_t at_ = 0;
 };
 
 // The sans-io gates of `hosts` hosts behind a map.
@@ -95,7 +145,8 @@ private:
     void run(request_order& order, std::size_t requests) {
         gate::waiter w;
         for (std::size_t i = 0; i < requests; ++i, ++tick_) {
-            gate& g = gates_.find(order.take())->second;
+            key_.assign(order.take());
+            gate& g = gates_.find(key_)->second;
             w = gate::waiter{};
             g.enqueue(w);
             woken_.clear();
@@ -108,6 +159,7 @@ private:
     clock::time_point t0_ = clock::now();
     std::uint64_t tick_ = 0;
     std::unordered_map<std::string, gate> gates_;
+    std::string key_;  // the request's host, as a parser would leave it
     std::vector<gate::waiter*> woken_;
 };
 
@@ -124,10 +176,10 @@ public:
         std::chrono::steady_clock::duration elapsed{};
         go([&]() -> task<void> {
             for (std::size_t i = 0; i < order.warm_up(requests); ++i)
-                if ((co_await gates_.acquire(order.take())).ec) std::abort();
+                if ((co_await gates_.acquire(std::string(order.take()))).ec) std::abort();
             const auto start = std::chrono::steady_clock::now();
             for (std::size_t i = 0; i < requests; ++i)
-                if ((co_await gates_.acquire(order.take())).ec) std::abort();
+                if ((co_await gates_.acquire(std::string(order.take()))).ec) std::abort();
             elapsed = std::chrono::steady_clock::now() - start;
         });
         return ns_per_op(elapsed, requests);
@@ -181,7 +233,7 @@ int main(int argc, char** argv) {
             if (!held.count(hosts)) held[hosts] = host_names(hosts);
             auto names = used_names(held[hosts], used);
             if (shuffled) std::shuffle(names.begin(), names.end(), random);
-            rows.push_back({hosts, used, shuffled, {names}, {names}, {}, {}, {}, {}});
+            rows.push_back({hosts, used, shuffled, request_order(names), request_order(names), {}, {}, {}, {}});
         }
     const auto base_of = [&](const row& r) -> const row& {  // the 1k row of the same order
         return *std::find_if(rows.begin(), rows.end(), [&](const row& b) { return b.hosts == 1000 && b.shuffled == r.shuffled; });
@@ -193,11 +245,14 @@ int main(int argc, char** argv) {
         host_gates_layers[hosts] = std::make_unique<host_gates_layer>(names);
     }
 
+    memory_latency memory;
+    std::vector<double> memory_ns;
     for (std::size_t round = 0; round < rounds; ++round) {
         for (auto& r : rows) {
             r.gate_ns.push_back(gate_layers[r.hosts]->measure(r.gate_order, requests / rounds));
             r.host_gates_ns.push_back(host_gates_layers[r.hosts]->measure(r.host_gates_order, host_gates_requests / rounds));
         }
+        memory_ns.push_back(memory.measure(host_gates_requests / rounds));
         for (auto& r : rows) {
             r.gate_ratio.push_back(r.gate_ns.back() / base_of(r).gate_ns.back());
             r.host_gates_ratio.push_back(r.host_gates_ns.back() / base_of(r).host_gates_ns.back());
@@ -224,4 +279,14 @@ int main(int argc, char** argv) {
     }
     std::printf("# %zu interleaved rounds: ns is the median over them, the ratio the median of each round's\n"
                 "# ratio to its 1k row, with the lowest and highest of those\n", rounds);
+    // The floor of the all-of-1M shuffled rows: their 1k row and one load from memory.
+    const row& shuffled_1k = *std::find_if(rows.begin(), rows.end(), [](const row& r) { return r.hosts == 1000 && r.shuffled; });
+    std::vector<double> gate_floor, host_gates_floor;
+    for (std::size_t i = 0; i < rounds; ++i) {
+        gate_floor.push_back(1 + memory_ns[i] / shuffled_1k.gate_ns[i]);
+        host_gates_floor.push_back(1 + memory_ns[i] / shuffled_1k.host_gates_ns[i]);
+    }
+    std::printf("# one load from memory (1 GiB of huge pages, at random): %.1f ns; so a host met cold can cost\n"
+                "# no less than %.2fx (gate) and %.2fx (host_gates) its cost at 1k hosts, shuffled\n",
+                median(memory_ns), median(gate_floor), median(host_gates_floor));
 }

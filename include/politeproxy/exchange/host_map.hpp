@@ -20,9 +20,9 @@ namespace politeproxy {
 struct host_entry;
 
 namespace host_map_detail {
-// Slot arrays of 2 MiB and more are mapped apart, in whole huge pages, and marked for
-// transparent huge pages (madvise: Debian's default): a million hosts' slots are 16
-// arrays of 4 MiB, and on 4 KiB pages each lookup among them would also miss the TLB.
+// Slot arrays of 2 MiB and more are mapped apart, in whole huge pages (base/huge_pages.hpp):
+// a million hosts' slots are 16 arrays of 4 MiB, and on 4 KiB pages each lookup among them
+// would also miss the TLB.
 void* allocate(std::size_t bytes);
 void deallocate(void* p, std::size_t bytes) noexcept;
 

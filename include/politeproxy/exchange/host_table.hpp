@@ -3,6 +3,7 @@
 // the table alone decides (how many, which are idle enough to forget) and shows (the
 // admin snapshot). host_gates creates entries (exchange/host_gates.hpp: a new entry takes
 // its config, groups and robots.txt cap) and drives their gates.
+#include "politeproxy/base/block_arena.hpp"
 #include "politeproxy/base/clock.hpp"
 #include "politeproxy/config/config.hpp"
 #include "politeproxy/exchange/host_map.hpp"
@@ -43,16 +44,23 @@ struct domain_membership {
     std::shared_ptr<group_gate> gate;
 };
 
-/// make_shared's block for a host_entry (libstdc++, 64-bit): a vtable pointer and two
-/// 32-bit counts, then the entry; the whole in tcmalloc's 704-byte size class (its next is
-/// 768: 64 bytes more per host).
+/// allocate_shared's block for a host_entry (libstdc++, 64-bit): a vtable pointer and two
+/// 32-bit counts, then the entry; the whole in 704 bytes (11 cache lines; tcmalloc's size
+/// class of that size held them before the arena: its next is 768).
 inline constexpr std::size_t host_entry_counts = 16;
 inline constexpr std::size_t host_entry_block = 704;
 
+/// The blocks host entries are made in (base/block_arena.hpp: on huge pages), for the
+/// process's life: entries outlive any one table.
+block_arena& host_entry_blocks();
+/// allocate_shared<host_entry>(host_entry_allocator{}, ...): the entry and its counts in
+/// one of host_entry_blocks().
+using host_entry_allocator = arena_allocator<host_entry, host_entry_blocks>;
+
 /// The state kept for one host key while it is tracked. A million idle hosts hold one
 /// each: what hosts do not use in the default config (HTTP/2 sessions, a domain group) is
-/// held by pointer, so that make_shared's block (this and its counts) stays in tcmalloc's
-/// 704-byte size class (host_entry_block).
+/// held by pointer, so that allocate_shared's block (this and its counts) stays within
+/// host_entry_block.
 struct host_entry : std::enable_shared_from_this<host_entry> {
     host_entry(std::string k, std::shared_ptr<const host_policy> p, const host_override* o, clock::time_point now);
 
