@@ -211,10 +211,10 @@ struct dns_resolver::impl {
         bool failed = false;  // a query got no usable answer
         std::uint32_t found_ttl = UINT32_MAX;
         std::uint32_t negative_ttl = UINT32_MAX;
-        dns_answer answer;
+        dns_answer answer{};
 
         channel* from = nullptr;                              // its channel, which owns it
-        std::list<std::unique_ptr<lookup>>::iterator at;      // there
+        std::list<std::unique_ptr<lookup>>::iterator at{};    // there
 
         static void on_a(void* arg, int status, int, unsigned char* buf, int len) noexcept {
             ended(static_cast<lookup*>(arg), status, buf, len, dns_type_a);

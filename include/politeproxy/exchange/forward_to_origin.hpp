@@ -28,6 +28,7 @@
 #include "politeproxy/net/origin_connect.hpp"
 #include "politeproxy/net/origin_pool.hpp"
 #include "politeproxy/exchange/exchange_context.hpp"
+#include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/exchange/route_choice.hpp"
 
 #include <boost/asio/post.hpp>

@@ -34,7 +34,7 @@ struct robots_verdict {
         unknown,      ///< a fetch is under way, or due
     };
     kind what = kind::unknown;
-    std::shared_ptr<const robots_rules> rules;  ///< with kind::read
+    std::shared_ptr<const robots_rules> rules{};  ///< with kind::read
     clock::duration retry_after{};
 };
 

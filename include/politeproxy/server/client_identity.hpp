@@ -23,7 +23,7 @@ struct client_facts {
     std::string_view user;    ///< the proxy user its credentials (or its CONNECT's) named; empty: none
     std::string_view peer;    ///< the client's address, as address_text() spells it
     int header_fields = 0;    ///< identify_by header: how many such fields it carried
-    std::string_view header;  ///< ... and the value of the last one
+    std::string_view header{};  ///< ... and the value of the last one
     std::string_view outer;   ///< inside intercepted TLS: the CONNECT's client; empty otherwise
 };
 
