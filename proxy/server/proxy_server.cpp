@@ -131,10 +131,7 @@ struct worker {
     origin_sessions h2_origins;        // closed by run() before the loop goes
     std::pmr::unsynchronized_pool_resource field_blocks;  // for its sessions' field arenas
     std::optional<proxy_context> ctx;  // what this worker's sessions share
-    // Run by exactly one thread, and a socket is used only on the loop it was opened on
-    // (other threads post there): the reactor's lock per socket operation is left out
-    // (Asio's UNSAFE_IO hint; timers and posts keep their locks). Destroyed first.
-    asio::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+    asio::io_context ioc{1};           // run by exactly one thread; destroyed first
 };
 
 }  // namespace
@@ -259,10 +256,8 @@ int proxy_server::run() {
             // HTTP/2 one): beyond the cap a new connection is closed at once.
             if (open_clients.load(std::memory_order_relaxed) >= gates.current_config()->limits.max_client_connections) {
                 m.rejected(errc::client_connections_full);
-                asio::post(target.ioc, [s = std::move(socket)]() mutable {  // its loop's socket
-                    boost::system::error_code ignored;
-                    s.close(ignored);
-                });
+                boost::system::error_code ignored;
+                socket.close(ignored);
                 continue;
             }
             open_clients.fetch_add(1, std::memory_order_relaxed);

@@ -38,6 +38,16 @@ bool filled(const void* block, std::size_t size, unsigned char with) {
     return std::all_of(b, b + size, [&](unsigned char c) { return c == with; });
 }
 
+// `n` blocks taken from `arena`, each filled with `mark`.
+std::vector<void*> take_filled(block_arena& arena, std::size_t n, unsigned char mark) {
+    std::vector<void*> blocks;
+    for (std::size_t i = 0; i < n; ++i) {
+        blocks.push_back(arena.allocate());
+        fill(blocks.back(), entry_size, mark);
+    }
+    return blocks;
+}
+
 }  // namespace
 
 TEST_CASE("blocks are whole cache lines, apart, and each keeps what is written to it") {
@@ -90,12 +100,8 @@ TEST_CASE("a chunk fills before the next is mapped, and the emptied ones go but 
     arena.deallocate(held);
     CHECK(arena.chunks() == 1);  // the kept one
     // The kept chunk serves a whole chunk's blocks before another is mapped.
-    std::set<void*> whole;
-    for (std::size_t i = 0; i < arena.blocks_per_chunk(); ++i) {
-        void* b = arena.allocate();
-        fill(b, entry_size, 0x5A);
-        whole.insert(b);
-    }
+    const std::vector<void*> taken = take_filled(arena, arena.blocks_per_chunk(), 0x5A);
+    const std::set<void*> whole(taken.begin(), taken.end());
     CHECK(whole.size() == arena.blocks_per_chunk());
     CHECK(arena.chunks() == 1);
     for (void* b : whole) arena.deallocate(b);
@@ -104,11 +110,7 @@ TEST_CASE("a chunk fills before the next is mapped, and the emptied ones go but 
 TEST_CASE("release_free_pages gives back the free pages of a chunk few blocks hold, and only those") {
     block_arena arena(entry_size);
     if (!block_arena::in_chunks()) return;
-    std::vector<void*> blocks;
-    for (std::size_t i = 0; i < arena.blocks_per_chunk(); ++i) {
-        blocks.push_back(arena.allocate());
-        fill(blocks.back(), entry_size, 0xAB);
-    }
+    const std::vector<void*> blocks = take_filled(arena, arena.blocks_per_chunk(), 0xAB);
     // Keep every 100th block: each pins the one or two pages it lies on.
     std::vector<void*> kept;
     for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -132,11 +134,7 @@ TEST_CASE("release_free_pages gives back the free pages of a chunk few blocks ho
     CHECK(!resident(blocks[7]));           // the first page after the header's (blocks 5-10)
 
     // A block on a page given back is handed out again, and holds what is written to it.
-    std::vector<void*> again;
-    for (std::size_t i = 0; i < blocks.size() - kept.size(); ++i) {
-        again.push_back(arena.allocate());
-        fill(again.back(), entry_size, 0xCD);
-    }
+    const std::vector<void*> again = take_filled(arena, blocks.size() - kept.size(), 0xCD);
     CHECK(arena.chunks() == 1);
     for (void* b : again) CHECK(filled(b, entry_size, 0xCD));
     for (void* b : kept) CHECK(filled(b, entry_size, 0xAB));
@@ -148,11 +146,7 @@ TEST_CASE("release_free_pages gives back the free pages of a chunk few blocks ho
 TEST_CASE("a chunk an eighth held or more keeps its pages; the kept empty chunk goes") {
     block_arena arena(entry_size);
     if (!block_arena::in_chunks()) return;
-    std::vector<void*> blocks;
-    for (std::size_t i = 0; i < arena.blocks_per_chunk(); ++i) {
-        blocks.push_back(arena.allocate());
-        fill(blocks.back(), entry_size, 0xAB);
-    }
+    const std::vector<void*> blocks = take_filled(arena, arena.blocks_per_chunk(), 0xAB);
     const std::size_t keep = arena.blocks_per_chunk() / 8 + 1;
     for (std::size_t i = keep; i < blocks.size(); ++i) arena.deallocate(blocks[i]);
     arena.release_free_pages();
