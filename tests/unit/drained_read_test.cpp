@@ -35,6 +35,32 @@ task<void> send_then_reset(connected_pair& p, std::string_view bytes) {
     co_await pause(20ms);
 }
 
+// The bytes of a first read, whether it emptied the socket, and what the next one got
+// and how long it took.
+struct two_reads {
+    std::string first;
+    bool emptied = false;
+    boost::system::error_code second;
+    clock::duration took{};
+};
+
+// Reads what waits on `p.near`, awaits `between()`, then times the next read.
+template <class Between>
+task<void> read_then_time_next(connected_pair& p, two_reads& r, Between between) {
+    std::array<char, 64> buf;
+    p.near->expires_after(1s);
+    auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+    if (!ec) r.first.assign(buf.data(), n);
+    r.emptied = p.near->read_emptied();
+    co_await between();
+    const auto start = clock::now();
+    std::tie(ec, n) = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
+    r.second = ec;
+    r.took = clock::now() - start;
+}
+
+task<void> nothing() { co_return; }
+
 }  // namespace
 
 TEST_CASE("a read that empties the socket marks it; one that leaves bytes or a FIN behind does not") {
@@ -127,49 +153,30 @@ TEST_CASE("a read that ended just before a FIN: the next read gets the end of st
     // The read emptied the socket of bytes but not of the FIN, whose readiness is spent:
     // TCP_INQ counts it, so the socket is not marked. (A read's length alone cannot tell.)
     connected_pair p;
-    std::string first;
-    boost::system::error_code second;
-    clock::duration took{};
+    two_reads r;
     p.run([&]() -> task<void> {
         asio::write(p.far, asio::buffer(std::string_view("last")));
         p.far.shutdown(asio::socket_base::shutdown_send);  // half-closed: it still takes the answer
         co_await pause(20ms);
-        std::array<char, 64> buf;
-        p.near->expires_after(1s);
-        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        if (!ec) first.assign(buf.data(), n);
-        co_await send_all(*p.near, asio::buffer(std::string_view("answer")));
-        const auto start = clock::now();
-        std::tie(ec, n) = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        second = ec;
-        took = clock::now() - start;
+        co_await read_then_time_next(p, r, [&]() { return send_all(*p.near, asio::buffer(std::string_view("answer"))); });
     });
-    CHECK(first == "last");
-    CHECK(second == asio::error::eof);
-    CHECK(took < 200ms);
+    CHECK(r.first == "last");
+    CHECK(r.second == asio::error::eof);
+    CHECK(r.took < 200ms);
 }
 
 TEST_CASE("a reset that came before the read that emptied the socket fails the next read at once") {
     // TCP_INQ does not count a reset: with nothing written since, timed_socket attempts
     // the next read itself.
     connected_pair p;
-    std::string first;
-    boost::system::error_code second;
-    clock::duration took{};
+    two_reads r;
     p.run([&]() -> task<void> {
         co_await send_then_reset(p, "partial");
-        std::array<char, 64> buf;
-        p.near->expires_after(1s);
-        auto [ec, n] = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        if (!ec) first.assign(buf.data(), n);
-        const auto start = clock::now();
-        std::tie(ec, n) = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-        second = ec;
-        took = clock::now() - start;
+        co_await read_then_time_next(p, r, nothing);
     });
-    CHECK(first == "partial");
-    CHECK(second == asio::error::connection_reset);
-    CHECK(took < 200ms);
+    CHECK(r.first == "partial");
+    CHECK(r.second == asio::error::connection_reset);
+    CHECK(r.took < 200ms);
 }
 
 TEST_CASE("a pooled connection reset before the read that emptied it: the watch misses it, the write fails") {
@@ -231,25 +238,19 @@ TEST_CASE("read_unmarked: reads mark nothing, and the first after an emptying re
             marked = p.near->read_emptied();
         });
     }
-    bool marked_before = false;
-    boost::system::error_code next;
-    clock::duration took{};
+    two_reads r;
     {
         connected_pair p;
         p.run([&]() -> task<void> {
             co_await send_then_reset(p, "preface");
-            std::array<char, 64> buf;
-            p.near->expires_after(1s);
-            co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-            marked_before = p.near->read_emptied();
-            p.near->read_unmarked();
-            const auto start = clock::now();
-            std::tie(next, std::ignore) = co_await p.near->async_read_some(asio::buffer(buf), use_tuple);
-            took = clock::now() - start;
+            co_await read_then_time_next(p, r, [&]() {
+                p.near->read_unmarked();
+                return nothing();
+            });
         });
     }
     CHECK_FALSE(marked);
-    CHECK(marked_before);
-    CHECK(next == asio::error::connection_reset);
-    CHECK(took < 200ms);
+    CHECK(r.emptied);
+    CHECK(r.second == asio::error::connection_reset);
+    CHECK(r.took < 200ms);
 }
