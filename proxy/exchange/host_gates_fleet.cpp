@@ -162,6 +162,10 @@ void host_gates::store_lost_locked(host_entry& e, clock::time_point now) {
     fleet_hold_pending_.store(true, std::memory_order_release);
 }
 
+void host_gates::see_store_loss_locked(host_entry& e, clock::time_point now) {
+    if (fleet_ && !e.fleet.store_down() && !fleet_->up_for(e.key)) store_lost_locked(e, now);
+}
+
 void host_gates::fleet_store_changed() {
     // Limits move to the share (or back) where the host's node went (or came back);
     // requests waiting for a lease wake to see it.

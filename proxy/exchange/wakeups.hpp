@@ -48,8 +48,11 @@ public:
     void add(const std::vector<group_gate::waiter*>& granted) {
         for (group_gate::waiter* w : granted) list_.push_back(static_cast<parked_waiter*>(w)->shared_from_this());
     }
-    /// Runs the host's gate (under the caller's lock) and keeps whom it woke.
+    /// Runs the host's gate (under the caller's lock) and keeps whom it woke. With a
+    /// fleet, a store's node lost since the gates' last sweep counts as lost first: no
+    /// waiter departs under the fleet's whole limit (host_gates::see_store_loss_locked).
     void run_gate(host_entry& e, clock::time_point now) {
+        see_store_loss(e, now);
         woken_.clear();
         e.g.advance(now, woken_);
         for (gate::waiter* w : woken_) add(w);
@@ -67,6 +70,8 @@ public:
     }
 
 private:
+    static void see_store_loss(host_entry& e, clock::time_point now);  // host_gates.cpp
+
     // What clients' caps left to do once the lock is let go (rare: allocated when needed).
     struct cap_work {
         std::vector<std::shared_ptr<host_entry>> again;      ///< gates to run again

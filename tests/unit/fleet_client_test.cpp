@@ -1,10 +1,12 @@
 // The fleet client against a real redis-server: start-up, pipelined acquires, release,
-// the EVALSHA -> NOSCRIPT -> EVAL fallback, and a store that goes away.
+// the EVALSHA -> NOSCRIPT -> EVAL fallback, and a store that goes away (also under
+// host_gates, before their sweep has heard of it).
 #include "politeproxy/fleet/fleet_client.hpp"
 
 #include "politeproxy/admin/metrics_renderer.hpp"
 #include "politeproxy/base/metrics.hpp"
 #include "politeproxy/base/log.hpp"
+#include "politeproxy/config/config_load.hpp"
 #include "politeproxy/exchange/host_gates.hpp"
 #include "politeproxy/exchange/parent_set.hpp"
 #include "redis_server.hpp"
@@ -144,6 +146,59 @@ TEST_CASE("the store going away is noticed and reported; leases held are re-asse
     CHECK(eventually([&] {
         return rendered.render(m, gates, parent_set(gates.time()), 0).find("politeproxy_fleet_lease_lost_total 2") != std::string::npos;
     }));
+    w.ioc.stop();
+    w.thread.join();
+    f.stop();
+}
+
+TEST_CASE("a store lost before host_gates' sweep: a release wakes no waiter past the local share") {
+    metrics m;
+    logger log(log_level::error);
+    std::optional<redis_server> store(std::in_place);
+    auto fleet_cfg = config_for(store->port());
+    fleet_cfg.expected_workers = 2;  // a limit of 4: a local share of 2
+    worker w;
+    // The store's news never reaches the gates here (no fleet_store_changed): the window
+    // between a loss and the sweep, held open.
+    fleet_client f(fleet_cfg, m, log, {});
+    f.add_lane(w.ioc);
+    REQUIRE(f.start());
+    w.run();
+    auto cfg = load_config_text("defaults: { concurrency: 4, rate: 100000, burst: 100000 }\n", "test.yaml");
+    REQUIRE(cfg.has_value());
+    host_gates gates(std::make_shared<const config>(std::move(*cfg)));
+    gates.attach_fleet(f);
+    const std::string key = "share.example";
+    auto acquire = [&] { return boost::asio::co_spawn(w.ioc, gates.acquire(key), boost::asio::use_future); };
+    auto host = [&] { return gates.snapshot({key}, gates.time().now()).at(0); };
+
+    std::vector<permit> running;
+    for (int i = 0; i < 4; ++i) {
+        auto r = acquire().get();
+        REQUIRE(r.granted);
+        running.push_back(std::move(r.granted));
+    }
+    auto fifth = acquire();  // parks: the fleet's limit of 4 is held
+    CHECK(eventually([&] { return host().waiting == 1; }));
+    CHECK(held(*store, "pp:{share.example}:leases") == 4);
+
+    store.reset();  // SIGKILL
+    CHECK(eventually([&] { return !f.up_for(key); }));
+    CHECK(host().limit == 4);  // nothing has run this host's gate since
+    running.pop_back();        // a request ends: 3 still run
+    // Its release ran the gate under the share (2), not the fleet's 4: the fifth waits.
+    CHECK(host().limit == 2);
+    CHECK(host().in_flight == 3);
+    CHECK(fifth.wait_for(std::chrono::seconds(0)) != std::future_status::ready);
+    running.pop_back();
+    running.pop_back();  // 1 runs: the fifth goes, under the share
+    {
+        auto r = fifth.get();
+        CHECK_FALSE(r.ec);
+        CHECK(r.granted);
+        CHECK(host().in_flight == 2);
+    }
+    running.clear();
     w.ioc.stop();
     w.thread.join();
     f.stop();

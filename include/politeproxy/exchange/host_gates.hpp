@@ -251,9 +251,12 @@ private:
     /// The gate enforces what health decided, under the stream ceiling and, while the
     /// fleet store is away, the fleet share.
     void apply_health(host_entry& e, clock::time_point now) const;
-    /// Shares a decision of this process's health controller with the fleet.
     /// The store's node for `e` is lost as of `now`: the share (and the hold) from now.
     void store_lost_locked(host_entry& e, clock::time_point now);
+    /// Before a gate runs: a node lost since the last sweep (fleet_store_changed comes
+    /// after the loss) is lost now, so nothing departs under the fleet's whole limit.
+    void see_store_loss_locked(host_entry& e, clock::time_point now);
+    /// Shares a decision of this process's health controller with the fleet.
     void publish_locked(const host_entry& e, clock::time_point now) const;
     /// Every tracked host applies its limits again (config, fleet state) and wakes who can go.
     /// `f(entry, now, wake)` runs first under the shard lock; the waiters it adds to `wake`
