@@ -323,9 +323,7 @@ void host_gates::count_rejected_locked(host_entry& entry, client_state* client) 
     if (client) client->count(outcome::rejected);
 }
 
-void gates_detail::wakeups::see_store_loss(host_entry& e, clock::time_point now) {
-    e.owner->see_store_loss_locked(e, now);
-}
+void gates_detail::wakeups::see_store_loss(host_entry& e) { e.owner->see_store_loss_locked(e); }
 
 void gates_detail::wakeups::run_again(host_entry& e) {
     host_gates& gates = *e.owner;

@@ -157,13 +157,18 @@ void host_gates::attach_fleet(fleet::fleet_client& f) { fleet_ = &f; }
 void host_gates::store_lost_locked(host_entry& e, clock::time_point now) {
     e.fleet.store_reach(false, now);
     apply_health(e, now);
-    // tick() lifts the hold once it is over (the latest loss's end: every earlier one's too).
-    fleet_holds_end_.store((now + fleet_->config().lease_ttl).time_since_epoch().count(), std::memory_order_release);
-    fleet_hold_pending_.store(true, std::memory_order_release);
+    // tick() lifts the hold once it is over (the latest loss's end: every earlier one's
+    // too). Losses are seen on several threads: the end only ever moves later. (Sequentially
+    // consistent, with tick's: either tick sees this end or it sees pending set after it.)
+    const auto end = (now + fleet_->config().lease_ttl).time_since_epoch().count();
+    auto seen = fleet_holds_end_.load();
+    while (seen < end && !fleet_holds_end_.compare_exchange_weak(seen, end)) {
+    }
+    fleet_hold_pending_.store(true);
 }
 
-void host_gates::see_store_loss_locked(host_entry& e, clock::time_point now) {
-    if (fleet_ && !e.fleet.store_down() && !fleet_->up_for(e.key)) store_lost_locked(e, now);
+void host_gates::see_store_loss_locked(host_entry& e) {
+    if (fleet_ && !e.fleet.store_down() && !fleet_->up_for(e.key)) store_lost_locked(e, time_.now());
 }
 
 void host_gates::fleet_store_changed() {
@@ -184,9 +189,14 @@ void host_gates::fleet_held(const std::string& key, std::size_t held) {
 }
 
 void host_gates::tick(clock::time_point now) {
-    if (!fleet_ || !fleet_hold_pending_.load(std::memory_order_acquire)) return;
-    if (now < clock::time_point{clock::duration(fleet_holds_end_.load(std::memory_order_acquire))}) return;
-    fleet_hold_pending_.store(false, std::memory_order_release);
+    if (!fleet_ || !fleet_hold_pending_.load()) return;
+    const auto over = [&] { return now >= clock::time_point{clock::duration(fleet_holds_end_.load())}; };
+    if (!over()) return;
+    fleet_hold_pending_.store(false);
+    if (!over()) {  // a loss came in between: a later tick lifts its hold
+        fleet_hold_pending_.store(true);
+        return;
+    }
     for_each_entry_reapplying([](host_entry&, clock::time_point, wakeups&) {});  // the holds are over
 }
 

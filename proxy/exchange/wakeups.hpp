@@ -52,7 +52,7 @@ public:
     /// fleet, a store's node lost since the gates' last sweep counts as lost first: no
     /// waiter departs under the fleet's whole limit (host_gates::see_store_loss_locked).
     void run_gate(host_entry& e, clock::time_point now) {
-        see_store_loss(e, now);
+        see_store_loss(e);
         woken_.clear();
         e.g.advance(now, woken_);
         for (gate::waiter* w : woken_) add(w);
@@ -70,7 +70,7 @@ public:
     }
 
 private:
-    static void see_store_loss(host_entry& e, clock::time_point now);  // host_gates.cpp
+    static void see_store_loss(host_entry& e);  // host_gates.cpp
 
     // What clients' caps left to do once the lock is let go (rare: allocated when needed).
     struct cap_work {

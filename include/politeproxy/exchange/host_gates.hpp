@@ -255,7 +255,9 @@ private:
     void store_lost_locked(host_entry& e, clock::time_point now);
     /// Before a gate runs: a node lost since the last sweep (fleet_store_changed comes
     /// after the loss) is lost now, so nothing departs under the fleet's whole limit.
-    void see_store_loss_locked(host_entry& e, clock::time_point now);
+    /// "Now" is the clock's, not a caller's time (a parked request's start would cut the
+    /// hold short).
+    void see_store_loss_locked(host_entry& e);
     /// Shares a decision of this process's health controller with the fleet.
     void publish_locked(const host_entry& e, clock::time_point now) const;
     /// Every tracked host applies its limits again (config, fleet state) and wakes who can go.
