@@ -76,6 +76,7 @@ permit host_gates::depart_at_once_locked(const host_table::place& where, const s
         apply_health(*entry, now);
         publish_locked(*entry, now);
     }
+    see_store_loss_locked(*entry);  // try_depart below departs without a gate run
     // Requests already waiting for a lease go first.
     if (!entry->fleet.empty()) return {};
     std::unique_ptr<group_ladder> groups;  // most requests have none: nothing to allocate

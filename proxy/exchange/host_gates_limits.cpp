@@ -45,10 +45,7 @@ std::shared_ptr<const config> host_gates::current_config() const {
 
 std::shared_ptr<host_entry> host_gates::find_or_create(const host_table::place& where, clock::time_point now) {
     const std::string& key = where.key;
-    if (auto found = table_.find(where)) {
-        see_store_loss_locked(*found);
-        return found;
-    }
+    if (auto found = table_.find(where)) return found;
     const auto cfg = current_config();
     const host_override* o = cfg->override_for(key, utc_today());
     auto live = live_for(key);
@@ -60,9 +57,6 @@ std::shared_ptr<host_entry> host_gates::find_or_create(const host_table::place& 
         apply_health(*entry, now);
     }
     join_domain_group(*cfg, *entry);
-    // Made while the fleet store is unreachable (or before it was ever reached): the
-    // local share from the start, as every host that lived through the outage has.
-    see_store_loss_locked(*entry);
     if (cfg->robots.honor) {
         std::lock_guard lock(robots_mutex_);
         entry->robots_rate = robots_.rate_cap(key, now);  // read before this gate was last forgotten

@@ -253,10 +253,11 @@ private:
     void apply_health(host_entry& e, clock::time_point now) const;
     /// The store's node for `e` is lost as of `now`: the share (and the hold) from now.
     void store_lost_locked(host_entry& e, clock::time_point now);
-    /// Before a gate runs: a node lost since the last sweep (fleet_store_changed comes
-    /// after the loss) is lost now, so nothing departs under the fleet's whole limit.
-    /// "Now" is the clock's, not a caller's time (a parked request's start would cut the
-    /// hold short).
+    /// Before anything departs (each gate run, depart_at_once_locked): a node lost since
+    /// the last sweep (fleet_store_changed comes after the loss) is lost now, so nothing
+    /// departs under the fleet's whole limit; a host made during an outage gets the share
+    /// as every host that lived through it. "Now" is the clock's, not a caller's time (a
+    /// parked request's start would cut the hold short).
     void see_store_loss_locked(host_entry& e);
     /// Shares a decision of this process's health controller with the fleet.
     void publish_locked(const host_entry& e, clock::time_point now) const;
